@@ -1,0 +1,60 @@
+# Two commands for a new user: `make run` serves the whole flow, `make test` passes the suite.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+HOST ?= 127.0.0.1
+# Tests run against PostgreSQL and Redis; override with DATABASE_URL / REDIS_URL.
+TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/partner_service)
+TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
+PYTEST_ARGS ?=
+
+.PHONY: install run test lint format migrate bench fuzz soak clean worker beat
+
+$(VENV)/.installed: pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+# Debian's chromium drives the portal's browser test (Playwright cannot download its own browser here).
+.browser-installed:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Install Debian's chromium (apt-get install chromium) for the browser tests"; exit 1; fi; \
+	fi
+	@touch $@
+
+install: $(VENV)/.installed .browser-installed
+
+migrate: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+
+run: $(VENV)/.installed migrate
+	$(PY) manage.py demo_setup
+	$(PY) manage.py runserver $(HOST):$(PORT) --noreload
+
+worker: $(VENV)/.installed
+	$(VENV)/bin/celery -A config worker --loglevel=INFO
+
+beat: $(VENV)/.installed
+	$(VENV)/bin/celery -A config beat --loglevel=INFO
+
+test: install
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	  $(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf $(VENV) .browser-installed db.sqlite3 media staticfiles

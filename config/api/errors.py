@@ -1,0 +1,174 @@
+"""The one catalogue of error codes the partner API sends, each with its HTTP status.
+
+Spec 7.2 codes first, then the documented additions (DECISIONS.md and README). Views never build error
+responses: they raise one of these and ``config.api.exceptions.exception_handler`` renders the envelope.
+"""
+
+from typing import Any, ClassVar
+
+
+class ApiError(Exception):
+    code: ClassVar[str] = "INTERNAL_ERROR"
+    status: ClassVar[int] = 500
+    message: ClassVar[str] = (
+        "Unexpected server error. Retry, and contact support with the request_id if it persists."
+    )
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.message = message or type(self).message
+        self.details = details
+        self.headers = headers or {}
+        super().__init__(self.message)
+
+
+# --- spec 7.2 ------------------------------------------------------------------------------------------
+class InvalidCredentials(ApiError):
+    code, status, message = "INVALID_CREDENTIALS", 401, "client_id or client_secret is wrong."
+
+
+class Unauthorized(ApiError):
+    code, status, message = "UNAUTHORIZED", 401, "Missing or invalid Bearer token."
+
+
+class TokenExpired(ApiError):
+    code, status, message = "TOKEN_EXPIRED", 401, "The access token has expired; request a new token."
+
+
+class UnsupportedGrantType(ApiError):
+    code, status, message = "UNSUPPORTED_GRANT_TYPE", 400, "grant_type must be client_credentials."
+
+
+class AccountSuspended(ApiError):
+    code, status, message = "ACCOUNT_SUSPENDED", 403, "The partner account is inactive or suspended."
+
+
+class Forbidden(ApiError):
+    code, status, message = (
+        "FORBIDDEN",
+        403,
+        "The resource belongs to another partner or needs another scope.",
+    )
+
+
+class PayoutMethodNotConfigured(ApiError):
+    code, status = "PAYOUT_METHOD_NOT_CONFIGURED", 403
+    message = (
+        "The account has no configured payment method on the payment platform. Set up a payout method and a "
+        "credit card in the partner portal under Settings, then Payment Methods."
+    )
+
+
+class ValidationFailed(ApiError):
+    code, status, message = "VALIDATION_ERROR", 400, "The request failed validation."
+
+    def __init__(self, message: str | None = None, *, field: str, issue: str, **kwargs: Any) -> None:
+        details = {"field": field, "issue": issue}
+        details.update(kwargs.pop("details", None) or {})
+        super().__init__(message or f"{field}: {issue}", details=details, **kwargs)
+
+
+class EventNotFound(ApiError):
+    code, status, message = "EVENT_NOT_FOUND", 404, "No event with this id in the catalog."
+
+
+class EventExpired(ApiError):
+    code, status, message = "EVENT_EXPIRED", 422, "The event has started, passed or been canceled."
+
+
+class SectionNotFound(ApiError):
+    code, status, message = "SECTION_NOT_FOUND", 404, "No section with this name for the event."
+
+
+class InsufficientQuantity(ApiError):
+    code, status, message = (
+        "INSUFFICIENT_QUANTITY",
+        422,
+        "The row does not have the requested quantity available.",
+    )
+
+
+class QuoteNotFound(ApiError):
+    code, status, message = "QUOTE_NOT_FOUND", 404, "No quote with this quote_id."
+
+
+class QuoteExpired(ApiError):
+    code, status, message = "QUOTE_EXPIRED", 422, "The quote has expired; create a new quote."
+
+
+class QuoteAlreadyConsumed(ApiError):
+    code, status, message = "QUOTE_ALREADY_CONSUMED", 422, "The quote was already used for an order."
+
+
+class InvalidDeliveryDeadline(ApiError):
+    code, status = "INVALID_DELIVERY_DEADLINE", 422
+    message = "in_hand_date must be at least 2 days before the event date."
+
+
+class RateLimitExceeded(ApiError):
+    code, status, message = (
+        "RATE_LIMIT_EXCEEDED",
+        429,
+        "Too many requests; retry after the Retry-After seconds.",
+    )
+
+
+class InternalError(ApiError):
+    pass
+
+
+class InHandDateRequired(ApiError):
+    code, status, message = (
+        "IN_HAND_DATE_REQUIRED",
+        400,
+        "in_hand_date is required when is_ready_to_deliver is false.",
+    )
+
+
+class FileRequired(ApiError):
+    code, status, message = "FILE_REQUIRED", 400, "A PDF file is required when delivery_type is pdf."
+
+
+# --- documented additions ----------------------------------------------------------------------------
+class RowNotFound(ApiError):
+    code, status, message = "ROW_NOT_FOUND", 404, "No row with this name in the section."
+
+
+class OrderNotFound(ApiError):
+    code, status, message = "ORDER_NOT_FOUND", 404, "No order with this order_id for this partner."
+
+
+class OrderNotCancelable(ApiError):
+    code, status, message = "ORDER_NOT_CANCELABLE", 409, "The order can no longer be canceled."
+
+
+class NotFound(ApiError):
+    code, status, message = "NOT_FOUND", 404, "No such endpoint."
+
+
+class MethodNotAllowed(ApiError):
+    code, status, message = "METHOD_NOT_ALLOWED", 405, "This method is not allowed on this endpoint."
+
+
+class PayloadTooLarge(ApiError):
+    code, status, message = "PAYLOAD_TOO_LARGE", 413, "The request body is too large."
+
+
+class ServiceUnavailable(ApiError):
+    code, status, message = "SERVICE_UNAVAILABLE", 503, "A dependency of the service is not answering."
+
+
+def all_error_classes() -> list[type[ApiError]]:
+    """Every concrete error, once per code (used by the schema and by tests)."""
+    seen: dict[str, type[ApiError]] = {}
+    stack = list(ApiError.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        seen.setdefault(cls.code, cls)
+    return sorted(seen.values(), key=lambda c: (c.status, c.code))

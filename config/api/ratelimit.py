@@ -1,0 +1,80 @@
+"""Fixed-window rate limits kept in the shared cache (Redis in production).
+
+Every web process counts in the same Redis keys, so the limit holds across processes and machines.
+If the cache does not answer, the limiter fails open (requests are served, nothing is counted) and a
+warning is logged: an outage of Redis must not take the API down with it.
+"""
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest
+
+from . import errors
+
+logger = logging.getLogger(__name__)
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RateLimitState:
+    limit: int
+    remaining: int
+    reset: int  # seconds until the window resets
+    exceeded: bool
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset),
+        }
+
+
+def hit(
+    *, key: str, limit: int, window: int = WINDOW_SECONDS, now: float | None = None
+) -> RateLimitState | None:
+    """Count one request against ``key``; ``None`` when the store is unreachable (fail open)."""
+    now = time.time() if now is None else now
+    window_start = int(now // window) * window
+    reset = max(1, math.ceil(window_start + window - now))
+    cache_key = f"rl:{key}:{window_start}"
+    try:
+        cache.add(cache_key, 0, timeout=window + 5)
+        count = cache.incr(cache_key)
+    except ValueError:  # the key expired between add and incr
+        cache.set(cache_key, 1, timeout=window + 5)
+        count = 1
+    except Exception:
+        logger.warning("rate limit store unreachable; request not counted", exc_info=True)
+        return None
+    return RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset, exceeded=count > limit)
+
+
+def client_ip(request: HttpRequest) -> str:
+    """``REMOTE_ADDR``, unless ``TRUSTED_PROXY_COUNT`` proxies append to ``X-Forwarded-For``.
+
+    With N trusted proxies only the N-th entry from the right is believed: entries further left were
+    written by the client and a forged header cannot buy a fresh bucket.
+    """
+    proxies = settings.TRUSTED_PROXY_COUNT
+    if proxies > 0:
+        chain = [p.strip() for p in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if p.strip()]
+        if len(chain) >= proxies:
+            return chain[-proxies]
+    return request.META.get("REMOTE_ADDR", "") or "unknown"
+
+
+def enforce(request: HttpRequest, *, key: str, limit: int) -> None:
+    """Count the request; raise RATE_LIMIT_EXCEEDED past the limit. Headers are added by the middleware."""
+    state = hit(key=key, limit=limit)
+    if state is None:
+        return
+    # The underlying Django request carries the state to RequestIdMiddleware, which sets the headers.
+    getattr(request, "_request", request).ratelimit = state
+    if state.exceeded:
+        raise errors.RateLimitExceeded(headers={"Retry-After": str(state.reset)})

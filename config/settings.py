@@ -1,0 +1,344 @@
+"""Settings for the partner service, driven by environment variables.
+
+Two shapes from one module:
+- embedded default (nothing set): SQLite file, local-memory cache, Celery tasks run in-process,
+  e-mail to the console, files on disk;
+- production shape (``DJANGO_ENV=production`` with ``DATABASE_URL`` and ``REDIS_URL``): PostgreSQL through
+  psycopg 3's pool, Redis as cache, rate-limit store and Celery broker.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DJANGO_ENV = env.str("DJANGO_ENV", default="development")
+PRODUCTION = DJANGO_ENV == "production"
+TESTING = env.bool("TESTING", default=False)
+
+
+def _required_in_production(name: str, dev_default: str) -> str:
+    value = env.str(name, default="")
+    if value:
+        return value
+    if PRODUCTION:
+        raise ImproperlyConfigured(f"{name} must be set when DJANGO_ENV=production")
+    return dev_default
+
+
+SECRET_KEY = _required_in_production("SECRET_KEY", "dev-only-secret-key-not-for-production-use-0123456789")
+TOKEN_SIGNING_KEY = _required_in_production("TOKEN_SIGNING_KEY", "dev-only-token-signing-key")
+QUOTE_ENCRYPTION_KEY = _required_in_production("QUOTE_ENCRYPTION_KEY", "dev-only-quote-encryption-key")
+# Older quote keys still accepted for decryption while a rotation is under way (comma-separated).
+QUOTE_ENCRYPTION_OLD_KEYS = env.list("QUOTE_ENCRYPTION_OLD_KEYS", default=[])
+
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver"]
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "storages",
+    "partners",
+    "catalog",
+    "quotes",
+    "orders",
+    "payouts",
+]
+
+MIDDLEWARE = [
+    "config.api.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.api.middleware.ApiBodyLimitMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------------
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    if env.bool("DATABASE_POOL", default=True):
+        # psycopg 3's pool keeps connections open across requests; Django requires CONN_MAX_AGE=0 with it.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": env.int("DATABASE_POOL_MIN", default=2),
+            "max_size": env.int("DATABASE_POOL_MAX", default=20),
+            "timeout": env.int("DATABASE_POOL_TIMEOUT", default=10),
+        }
+    else:
+        DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN, so two writers
+    # queue instead of failing with "database is locked" half-way through a transaction.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+        }
+    )
+    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache, rate limits, Celery --------------------------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="ps"),
+            # Short timeouts: a dead Redis must degrade a request, never hang it.
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5, "retry_on_timeout": False},
+        }
+    }
+else:
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "partner-service"}
+    }
+
+RATE_LIMIT_PER_MINUTE = env.int("RATE_LIMIT_PER_MINUTE", default=600)
+TOKEN_RATE_LIMIT_PER_MINUTE = env.int("TOKEN_RATE_LIMIT_PER_MINUTE", default=60)
+# Number of reverse proxies in front of the service whose X-Forwarded-For entries are trusted.
+# 0 (default): the client IP is REMOTE_ADDR and X-Forwarded-For is ignored.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TIMEZONE = "UTC"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A dead broker must never hang a web request: connect and publish give up within about a second.
+CELERY_BROKER_CONNECTION_TIMEOUT = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 1,
+    "socket_timeout": 2,
+    "max_retries": 0,
+    "visibility_timeout": 3600,
+}
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.2,
+}
+CELERY_BEAT_SCHEDULE = {
+    "quotes-purge-expired": {"task": "quotes.tasks.purge_expired_quotes", "schedule": 3600.0},
+    "orders-sweep-unconfirmed": {"task": "orders.tasks.sweep_unconfirmed_orders", "schedule": 60.0},
+    "orders-expire-overdue": {"task": "orders.tasks.expire_overdue_orders", "schedule": 300.0},
+    "payouts-progress": {"task": "payouts.tasks.progress_payouts", "schedule": 60.0},
+}
+
+# --- Partner API ------------------------------------------------------------------------------------
+ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
+QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
+QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
+CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
+ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["partners.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["partners.authentication.HasRequiredScope"],
+    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.EnvelopeJSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.LenientContentNegotiation",
+    "DEFAULT_THROTTLE_CLASSES": [],
+    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+    "UNAUTHENTICATED_TOKEN": None,
+    "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
+    "COERCE_DECIMAL_TO_STRING": False,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Partner API — ticket buy-back",
+    "DESCRIPTION": (
+        "Partners sell their customers' event tickets to the service. Exchange client credentials for a "
+        "bearer token, browse events, sections and rows, lock a price with a quote, and turn the quote into "
+        "an order. Every response is wrapped in the envelope `{success, data | error, meta}`."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": r"/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.envelope_postprocessing_hook",
+    ],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            "BearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "HMAC-SHA256 signed token"}
+        }
+    },
+    "SECURITY": [{"BearerAuth": []}],
+}
+
+# --- Payment platform --------------------------------------------------------------------------------
+PAYMENT_PLATFORM = env.str("PAYMENT_PLATFORM", default="sandbox")
+SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS", default=60)
+SANDBOX_PAYOUT_PAID_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_PAID_AFTER_SECONDS", default=300)
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_CONNECT_CLIENT_ID = env.str("STRIPE_CONNECT_CLIENT_ID", default="")
+
+# --- Auth, sessions, security --------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "portal:login"
+LOGIN_REDIRECT_URL = "portal:dashboard"
+LOGOUT_REDIRECT_URL = "portal:login"
+PASSWORD_RESET_TIMEOUT = 3 * 24 * 3600
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+# --- I18N, static, media, storage -----------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "media")
+# Ticket PDFs are private: no MEDIA_URL is served; staff download them through the admin.
+MEDIA_URL = None
+# The embedded default serves static files straight from the apps, no collectstatic step.
+WHITENOISE_USE_FINDERS = not PRODUCTION
+WHITENOISE_AUTOREFRESH = DEBUG
+# Static files come from the apps until collectstatic has run; silence the missing-root warning.
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore", message="No directory at")
+
+AWS_STORAGE_BUCKET_NAME = env.str("AWS_STORAGE_BUCKET_NAME", default="")
+if AWS_STORAGE_BUCKET_NAME:
+    _default_storage = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": AWS_STORAGE_BUCKET_NAME,
+            "endpoint_url": env.str("AWS_S3_ENDPOINT_URL", default="") or None,
+            "region_name": env.str("AWS_S3_REGION_NAME", default="") or None,
+            "default_acl": "private",
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    _default_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": MEDIA_ROOT, "base_url": None},
+    }
+STORAGES = {
+    "default": _default_storage,
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if PRODUCTION
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+# Non-file request bodies above this get 413; the order PDF has its own 10 MB limit.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
+# --- E-mail -------------------------------------------------------------------------------------------
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Ticket Buy-Back <no-reply@buyback.example>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
+# --- Logging --------------------------------------------------------------------------------------------
+LOG_FORMAT = env.str("LOG_FORMAT", default="json" if PRODUCTION else "text")
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.logging.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "config.logging.JsonFormatter"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.request": {"level": "ERROR", "propagate": True},
+        "django.server": {"level": "INFO", "propagate": True},
+    },
+}

@@ -1,0 +1,81 @@
+"""Operational endpoints and Django-level error handlers (outside DRF)."""
+
+import logging
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views import defaults
+from django.views.decorators.cache import never_cache
+
+from config.api import errors
+from config.api.envelope import error_json_response, success_body
+from config.api.middleware import is_api_path
+
+logger = logging.getLogger(__name__)
+
+
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """The process is alive. Touches no dependency, so a load balancer may call it every second."""
+    return JsonResponse(success_body({"status": "ok"}, request))
+
+
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    """The database (and Redis, when configured) answer; 503 naming the failing component otherwise."""
+    checks: dict[str, str] = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception:
+        logger.warning("readiness: database not answering", exc_info=True)
+        checks["database"] = "unavailable"
+    if settings.REDIS_URL:
+        try:
+            cache.get("readyz:probe")
+            checks["redis"] = "ok"
+        except Exception:
+            logger.warning("readiness: redis not answering", exc_info=True)
+            checks["redis"] = "unavailable"
+    failing = [name for name, state in checks.items() if state != "ok"]
+    if failing:
+        return error_json_response(
+            errors.ServiceUnavailable(
+                f"Not ready: {', '.join(failing)}.", details={"checks": checks, "failing": failing}
+            ),
+            request,
+        )
+    return JsonResponse(success_body({"status": "ready", "checks": checks}, request))
+
+
+def api_not_found(request: HttpRequest, *args, **kwargs) -> JsonResponse:
+    return error_json_response(errors.NotFound(f"No endpoint at {request.path}."), request)
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None):
+    if is_api_path(request.path):
+        return api_not_found(request)
+    return defaults.page_not_found(request, exception)
+
+
+def handler500(request: HttpRequest):
+    if is_api_path(request.path):
+        return error_json_response(errors.InternalError(), request)
+    return defaults.server_error(request)
+
+
+def handler400(request: HttpRequest, exception: Exception | None = None):
+    if is_api_path(request.path):
+        return error_json_response(
+            errors.ValidationFailed("Bad request.", field="body", issue="invalid"), request
+        )
+    return defaults.bad_request(request, exception)
+
+
+def handler403(request: HttpRequest, exception: Exception | None = None):
+    if is_api_path(request.path):
+        return error_json_response(errors.Forbidden(), request)
+    return defaults.permission_denied(request, exception)

@@ -1,0 +1,93 @@
+from django.conf import settings
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import errors, ratelimit
+from config.api.schema import error_responses
+
+from . import services
+from .serializers import AccessTokenSerializer, TokenRequestSerializer
+
+
+class TokenView(APIView):
+    """POST /v1/auth/token — exchange client credentials for a signed bearer token."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema(
+        operation_id="auth_token",
+        tags=["Authentication"],
+        summary="Obtain an access token",
+        description=(
+            "Client-credentials flow. Checks, in order: body shape (400 VALIDATION_ERROR), grant_type "
+            "(400 UNSUPPORTED_GRANT_TYPE), credentials (401 INVALID_CREDENTIALS), account status "
+            "(403 ACCOUNT_SUSPENDED). The token is valid for 3600 seconds. Rate-limited per client_id and "
+            "client IP (`TOKEN_RATE_LIMIT_PER_MINUTE`, default 60)."
+        ),
+        auth=[],
+        request=TokenRequestSerializer,
+        responses={
+            200: AccessTokenSerializer,
+            **error_responses(
+                errors.ValidationFailed,
+                errors.UnsupportedGrantType,
+                errors.InvalidCredentials,
+                errors.AccountSuspended,
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "Token request",
+                request_only=True,
+                value={
+                    "client_id": "cli_4f9Q2m",
+                    "client_secret": "sec_…",
+                    "grant_type": "client_credentials",
+                },
+            ),
+            OpenApiExample(
+                "Token",
+                response_only=True,
+                value={
+                    "access_token": "eyJ2IjoxLCJwIjoicHRuXz...Ryx3",
+                    "token_type": "Bearer",
+                    "expires_at": "2026-11-21T19:30:00Z",
+                    "expires_in": 3600,
+                    "scope": "events:read quotes:write orders:write",
+                },
+            ),
+        ],
+    )
+    def post(self, request):
+        body = TokenRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        if body.validated_data["grant_type"] != "client_credentials":
+            raise errors.UnsupportedGrantType()
+        ip = ratelimit.client_ip(request)
+        ratelimit.enforce(
+            request,
+            key=f"token:{body.validated_data['client_id']}:{ip}",
+            limit=settings.TOKEN_RATE_LIMIT_PER_MINUTE,
+        )
+        issued = services.token_issue(
+            client_id=body.validated_data["client_id"],
+            client_secret=body.validated_data["client_secret"],
+            client_ip=ip if ip != "unknown" else None,
+        )
+        return Response(
+            AccessTokenSerializer(
+                {
+                    "access_token": issued.access_token,
+                    "token_type": "Bearer",
+                    "expires_at": issued.expires_at,
+                    "expires_in": issued.expires_in,
+                    "scope": issued.scope,
+                }
+            ).data,
+            headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
+        )

@@ -1,0 +1,93 @@
+from django.conf import settings
+from django.db import models
+
+from config.ids import new_public_id
+
+
+def new_partner_id() -> str:
+    return new_public_id("ptn")
+
+
+def new_client_id() -> str:
+    return new_public_id("cli", 24)
+
+
+def new_session_id() -> str:
+    return new_public_id("tks", 24)
+
+
+class Partner(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+
+    public_id = models.CharField(
+        "partner id", max_length=32, unique=True, default=new_partner_id, editable=False
+    )
+    name = models.CharField(max_length=200)
+    contact_email = models.EmailField(
+        blank=True, help_text="Where order confirmations go when no seller e-mail is given."
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    suspended_reason = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.public_id})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == self.Status.ACTIVE
+
+
+class PartnerCredential(models.Model):
+    """The partner's client credentials. The secret is kept only as a SHA-256 digest."""
+
+    partner = models.OneToOneField(Partner, on_delete=models.CASCADE, related_name="credential")
+    client_id = models.CharField(max_length=40, unique=True, default=new_client_id, editable=False)
+    secret_digest = models.CharField(max_length=64, editable=False)
+    secret_last4 = models.CharField(
+        max_length=4, editable=False, help_text="Last 4 characters, to tell secrets apart."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    rotated_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.client_id
+
+
+class TokenSession(models.Model):
+    """One row per token request; revoking the row stops every token bound to it."""
+
+    session_id = models.CharField(max_length=40, unique=True, default=new_session_id, editable=False)
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="token_sessions")
+    scope = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_reason = models.CharField(max_length=100, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["partner", "expires_at"], name="tks_partner_expiry")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.session_id
+
+
+class PortalUser(models.Model):
+    """Links a Django user to the partner it may act for in the portal."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="portal_profile"
+    )
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="portal_users")
+    invited_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user.email} → {self.partner.name}"

@@ -1,0 +1,186 @@
+"""Every write on partners, credentials and token sessions."""
+
+import hashlib
+import hmac
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.utils import timezone
+
+from config.api import errors
+
+from . import tokens
+from .models import Partner, PartnerCredential, TokenSession
+from .selectors import (
+    SESSION_REVOKED,
+    SESSION_SUSPENDED,
+    credential_get_by_client_id,
+    session_cache_key,
+)
+
+logger = logging.getLogger(__name__)
+
+GRANTED_SCOPE = " ".join(tokens.SCOPES)
+# Compared against when the client_id is unknown, so a wrong id costs the same time as a wrong secret.
+_DUMMY_DIGEST = hashlib.sha256(b"no such client").hexdigest()
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _new_secret() -> str:
+    return "sec_" + secrets.token_urlsafe(32)  # 32 random bytes
+
+
+@dataclass(frozen=True)
+class IssuedCredentials:
+    partner: Partner
+    client_id: str
+    client_secret: str  # shown once; never stored
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    access_token: str
+    expires_at: object
+    expires_in: int
+    scope: str
+    session: TokenSession
+
+
+@transaction.atomic
+def partner_create(*, name: str, contact_email: str = "", suspended: bool = False) -> IssuedCredentials:
+    partner = Partner.objects.create(
+        name=name,
+        contact_email=contact_email,
+        status=Partner.Status.SUSPENDED if suspended else Partner.Status.ACTIVE,
+    )
+    return credentials_issue(partner=partner)
+
+
+@transaction.atomic
+def credentials_issue(*, partner: Partner) -> IssuedCredentials:
+    """First credentials for a partner (the admin's add form and ``create_partner``)."""
+    secret = _new_secret()
+    credential = PartnerCredential.objects.create(
+        partner=partner, secret_digest=_digest(secret), secret_last4=secret[-4:]
+    )
+    return IssuedCredentials(partner=partner, client_id=credential.client_id, client_secret=secret)
+
+
+@transaction.atomic
+def credentials_rotate(*, partner: Partner) -> IssuedCredentials:
+    """Keep the client_id, replace the secret, revoke every token session of the partner."""
+    # Lock the credential row: two concurrent rotations must not both think their secret is current.
+    credential = PartnerCredential.objects.select_for_update().filter(partner=partner).first()
+    if credential is None:
+        return credentials_issue(partner=partner)
+    secret = _new_secret()
+    credential.secret_digest = _digest(secret)
+    credential.secret_last4 = secret[-4:]
+    credential.rotated_at = timezone.now()
+    credential.save(update_fields=["secret_digest", "secret_last4", "rotated_at"])
+    sessions_revoke(partner=partner, reason="credentials rotated")
+    logger.info(
+        "credentials rotated", extra={"partner_id": partner.public_id, "client_id": credential.client_id}
+    )
+    return IssuedCredentials(partner=partner, client_id=credential.client_id, client_secret=secret)
+
+
+def sessions_revoke(*, partner: Partner, reason: str, state: str = SESSION_REVOKED) -> int:
+    """Revoke the partner's live sessions and overwrite their cached state in the shared cache."""
+    now = timezone.now()
+    live = list(
+        TokenSession.objects.filter(partner=partner, revoked_at__isnull=True, expires_at__gt=now).values_list(
+            "session_id", "expires_at"
+        )
+    )
+    TokenSession.objects.filter(partner=partner, revoked_at__isnull=True).update(
+        revoked_at=now, revoked_reason=reason
+    )
+    # Sessions revoked earlier may still be cached as revoked; a suspension must turn them into "suspended".
+    if state == SESSION_SUSPENDED:
+        live += list(
+            TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(
+                "session_id", "expires_at"
+            )
+        )
+
+    def publish() -> None:
+        values = {session_cache_key(sid): (state, partner.pk, partner.public_id) for sid, _ in live}
+        if not values:
+            return
+        ttl = max(int((max(exp for _, exp in live) - timezone.now()).total_seconds()), 1)
+        try:
+            cache.set_many(values, timeout=ttl)
+        except Exception:
+            # Without the cache every token is checked in the database, which already says revoked.
+            logger.warning("token cache unreachable while revoking sessions")
+
+    publish()  # at once, so a racing request sees it ...
+    transaction.on_commit(publish)  # ... and again after commit, over anything cached meanwhile
+    return len(live)
+
+
+@transaction.atomic
+def partner_suspend(*, partner: Partner, reason: str = "") -> Partner:
+    partner = Partner.objects.select_for_update().get(pk=partner.pk)
+    partner.status = Partner.Status.SUSPENDED
+    partner.suspended_reason = reason
+    partner.save(update_fields=["status", "suspended_reason", "updated_at"])
+    sessions_revoke(partner=partner, reason="partner suspended", state=SESSION_SUSPENDED)
+    return partner
+
+
+@transaction.atomic
+def partner_reactivate(*, partner: Partner) -> Partner:
+    partner = Partner.objects.select_for_update().get(pk=partner.pk)
+    partner.status = Partner.Status.ACTIVE
+    partner.suspended_reason = ""
+    partner.save(update_fields=["status", "suspended_reason", "updated_at"])
+    # Tokens from before the suspension stay dead (their sessions were revoked): the partner asks anew.
+    now = timezone.now()
+    live = TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(
+        "session_id", flat=True
+    )
+    keys = [session_cache_key(sid) for sid in live]
+
+    def forget() -> None:
+        try:
+            cache.delete_many(keys)
+        except Exception:
+            logger.warning("token cache unreachable while reactivating a partner")
+
+    transaction.on_commit(forget)
+    return partner
+
+
+def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = None) -> IssuedToken:
+    """Spec 4.1: validate credentials, check the account status, create a session, sign a token."""
+    credential = credential_get_by_client_id(client_id=client_id)
+    expected = credential.secret_digest if credential else _DUMMY_DIGEST
+    if not hmac.compare_digest(expected, _digest(client_secret)) or credential is None:
+        raise errors.InvalidCredentials()
+    partner = credential.partner
+    if not partner.is_active:
+        raise errors.AccountSuspended()
+    ttl = settings.ACCESS_TOKEN_TTL_SECONDS
+    expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
+    session = TokenSession.objects.create(
+        partner=partner, scope=GRANTED_SCOPE, expires_at=expires_at, client_ip=client_ip or None
+    )
+    access_token = tokens.sign(
+        partner_id=partner.public_id,
+        session_id=session.session_id,
+        expires_at=expires_at,
+        scope=GRANTED_SCOPE,
+    )
+    return IssuedToken(
+        access_token=access_token, expires_at=expires_at, expires_in=ttl, scope=GRANTED_SCOPE, session=session
+    )

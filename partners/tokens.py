@@ -1,0 +1,88 @@
+"""Signed bearer tokens: ``base64url(payload).base64url(HMAC-SHA256(key, payload))``.
+
+The payload binds the partner, the token session, the expiry and the scope. The signature is checked
+first, in constant time; only a well-signed token can be reported as expired.
+"""
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.utils import timezone
+
+from config.api import errors
+from config.keys import derive_key
+
+SCOPES = ("events:read", "quotes:write", "orders:write")
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    partner_id: str
+    session_id: str
+    expires_at: int
+    scopes: frozenset[str]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
+
+
+def _signing_key() -> bytes:
+    return derive_key(settings.TOKEN_SIGNING_KEY, "partner-api access token v1")
+
+
+def _invalid_token(description: str) -> errors.Unauthorized:
+    return errors.Unauthorized(
+        headers={
+            "WWW-Authenticate": f'Bearer realm="partner-api", error="invalid_token", error_description="{description}"'
+        }
+    )
+
+
+def sign(*, partner_id: str, session_id: str, expires_at: datetime, scope: str) -> str:
+    payload = json.dumps(
+        {"v": 1, "p": partner_id, "s": session_id, "exp": int(expires_at.timestamp()), "scp": scope},
+        separators=(",", ":"),
+    ).encode()
+    signature = hmac.new(_signing_key(), payload, hashlib.sha256).digest()
+    return f"{_b64(payload)}.{_b64(signature)}"
+
+
+def verify(token: str, *, now: float | None = None) -> TokenClaims:
+    """Check the signature, then the expiry. Raises UNAUTHORIZED or TOKEN_EXPIRED."""
+    try:
+        payload_b64, signature_b64 = token.split(".")
+        payload, signature = _unb64(payload_b64), _unb64(signature_b64)
+    except (ValueError, binascii.Error):
+        raise _invalid_token("malformed token")
+    expected = hmac.new(_signing_key(), payload, hashlib.sha256).digest()
+    if not hmac.compare_digest(expected, signature):
+        raise _invalid_token("bad signature")
+    try:
+        data = json.loads(payload)
+        claims = TokenClaims(
+            partner_id=str(data["p"]),
+            session_id=str(data["s"]),
+            expires_at=int(data["exp"]),
+            scopes=frozenset(str(data["scp"]).split()),
+        )
+    except (ValueError, KeyError, TypeError):
+        raise _invalid_token("malformed payload")
+    current = timezone.now().timestamp() if now is None else now
+    if claims.expires_at <= current:
+        raise errors.TokenExpired(
+            headers={
+                "WWW-Authenticate": 'Bearer realm="partner-api", error="invalid_token", error_description="token expired"'
+            }
+        )
+    return claims

@@ -1,0 +1,3 @@
+app_name = "sandbox"
+
+urlpatterns: list = []

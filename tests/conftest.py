@@ -1,0 +1,118 @@
+"""Shared fixtures: ``api_client``, ``partner``, ``auth_client`` and friends (STYLE.md: Tests)."""
+
+from dataclasses import dataclass
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from config.celery import app as celery_app
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(settings, tmp_path):
+    """Each test: its own MEDIA_ROOT, an empty shared cache, Celery tasks run in-process."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.STORAGES = {**settings.STORAGES}
+    if settings.STORAGES["default"]["BACKEND"].endswith("FileSystemStorage"):
+        settings.STORAGES["default"] = {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "media", "base_url": None},
+        }
+    cache.clear()
+    previous = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = previous
+    cache.clear()
+
+
+@dataclass
+class PartnerWithCredentials:
+    partner: object
+    client_id: str
+    client_secret: str
+
+
+def make_partner(
+    *,
+    name: str = "Acme Tickets",
+    payment_methods: bool = True,
+    suspended: bool = False,
+    email: str = "ops@acme.example",
+):
+    from partners import services
+
+    issued = services.partner_create(name=name, contact_email=email, suspended=suspended)
+    if payment_methods:
+        from payouts.services import payment_methods_create_sandbox
+
+        payment_methods_create_sandbox(partner=issued.partner)
+    return PartnerWithCredentials(issued.partner, issued.client_id, issued.client_secret)
+
+
+def issue_token(client: APIClient, creds: PartnerWithCredentials) -> str:
+    response = client.post(
+        "/v1/auth/token",
+        {
+            "client_id": creds.client_id,
+            "client_secret": creds.client_secret,
+            "grant_type": "client_credentials",
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    return response.json()["data"]["access_token"]
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def partner_creds(db) -> PartnerWithCredentials:
+    """An active partner with a payout account and a card on file, and its credentials."""
+    return make_partner()
+
+
+@pytest.fixture
+def partner(partner_creds):
+    return partner_creds.partner
+
+
+@pytest.fixture
+def auth_client(partner_creds) -> APIClient:
+    """A client sending a valid bearer token of ``partner``."""
+    client = APIClient()
+    token = issue_token(client, partner_creds)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    client.token = token
+    return client
+
+
+@pytest.fixture
+def other_partner_creds(db) -> PartnerWithCredentials:
+    return make_partner(name="Other Resale Co", email="ops@other.example")
+
+
+@pytest.fixture
+def other_auth_client(other_partner_creds) -> APIClient:
+    client = APIClient()
+    token = issue_token(client, other_partner_creds)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    client.token = token
+    return client
+
+
+def assert_error(response, status: int, code: str) -> dict:
+    """The response is the error envelope with this status and code; returns ``error``."""
+    assert response.status_code == status, (response.status_code, response.content[:500])
+    body = response.json()
+    assert body["success"] is False
+    assert body["error"]["code"] == code, body
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert body["meta"]["request_id"]
+    assert body["meta"]["timestamp"].endswith("Z")
+    assert "data" not in body
+    return body["error"]
