@@ -33,9 +33,11 @@ install: $(VENV)/.installed .browser-installed
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 
+# One gunicorn process with threads: the embedded default keeps its cache (token state, rate limits) in
+# process memory, so it must not be split over several processes. Production runs many (see README).
 run: $(VENV)/.installed migrate
-	$(PY) manage.py demo_setup
-	$(PY) manage.py runserver $(HOST):$(PORT) --noreload
+	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
+	$(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
 worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A config worker --loglevel=INFO

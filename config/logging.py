@@ -8,9 +8,27 @@ from datetime import UTC, datetime
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 
+_default_factory = logging.getLogRecordFactory()
+
+
+def _record_factory(*args, **kwargs) -> logging.LogRecord:
+    record = _default_factory(*args, **kwargs)
+    record.request_id = request_id_var.get()
+    return record
+
+
+# Every record gets the id of the request being served when it is created.
+logging.setLogRecordFactory(_record_factory)
+
+
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        if not hasattr(record, "request_id"):
+        # django.request logs after the response has left the middleware; its record carries the request.
+        request = getattr(record, "request", None)
+        request_id = getattr(request, "request_id", None)
+        if request_id:
+            record.request_id = request_id
+        elif not hasattr(record, "request_id"):
             record.request_id = request_id_var.get()
         return True
 

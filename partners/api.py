@@ -1,6 +1,6 @@
 from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,7 +17,7 @@ class TokenView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
 
     @extend_schema(
         operation_id="auth_token",

@@ -157,7 +157,8 @@ def partner_reactivate(*, partner: Partner) -> Partner:
         except Exception:
             logger.warning("token cache unreachable while reactivating a partner")
 
-    transaction.on_commit(forget)
+    forget()
+    transaction.on_commit(forget)  # again after commit, over anything a racing request cached meanwhile
     return partner
 
 

@@ -1,0 +1,271 @@
+"""Staff admin for partners: provisioning with a secret shown once, rotation, suspension, sessions."""
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from payouts.selectors import payment_readiness
+
+from . import services
+from .models import Partner, TokenSession
+
+
+@admin.register(Partner)
+class PartnerAdmin(admin.ModelAdmin):
+    list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
+    list_filter = ("status", "created_at")
+    search_fields = ("name", "public_id", "contact_email", "credential__client_id")
+    ordering = ("name",)
+    readonly_fields = (
+        "public_id",
+        "client_id",
+        "secret_hint",
+        "readiness",
+        "status",
+        "suspended_reason",
+        "recent_sessions",
+        "created_at",
+        "updated_at",
+    )
+    fieldsets = (
+        (None, {"fields": ("name", "contact_email", "public_id", "status", "suspended_reason")}),
+        ("API credentials", {"fields": ("client_id", "secret_hint")}),
+        ("Payment readiness", {"fields": ("readiness",)}),
+        ("Token sessions", {"fields": ("recent_sessions",)}),
+        ("Record", {"fields": ("created_at", "updated_at")}),
+    )
+    actions = ("rotate_credentials_action", "suspend_action", "reactivate_action")
+    change_form_template = "admin/partners/partner/change_form.html"
+
+    def get_queryset(self, request):
+        now = timezone.now()
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("credential", "payout_account", "credit_card")
+            .annotate(
+                live_session_count=Count(
+                    "token_sessions",
+                    filter=Q(token_sessions__revoked_at__isnull=True, token_sessions__expires_at__gt=now),
+                )
+            )
+        )
+
+    # --- display ---------------------------------------------------------------------------------------
+    @admin.display(description="client_id", ordering="credential__client_id")
+    def client_id(self, obj: Partner) -> str:
+        credential = getattr(obj, "credential", None)
+        return credential.client_id if credential else "—"
+
+    @admin.display(description="client_secret")
+    def secret_hint(self, obj: Partner) -> str:
+        credential = getattr(obj, "credential", None)
+        if not credential:
+            return "—"
+        rotated = (
+            credential.rotated_at.strftime("%Y-%m-%d %H:%M UTC") if credential.rotated_at else "never rotated"
+        )
+        return f"sec_…{credential.secret_last4} (stored as a digest only; {rotated})"
+
+    @admin.display(description="Payment readiness")
+    def readiness(self, obj: Partner) -> str:
+        if obj.pk is None:
+            return "—"
+        missing = payment_readiness(partner_pk=obj.pk).missing
+        if not missing:
+            return format_html('<span style="color:#1a7f37">{}</span>', "✔ ready")
+        return format_html('<span style="color:#b35900">missing: {}</span>', ", ".join(missing))
+
+    @admin.display(description="Live tokens", ordering="live_session_count")
+    def live_sessions(self, obj: Partner) -> int:
+        return getattr(obj, "live_session_count", 0)
+
+    @admin.display(description="Recent token sessions")
+    def recent_sessions(self, obj: Partner) -> str:
+        if obj.pk is None:
+            return "—"
+        now = timezone.now()
+        rows = obj.token_sessions.order_by("-created_at")[:20]
+        if not rows:
+            return "No token has been issued yet."
+
+        def state(s: TokenSession) -> str:
+            if s.revoked_at:
+                return f"revoked ({s.revoked_reason})"
+            return "live" if s.expires_at > now else "expired"
+
+        body = format_html_join(
+            "",
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    s.session_id,
+                    s.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                    s.expires_at.strftime("%H:%M:%S"),
+                    s.client_ip or "",
+                    state(s),
+                )
+                for s in rows
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>Session</th><th>Issued (UTC)</th><th>Expires</th><th>IP</th><th>State</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            body,
+        )
+
+    # --- provisioning: the secret is shown once, in the response to the save ----------------------------
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change:
+            request._issued_credentials = services.credentials_issue(partner=obj)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        issued = getattr(request, "_issued_credentials", None)
+        if issued is None:
+            return super().response_add(request, obj, post_url_continue)
+        return self._show_secrets(request, [issued], title=f"Partner {obj.name} created")
+
+    def _show_secrets(self, request, issued_list, *, title: str) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "issued_list": issued_list,
+            "opts": self.model._meta,
+            "changelist_url": reverse("admin:partners_partner_changelist"),
+        }
+        response = TemplateResponse(request, "admin/partners/partner/credentials_once.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    # --- object tools (buttons on the change page) -------------------------------------------------------
+    def get_urls(self):
+        custom = [
+            path(
+                "<int:pk>/rotate/",
+                self.admin_site.admin_view(self.rotate_view),
+                name="partners_partner_rotate",
+            ),
+            path(
+                "<int:pk>/suspend/",
+                self.admin_site.admin_view(self.suspend_view),
+                name="partners_partner_suspend",
+            ),
+            path(
+                "<int:pk>/reactivate/",
+                self.admin_site.admin_view(self.reactivate_view),
+                name="partners_partner_reactivate",
+            ),
+        ]
+        return custom + super().get_urls()
+
+    def _partner_for_change(self, request: HttpRequest, pk: int) -> Partner:
+        partner = get_object_or_404(Partner, pk=pk)
+        if not self.has_change_permission(request, partner):
+            raise PermissionDenied
+        return partner
+
+    def _confirm(self, request, partner: Partner, *, action: str, question: str, with_reason: bool = False):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": question,
+            "partner": partner,
+            "action": action,
+            "with_reason": with_reason,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/partners/partner/confirm_action.html", context)
+
+    def rotate_view(self, request: HttpRequest, pk: int):
+        partner = self._partner_for_change(request, pk)
+        if request.method != "POST":
+            return self._confirm(
+                request,
+                partner,
+                action="rotate",
+                question=f"Rotate the credentials of {partner.name}? The client_id stays; the old secret and every "
+                "token issued with it stop working at once.",
+            )
+        issued = services.credentials_rotate(partner=partner)
+        self.log_change(request, partner, "Rotated credentials")
+        return self._show_secrets(request, [issued], title=f"New secret for {partner.name}")
+
+    def suspend_view(self, request: HttpRequest, pk: int):
+        partner = self._partner_for_change(request, pk)
+        if request.method != "POST":
+            return self._confirm(
+                request,
+                partner,
+                action="suspend",
+                question=f"Suspend {partner.name}? Its tokens stop working (403 ACCOUNT_SUSPENDED) and no new token is issued.",
+                with_reason=True,
+            )
+        services.partner_suspend(partner=partner, reason=request.POST.get("reason", "")[:255])
+        self.log_change(request, partner, "Suspended")
+        messages.success(request, f"{partner.name} is suspended; its token sessions were revoked.")
+        return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
+
+    def reactivate_view(self, request: HttpRequest, pk: int):
+        partner = self._partner_for_change(request, pk)
+        if request.method != "POST":
+            return self._confirm(
+                request,
+                partner,
+                action="reactivate",
+                question=f"Reactivate {partner.name}? It can request new tokens; tokens from before the suspension stay revoked.",
+            )
+        services.partner_reactivate(partner=partner)
+        self.log_change(request, partner, "Reactivated")
+        messages.success(request, f"{partner.name} is active again.")
+        return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
+
+    # --- bulk actions --------------------------------------------------------------------------------------
+    @admin.action(description="Rotate credentials (new secrets are shown once)")
+    def rotate_credentials_action(self, request, queryset):
+        issued = [services.credentials_rotate(partner=p) for p in queryset]
+        for item in issued:
+            self.log_change(request, item.partner, "Rotated credentials")
+        return self._show_secrets(request, issued, title="New secrets")
+
+    @admin.action(description="Suspend (revokes their tokens)")
+    def suspend_action(self, request, queryset):
+        for partner in queryset:
+            services.partner_suspend(partner=partner, reason="suspended by staff")
+            self.log_change(request, partner, "Suspended")
+        messages.success(request, f"Suspended {queryset.count()} partner(s).")
+
+    @admin.action(description="Reactivate")
+    def reactivate_action(self, request, queryset):
+        for partner in queryset:
+            services.partner_reactivate(partner=partner)
+            self.log_change(request, partner, "Reactivated")
+        messages.success(request, f"Reactivated {queryset.count()} partner(s).")
+
+
+@admin.register(TokenSession)
+class TokenSessionAdmin(admin.ModelAdmin):
+    list_display = (
+        "session_id",
+        "partner",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "revoked_reason",
+        "client_ip",
+    )
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), "created_at")
+    search_fields = ("session_id", "partner__name", "partner__public_id")
+    list_select_related = ("partner",)
+    readonly_fields = [f.name for f in TokenSession._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,180 @@
+"""Rate limits: per partner on authenticated calls, per client_id + IP on the token endpoint."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from config.api import ratelimit
+from tests.conftest import assert_error
+
+pytestmark = pytest.mark.urls("tests.config.urls_probe")
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN_URL = "/v1/auth/token"
+
+
+def _token_body(client_id="cli_nobody", secret="sec_wrong"):
+    return {"client_id": client_id, "client_secret": secret, "grant_type": "client_credentials"}
+
+
+def _avoid_window_edge(margin: float = 4.0) -> None:
+    """Start counting well inside one 60-second window, so the count cannot reset half-way."""
+    left = 60 - (time.time() % 60)
+    if left < margin:
+        time.sleep(left + 0.05)
+
+
+def test_partner_limit_gives_429_with_retry_after(api_client, auth_client, settings):
+    settings.RATE_LIMIT_PER_MINUTE = 3
+    _avoid_window_edge()
+    for expected_remaining in (2, 1, 0):
+        response = auth_client.get("/v1/_scoped")
+        assert response["RateLimit-Remaining"] == str(expected_remaining)
+        assert response["RateLimit-Limit"] == "3"
+    response = auth_client.get("/v1/_scoped")
+    assert_error(response, 429, "RATE_LIMIT_EXCEEDED")
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert response["RateLimit-Remaining"] == "0"
+    assert response["X-Request-ID"] == response.json()["meta"]["request_id"]
+
+
+def test_partner_limit_is_per_partner(api_client, auth_client, other_auth_client, settings):
+    settings.RATE_LIMIT_PER_MINUTE = 2
+    _avoid_window_edge()
+    for _ in range(3):
+        auth_client.get("/v1/_scoped")
+    assert auth_client.get("/v1/_scoped").status_code == 429
+    assert other_auth_client.get("/v1/_scoped").status_code == 200
+
+
+def test_token_endpoint_limit_per_client_and_ip(api_client, db, settings):
+    settings.TOKEN_RATE_LIMIT_PER_MINUTE = 2
+    _avoid_window_edge()
+    for _ in range(2):
+        assert_error(api_client.post(TOKEN_URL, _token_body(), format="json"), 401, "INVALID_CREDENTIALS")
+    response = api_client.post(TOKEN_URL, _token_body(), format="json")
+    assert_error(response, 429, "RATE_LIMIT_EXCEEDED")
+    assert int(response["Retry-After"]) >= 1
+    # another client_id from the same address has its own bucket
+    assert_error(
+        api_client.post(TOKEN_URL, _token_body("cli_other"), format="json"), 401, "INVALID_CREDENTIALS"
+    )
+    # the same client_id from another address too
+    response = api_client.post(TOKEN_URL, _token_body(), format="json", REMOTE_ADDR="10.9.8.7")
+    assert_error(response, 401, "INVALID_CREDENTIALS")
+
+
+def test_forged_forwarded_for_does_not_buy_a_fresh_bucket(api_client, db, settings):
+    settings.TOKEN_RATE_LIMIT_PER_MINUTE = 2
+    _avoid_window_edge()
+    for i in range(2):
+        api_client.post(TOKEN_URL, _token_body(), format="json", HTTP_X_FORWARDED_FOR=f"203.0.113.{i}")
+    response = api_client.post(TOKEN_URL, _token_body(), format="json", HTTP_X_FORWARDED_FOR="198.51.100.77")
+    assert_error(response, 429, "RATE_LIMIT_EXCEEDED")
+
+
+def test_client_ip_believes_only_trusted_proxies(rf, settings):
+    request = rf.get("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.9")
+    settings.TRUSTED_PROXY_COUNT = 0
+    assert ratelimit.client_ip(request) == "10.0.0.2"
+    settings.TRUSTED_PROXY_COUNT = 1
+    assert ratelimit.client_ip(request) == "198.51.100.9"  # the entry our proxy wrote, not the client's
+
+
+def test_limiter_fails_open_when_the_store_is_down(auth_client, settings, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ConnectionError("redis down")
+
+    monkeypatch.setattr(ratelimit.cache, "incr", broken)
+    settings.RATE_LIMIT_PER_MINUTE = 1
+    for _ in range(3):
+        response = auth_client.get("/v1/_scoped")
+        assert response.status_code == 200
+        assert "RateLimit-Limit" not in response
+
+
+def _http(method: str, url: str, body: dict | None = None) -> tuple[int, dict, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read())
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_limit_holds_across_two_server_processes_sharing_redis(settings):
+    """Two gunicorn processes count in the same Redis: the 4th request over both gets 429."""
+    if not settings.REDIS_URL:
+        pytest.fail("this test needs REDIS_URL (make test sets it)")
+    db = connection.settings_dict
+    database_url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "REDIS_URL": settings.REDIS_URL,
+        "TOKEN_RATE_LIMIT_PER_MINUTE": "3",
+        "DATABASE_POOL": "false",
+    }
+    ports = [_free_port(), _free_port()]
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    servers = [
+        subprocess.Popen(
+            [
+                gunicorn,
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for port in ports
+    ]
+    try:
+        for port in ports:
+            deadline = time.time() + 30
+            while True:
+                try:
+                    _http("GET", f"http://127.0.0.1:{port}/healthz")
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.1)
+        _avoid_window_edge()
+        body = _token_body("cli_shared_bucket")
+        statuses = [_http("POST", f"http://127.0.0.1:{ports[i % 2]}{TOKEN_URL}", body)[0] for i in range(4)]
+        last_status, last_headers, last_body = _http("POST", f"http://127.0.0.1:{ports[1]}{TOKEN_URL}", body)
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait(timeout=10)
+    assert statuses == [401, 401, 401, 429]
+    assert last_status == 429
+    assert last_body["error"]["code"] == "RATE_LIMIT_EXCEEDED"
+    assert int(last_headers["Retry-After"]) >= 1
