@@ -1,0 +1,153 @@
+"""Catalog reads. Each list costs a fixed number of queries whatever the page size."""
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Exists, IntegerField, Min, OuterRef, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from config.api.pagination import Page, paginate
+
+from . import errors
+from .models import Event, Row, Section
+
+EVENT_ORDERING = ("starts_at", "id")
+SECTION_ORDERING = ("name", "id")
+ROW_ORDERING = ("name", "id")
+
+_EVENT_FIELDS = (
+    "id",
+    "event_id",
+    "name",
+    "starts_at",
+    "timezone",
+    "event_date",
+    "primary_site",
+    "status",
+    "venue__venue_id",
+    "venue__name",
+    "venue__city",
+    "venue__state",
+    "venue__country",
+)
+
+
+def _events() -> QuerySet[Event]:
+    return Event.objects.select_related("venue").only(*_EVENT_FIELDS)
+
+
+def _performer_link(**lookup: Any) -> Exists:
+    through = Event.performers.through
+    return Exists(through.objects.filter(event_id=OuterRef("pk"), **lookup))
+
+
+def event_filter(*, filters: dict[str, Any]) -> QuerySet[Event]:
+    """Events matching the list filters of DECISIONS (all combine with AND)."""
+    qs = _events()
+    if "date_from" in filters:
+        qs = qs.filter(event_date__gte=filters["date_from"])
+    else:
+        qs = qs.filter(starts_at__gt=timezone.now())  # default: not started yet
+    if "date_to" in filters:
+        qs = qs.filter(event_date__lte=filters["date_to"])
+    if q := filters.get("q"):
+        qs = qs.filter(
+            Q(name__icontains=q)
+            | Q(venue__name__icontains=q)
+            | Q(venue__city__icontains=q)
+            | _performer_link(performer__name__icontains=q)
+        )
+    if "venue_id" in filters:
+        qs = qs.filter(venue__venue_id=filters["venue_id"])
+    if "venue_name" in filters:
+        qs = qs.filter(venue__name__icontains=filters["venue_name"])
+    if "performer_id" in filters:
+        qs = qs.filter(_performer_link(performer__performer_id=filters["performer_id"]))
+    if "performer_name" in filters:
+        qs = qs.filter(_performer_link(performer__name__icontains=filters["performer_name"]))
+    if "city" in filters:
+        qs = qs.filter(venue__city__iexact=filters["city"])
+    if "primary_site" in filters:
+        # Sites are stored lower case, so an exact match on the lowered value uses the index.
+        qs = qs.filter(primary_site=filters["primary_site"].strip().lower())
+    return qs
+
+
+def performers_by_event(*, event_pks: list[int]) -> dict[int, list[tuple[str, str]]]:
+    """``{event pk: [(performer_id, name), …]}`` in the order they were linked; one query."""
+    result: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    if not event_pks:
+        return result
+    links = (
+        Event.performers.through.objects.filter(event_id__in=event_pks)
+        .order_by("id")
+        .values_list("event_id", "performer__performer_id", "performer__name")
+    )
+    for event_pk, performer_id, name in links:
+        result[event_pk].append((performer_id, name))
+    return result
+
+
+def event_list(*, filters: dict[str, Any], limit: int, cursor: str | None) -> tuple[Page, dict]:
+    """A page of events (2 queries) and their performers keyed by event pk."""
+    page = paginate(event_filter(filters=filters), ordering=EVENT_ORDERING, limit=limit, cursor=cursor)
+    return page, performers_by_event(event_pks=[e.pk for e in page.results])
+
+
+def event_get(*, event_id: str) -> tuple[Event, list[tuple[str, str]]]:
+    """One event and its performers (2 queries); EVENT_NOT_FOUND if the id is unknown."""
+    event = _events().filter(event_id=event_id).first()
+    if event is None:
+        raise errors.EventNotFound(details={"event_id": event_id})
+    return event, performers_by_event(event_pks=[event.pk])[event.pk]
+
+
+def event_pk_for(*, event_id: str) -> int:
+    pk = Event.objects.filter(event_id=event_id).values_list("pk", flat=True).first()
+    if pk is None:
+        raise errors.EventNotFound(details={"event_id": event_id})
+    return pk
+
+
+def section_list(*, event_id: str, limit: int, cursor: str | None) -> Page:
+    """The event's sections with their total quantity and lowest offer (2 queries)."""
+    event_pk = event_pk_for(event_id=event_id)
+    sections = (
+        Section.objects.filter(event_id=event_pk)
+        .only("id", "name", "name_display", "general_admission")
+        .annotate(
+            total_available=Coalesce(Sum("rows__available_quantity"), Value(0), output_field=IntegerField()),
+            min_offer_price=Min("rows__offer_price", filter=Q(rows__available_quantity__gt=0)),
+        )
+    )
+    return paginate(sections, ordering=SECTION_ORDERING, limit=limit, cursor=cursor)
+
+
+def section_pk_for(*, event_id: str, section_name: str) -> int:
+    """The section's pk: one query when it exists; EVENT_NOT_FOUND or SECTION_NOT_FOUND otherwise."""
+    pk = (
+        Section.objects.filter(event__event_id=event_id, name=section_name)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if pk is None:
+        event_pk_for(event_id=event_id)
+        raise errors.SectionNotFound(details={"event_id": event_id, "section_name": section_name})
+    return pk
+
+
+def row_list(*, event_id: str, section_name: str, limit: int, cursor: str | None) -> Page:
+    """The section's rows (2 queries)."""
+    section_pk = section_pk_for(event_id=event_id, section_name=section_name)
+    rows = Row.objects.filter(section_id=section_pk).only(
+        "id",
+        "name",
+        "name_display",
+        "available_quantity",
+        "offer_price",
+        "face_value",
+        "restrictions",
+        "restriction_detail",
+    )
+    return paginate(rows, ordering=ROW_ORDERING, limit=limit, cursor=cursor)
