@@ -9,7 +9,7 @@ from config.api import errors, ratelimit
 from config.api.schema import error_responses
 
 from . import services
-from .serializers import AccessTokenSerializer, TokenRequestSerializer
+from .serializers import AccessTokenSerializer, ClientCredentialsSerializer
 
 
 class TokenView(APIView):
@@ -30,7 +30,7 @@ class TokenView(APIView):
             "client IP (`TOKEN_RATE_LIMIT_PER_MINUTE`, default 60)."
         ),
         auth=[],
-        request=TokenRequestSerializer,
+        request=ClientCredentialsSerializer,
         responses={
             200: AccessTokenSerializer,
             **error_responses(
@@ -64,7 +64,7 @@ class TokenView(APIView):
         ],
     )
     def post(self, request):
-        body = TokenRequestSerializer(data=request.data)
+        body = ClientCredentialsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         if body.validated_data["grant_type"] != "client_credentials":
             raise errors.UnsupportedGrantType()

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 
-class TokenRequestSerializer(serializers.Serializer):
+class ClientCredentialsSerializer(serializers.Serializer):
     client_id = serializers.CharField(max_length=100, help_text="Partner client id (`cli_…`).")
     client_secret = serializers.CharField(max_length=200, help_text="Partner client secret (`sec_…`).")
     grant_type = serializers.CharField(max_length=50, help_text="Must be `client_credentials`.")
