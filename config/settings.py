@@ -234,6 +234,12 @@ SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_SCHEDULE_AFTER_S
 SANDBOX_PAYOUT_PAID_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_PAID_AFTER_SECONDS", default=300)
 STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
 STRIPE_CONNECT_CLIENT_ID = env.str("STRIPE_CONNECT_CLIENT_ID", default="")
+# Stripe backend endpoints (overridable so tests point them at a local fake server) and API version.
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="https://api.stripe.com").rstrip("/")
+STRIPE_CONNECT_BASE = env.str("STRIPE_CONNECT_BASE", default="https://connect.stripe.com").rstrip("/")
+STRIPE_API_VERSION = env.str("STRIPE_API_VERSION", default="2024-06-20")
+# A platform call that takes longer than this is treated as unavailable (the caller retries).
+PAYMENT_PLATFORM_TIMEOUT_SECONDS = env.float("PAYMENT_PLATFORM_TIMEOUT_SECONDS", default=10.0)
 
 # --- Auth, sessions, security --------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -1,0 +1,115 @@
+"""The one interface the service uses to talk to the external business payment platform.
+
+Every backend (``sandbox``, ``stripe``) implements ``PaymentPlatform``. Results are plain frozen dataclasses;
+money is ``Decimal`` in major units (dollars). Backends raise ``PlatformUnavailable`` for transient
+failures (retry) and ``PlatformError`` for permanent ones; a declined card is not an exception but a
+``ChargeResult`` with ``status == "failed"``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+CHARGE_SUCCEEDED = "succeeded"
+CHARGE_FAILED = "failed"
+
+PAYOUT_IN_PROCESS = "in_process"
+PAYOUT_SCHEDULED = "scheduled"
+PAYOUT_PAID = "paid"
+PAYOUT_FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class ConnectedAccount:
+    """A payout account the partner authorized on the platform. Never a full account number."""
+
+    account_id: str
+    method: str  # "ach" | "wire"
+    bank_name: str
+    last4: str
+
+
+@dataclass(frozen=True)
+class SavedCard:
+    """A card saved on the platform. ``card_token`` is what later charges use."""
+
+    card_token: str
+    brand: str
+    last4: str
+    exp_month: int
+    exp_year: int
+
+
+@dataclass(frozen=True)
+class ChargeResult:
+    charge_id: str
+    status: str  # CHARGE_SUCCEEDED | CHARGE_FAILED
+    failure_reason: str = ""
+
+
+@dataclass(frozen=True)
+class PayoutState:
+    payout_id: str
+    status: str  # PAYOUT_IN_PROCESS | PAYOUT_SCHEDULED | PAYOUT_PAID | PAYOUT_FAILED
+    scheduled_for: datetime | None = None  # when the platform expects to disburse
+    paid_at: datetime | None = None
+    failure_reason: str = ""
+
+
+class PaymentPlatform(abc.ABC):
+    """What the service asks of the payment platform."""
+
+    name: str = ""
+
+    # --- payout account: an OAuth-style authorize redirect ------------------------------------------
+    @abc.abstractmethod
+    def authorize_url(self, *, state: str, return_url: str, account_reference: str, email: str = "") -> str:
+        """Where to send the partner to authorize a payout account; the platform comes back to
+        ``return_url`` with ``code`` and the same ``state`` (or ``error``)."""
+
+    @abc.abstractmethod
+    def complete_authorization(self, *, code: str, idempotency_key: str) -> ConnectedAccount:
+        """Exchange the one-time ``code`` for the connected account."""
+
+    # --- credit card: the platform's own card page ----------------------------------------------------
+    @abc.abstractmethod
+    def card_setup_url(
+        self,
+        *,
+        state: str,
+        return_url: str,
+        customer_reference: str,
+        email: str = "",
+        existing_card_token: str = "",
+        idempotency_key: str,
+    ) -> str:
+        """Where to send the partner to type a card; the platform comes back to ``return_url`` with
+        ``setup_id`` and the same ``state`` (or ``error``)."""
+
+    @abc.abstractmethod
+    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
+        """The card saved by a finished setup."""
+
+    # --- money ------------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def charge_card(
+        self, *, card_token: str, amount: Decimal, currency: str, idempotency_key: str, description: str
+    ) -> ChargeResult:
+        """Charge the card. The same ``idempotency_key`` always gives the same result, never a second charge."""
+
+    @abc.abstractmethod
+    def create_payout(
+        self, *, account_id: str, amount: Decimal, currency: str, idempotency_key: str, description: str
+    ) -> PayoutState:
+        """Send money to the connected account. Idempotent on ``idempotency_key``."""
+
+    @abc.abstractmethod
+    def get_payout(self, *, account_id: str, payout_id: str) -> PayoutState:
+        """The payout's state now."""
+
+    def form_action_origins(self) -> list[str]:
+        """Origins the portal's forms may redirect to (Content-Security-Policy ``form-action``)."""
+        return []

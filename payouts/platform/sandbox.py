@@ -1,0 +1,310 @@
+"""The ``sandbox`` payment platform: deterministic, in-process, with its own pages under ``/sandbox/``.
+
+Two halves, as with a real provider:
+- the platform's side (``sandbox_*`` functions, used by the sandbox pages): registering a bank account
+  from the authorize page and a card from the card page, keeping only last 4 digits;
+- the client the service uses (``SandboxPlatform``), implementing ``PaymentPlatform``.
+
+Test numbers (also listed on ``/sandbox/``):
+cards 4242 4242 4242 4242 (Visa), 5555 5555 5555 4444 (Mastercard), 3782 822463 10005 (Amex) succeed;
+4000 0000 0000 0002 declines; 4000 0000 0000 9995 declines for insufficient funds;
+4000 0000 0000 0119 makes the platform unavailable on every charge (to exercise retries).
+Bank accounts: any number works, except 000111111116 (payouts fail: no such account) and 000111111113
+(payouts fail: account closed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import urlencode
+
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from ..errors import AuthorizationFailed, PlatformError, PlatformUnavailable
+from ..models import (
+    SandboxAccount,
+    SandboxAuthorizationCode,
+    SandboxCard,
+    SandboxCardSetup,
+    SandboxCharge,
+    SandboxPayout,
+)
+from .base import (
+    CHARGE_FAILED,
+    CHARGE_SUCCEEDED,
+    PAYOUT_FAILED,
+    PAYOUT_IN_PROCESS,
+    PAYOUT_PAID,
+    PAYOUT_SCHEDULED,
+    ChargeResult,
+    ConnectedAccount,
+    PaymentPlatform,
+    PayoutState,
+    SavedCard,
+)
+
+
+@dataclass(frozen=True)
+class TestCard:
+    number: str
+    brand: str
+    behavior: str
+    note: str
+
+
+TEST_CARDS = {
+    card.number: card
+    for card in (
+        TestCard("4242424242424242", "Visa", SandboxCard.Behavior.SUCCEED, "Charges succeed."),
+        TestCard("5555555555554444", "Mastercard", SandboxCard.Behavior.SUCCEED, "Charges succeed."),
+        TestCard("378282246310005", "American Express", SandboxCard.Behavior.SUCCEED, "Charges succeed."),
+        TestCard("4000000000000002", "Visa", SandboxCard.Behavior.DECLINE, "Charges are declined."),
+        TestCard(
+            "4000000000009995",
+            "Visa",
+            SandboxCard.Behavior.INSUFFICIENT_FUNDS,
+            "Charges are declined for insufficient funds.",
+        ),
+        TestCard(
+            "4000000000000119",
+            "Visa",
+            SandboxCard.Behavior.PROCESSING_ERROR,
+            "The platform is unavailable on every charge (the service retries).",
+        ),
+    )
+}
+
+DECLINE_REASONS = {
+    SandboxCard.Behavior.DECLINE: "Your card was declined.",
+    SandboxCard.Behavior.INSUFFICIENT_FUNDS: "Your card has insufficient funds.",
+}
+
+FAILING_ACCOUNTS = {
+    "000111111116": SandboxAccount.Behavior.NO_ACCOUNT,
+    "000111111113": SandboxAccount.Behavior.CLOSED,
+}
+
+PAYOUT_FAILURES = {
+    SandboxAccount.Behavior.NO_ACCOUNT: "The bank reported that no account with this number exists.",
+    SandboxAccount.Behavior.CLOSED: "The bank reported that the account is closed.",
+}
+
+BANKS_BY_ROUTING = {
+    "110000000": "Sandbox Test Bank",
+    "021000021": "JPMorgan Chase Bank",
+    "026009593": "Bank of America",
+    "121000248": "Wells Fargo Bank",
+    "011000015": "Federal Reserve Bank of Boston",
+}
+DEFAULT_BANK_NAME = "Sandbox Community Bank"
+
+
+# --- the platform's side: what the sandbox pages write ---------------------------------------------------
+def routing_number_valid(routing: str) -> bool:
+    """ABA routing numbers: 9 digits with a 3-7-1 weighted checksum."""
+    if len(routing) != 9 or not routing.isdigit():
+        return False
+    d = [int(c) for c in routing]
+    return (3 * (d[0] + d[3] + d[6]) + 7 * (d[1] + d[4] + d[7]) + (d[2] + d[5] + d[8])) % 10 == 0
+
+
+def luhn_valid(number: str) -> bool:
+    if not number.isdigit() or not 12 <= len(number) <= 19:
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(number)):
+        digit = int(ch)
+        if i % 2 == 1:
+            digit *= 2
+            if digit > 9:
+                digit -= 9
+        total += digit
+    return total % 10 == 0
+
+
+@transaction.atomic
+def sandbox_account_authorize(
+    *,
+    reference: str,
+    holder_name: str,
+    method: str,
+    routing_number: str,
+    account_number: str,
+    redirect_uri: str,
+) -> SandboxAuthorizationCode:
+    """The partner authorized a bank account: keep last 4 digits only, hand back a one-time code."""
+    account = SandboxAccount.objects.create(
+        reference=reference,
+        holder_name=holder_name,
+        method=method,
+        bank_name=BANKS_BY_ROUTING.get(routing_number, DEFAULT_BANK_NAME),
+        routing_number=routing_number,
+        account_last4=account_number[-4:],
+        behavior=FAILING_ACCOUNTS.get(account_number, SandboxAccount.Behavior.SUCCEED),
+    )
+    return SandboxAuthorizationCode.objects.create(account=account, redirect_uri=redirect_uri)
+
+
+@transaction.atomic
+def sandbox_card_save(
+    *, customer_reference: str, holder_name: str, number: str, exp_month: int, exp_year: int
+) -> SandboxCardSetup:
+    """The partner typed a test card on the card page: keep brand, last 4 and expiry only."""
+    test_card = TEST_CARDS[number]
+    card = SandboxCard.objects.create(
+        customer_reference=customer_reference,
+        holder_name=holder_name,
+        brand=test_card.brand,
+        last4=number[-4:],
+        exp_month=exp_month,
+        exp_year=exp_year,
+        behavior=test_card.behavior,
+    )
+    return SandboxCardSetup.objects.create(card=card)
+
+
+def sandbox_payout_state(payout: SandboxPayout) -> PayoutState:
+    """A sandbox payout's state follows from the clock (``timezone.now()``, so tests move time)."""
+    now = timezone.now()
+    if now < payout.schedule_at:
+        return PayoutState(payout_id=payout.payout_id, status=PAYOUT_IN_PROCESS)
+    if payout.account.behavior != SandboxAccount.Behavior.SUCCEED:
+        return PayoutState(
+            payout_id=payout.payout_id,
+            status=PAYOUT_FAILED,
+            failure_reason=PAYOUT_FAILURES[payout.account.behavior],
+        )
+    if now < payout.paid_at:
+        return PayoutState(payout_id=payout.payout_id, status=PAYOUT_SCHEDULED, scheduled_for=payout.paid_at)
+    return PayoutState(
+        payout_id=payout.payout_id, status=PAYOUT_PAID, scheduled_for=payout.paid_at, paid_at=payout.paid_at
+    )
+
+
+# --- the client the service uses ----------------------------------------------------------------------------
+class SandboxPlatform(PaymentPlatform):
+    name = "sandbox"
+
+    def authorize_url(self, *, state: str, return_url: str, account_reference: str, email: str = "") -> str:
+        query = {"client_reference": account_reference, "state": state, "redirect_uri": return_url}
+        return reverse("sandbox:authorize") + "?" + urlencode(query)
+
+    def complete_authorization(self, *, code: str, idempotency_key: str) -> ConnectedAccount:
+        grant = SandboxAuthorizationCode.objects.select_related("account").filter(code=code).first()
+        if grant is None or grant.expired:
+            raise AuthorizationFailed(
+                "The authorization code is unknown or has expired. Please connect again."
+            )
+        # Conditional update: two callbacks racing with one code must not both connect the account.
+        if not SandboxAuthorizationCode.objects.filter(pk=grant.pk, used_at__isnull=True).update(
+            used_at=timezone.now()
+        ):
+            raise AuthorizationFailed("This authorization was already used. Please connect again.")
+        account = grant.account
+        return ConnectedAccount(
+            account_id=account.account_id,
+            method=account.method,
+            bank_name=account.bank_name,
+            last4=account.account_last4,
+        )
+
+    def card_setup_url(
+        self,
+        *,
+        state: str,
+        return_url: str,
+        customer_reference: str,
+        email: str = "",
+        existing_card_token: str = "",
+        idempotency_key: str,
+    ) -> str:
+        query = {"customer": customer_reference, "state": state, "redirect_uri": return_url}
+        return reverse("sandbox:card") + "?" + urlencode(query)
+
+    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
+        setup = SandboxCardSetup.objects.select_related("card").filter(setup_id=setup_id).first()
+        if setup is None or setup.expired:
+            raise AuthorizationFailed("The card setup is unknown or has expired. Please add the card again.")
+        # Conditional update: a replayed return link must not save the card twice.
+        if not SandboxCardSetup.objects.filter(pk=setup.pk, redeemed_at__isnull=True).update(
+            redeemed_at=timezone.now()
+        ):
+            raise AuthorizationFailed("This card setup was already used. Please add the card again.")
+        card = setup.card
+        return SavedCard(
+            card_token=card.token,
+            brand=card.brand,
+            last4=card.last4,
+            exp_month=card.exp_month,
+            exp_year=card.exp_year,
+        )
+
+    def charge_card(
+        self, *, card_token: str, amount: Decimal, currency: str, idempotency_key: str, description: str
+    ) -> ChargeResult:
+        if amount <= 0:
+            raise PlatformError("The charge amount must be positive.")
+        existing = SandboxCharge.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is None:
+            card = SandboxCard.objects.filter(token=card_token).first()
+            if card is None:
+                raise PlatformError("The card on file is unknown to the payment platform.")
+            if card.behavior == SandboxCard.Behavior.PROCESSING_ERROR:
+                raise PlatformUnavailable("The card processor did not answer (sandbox card …0119).")
+            reason = DECLINE_REASONS.get(card.behavior, "")
+            try:
+                with transaction.atomic():
+                    existing = SandboxCharge.objects.create(
+                        card=card,
+                        amount=amount,
+                        currency=currency,
+                        description=description[:255],
+                        idempotency_key=idempotency_key,
+                        status=SandboxCharge.Status.FAILED if reason else SandboxCharge.Status.SUCCEEDED,
+                        failure_reason=reason,
+                    )
+            except IntegrityError:  # the same key, charged concurrently: that first charge is the answer
+                existing = SandboxCharge.objects.get(idempotency_key=idempotency_key)
+        if existing.amount != amount or existing.card.token != card_token:
+            raise PlatformError("This idempotency key was already used with other parameters.")
+        return ChargeResult(
+            charge_id=existing.charge_id,
+            status=CHARGE_SUCCEEDED if existing.status == SandboxCharge.Status.SUCCEEDED else CHARGE_FAILED,
+            failure_reason=existing.failure_reason,
+        )
+
+    def create_payout(
+        self, *, account_id: str, amount: Decimal, currency: str, idempotency_key: str, description: str
+    ) -> PayoutState:
+        if amount <= 0:
+            raise PlatformError("The payout amount must be positive.")
+        payout = (
+            SandboxPayout.objects.select_related("account").filter(idempotency_key=idempotency_key).first()
+        )
+        if payout is None:
+            account = SandboxAccount.objects.filter(account_id=account_id).first()
+            if account is None:
+                raise PlatformError("The payout account is unknown to the payment platform.")
+            try:
+                with transaction.atomic():
+                    payout = SandboxPayout.objects.create(
+                        account=account,
+                        amount=amount,
+                        currency=currency,
+                        description=description[:255],
+                        idempotency_key=idempotency_key,
+                    )
+            except IntegrityError:  # the same key, created concurrently: that first payout is the answer
+                payout = SandboxPayout.objects.select_related("account").get(idempotency_key=idempotency_key)
+        if payout.amount != amount or payout.account.account_id != account_id:
+            raise PlatformError("This idempotency key was already used with other parameters.")
+        return sandbox_payout_state(payout)
+
+    def get_payout(self, *, account_id: str, payout_id: str) -> PayoutState:
+        payout = SandboxPayout.objects.select_related("account").filter(payout_id=payout_id).first()
+        if payout is None or payout.account.account_id != account_id:
+            raise PlatformError("The payout is unknown to the payment platform.")
+        return sandbox_payout_state(payout)
