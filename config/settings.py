@@ -185,6 +185,12 @@ QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
+# Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
+ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
+# The sweeper re-enqueues an accepted order whose confirmation has not started after this many seconds,
+# and retries a confirmation that started but has not finished after the stale period.
+ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
+ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=3600)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["partners.authentication.BearerTokenAuthentication"],

@@ -1,0 +1,196 @@
+"""``/v1/orders``: create an order from a quote (multipart), list, read and cancel the partner's orders."""
+
+from django.conf import settings
+from django.core.exceptions import TooManyFilesSent
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api import errors as api_errors
+from config.api.schema import error_responses
+from partners.authentication import HasRequiredScope, PayoutConfigured
+
+from . import errors, examples, selectors, services
+from .serializers import (
+    OrderCancelSerializer,
+    OrderCreateSerializer,
+    OrderDetailSerializer,
+    OrderListParamsSerializer,
+    OrderListSerializer,
+    OrderSerializer,
+    too_large_error,
+)
+from .uploads import TicketPdfUploadHandler
+
+ORDERS_TAG = ["Orders"]
+
+
+def _actor(request) -> str:
+    return f"partner:{request.user.partner_id}"
+
+
+class OrderListCreateView(APIView):
+    """POST /v1/orders (create, multipart) and GET /v1/orders (list)."""
+
+    parser_classes = [MultiPartParser]
+
+    @property
+    def required_scope(self) -> str | None:
+        # Writing needs orders:write; reading needs any valid token of the owner.
+        return "orders:write" if self.request.method == "POST" else None
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [HasRequiredScope(), PayoutConfigured()]
+        return [HasRequiredScope()]
+
+    def initialize_request(self, request, *args, **kwargs):
+        # Set before anything reads the body: the PDF streams to a temporary file and is cut off past 10 MB.
+        self.upload_handler = TicketPdfUploadHandler(request, max_bytes=settings.ORDER_PDF_MAX_BYTES)
+        if request.method == "POST":
+            request.upload_handlers = [self.upload_handler]
+        return super().initialize_request(request, *args, **kwargs)
+
+    @extend_schema(
+        operation_id="orders_create",
+        tags=ORDERS_TAG,
+        summary="Create an order from a quote",
+        description=examples.CREATE_DESCRIPTION,
+        request={"multipart/form-data": OrderCreateSerializer},
+        responses={
+            201: OrderSerializer,
+            **error_responses(
+                api_errors.ValidationFailed,
+                api_errors.InHandDateRequired,
+                api_errors.FileRequired,
+                api_errors.Forbidden,
+                api_errors.PayoutMethodNotConfigured,
+                api_errors.QuoteNotFound,
+                api_errors.QuoteExpired,
+                api_errors.QuoteAlreadyConsumed,
+                api_errors.InvalidDeliveryDeadline,
+                api_errors.EventExpired,
+                api_errors.InsufficientQuantity,
+                api_errors.PayloadTooLarge,
+            ),
+        },
+        examples=examples.CREATE_EXAMPLES,
+    )
+    def post(self, request):
+        try:
+            data = request.data
+        except TooManyFilesSent:
+            raise errors.ValidationFailed("Too many files in the form.", field="body", issue="too_many_files")
+        oversized = self.upload_handler.too_large_field
+        if oversized:
+            # The parser stopped at the limit: judge only the fields that arrived before the upload.
+            OrderCreateSerializer(data=data, partial=True).is_valid(raise_exception=True)
+            raise too_large_error(oversized)
+        form = OrderCreateSerializer(data=data)
+        form.is_valid(raise_exception=True)
+        order = services.order_create(
+            partner_pk=request.user.pk, actor=_actor(request), **form.validated_data
+        )
+        return Response(OrderSerializer(order).data, status=201)
+
+    @extend_schema(
+        operation_id="orders_list",
+        tags=ORDERS_TAG,
+        summary="List your orders",
+        description=(
+            "The caller's orders, newest first, cursor-paginated. Filters: `status`, `event_id`, "
+            "`created_from`, `created_to` (YYYY-MM-DD for whole UTC days, or ISO 8601 datetimes; inclusive)."
+        ),
+        parameters=[OrderListParamsSerializer],
+        responses={200: OrderListSerializer, **error_responses(api_errors.ValidationFailed)},
+        examples=examples.LIST_EXAMPLES,
+    )
+    def get(self, request):
+        params = OrderListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        p = params.validated_data
+        page = selectors.order_list(
+            partner_pk=request.user.pk,
+            filters=selectors.OrderFilters(
+                status=p.get("status"),
+                event_id=p.get("event_id"),
+                created_from=p.get("created_from"),
+                created_before=p.get("created_before"),
+            ),
+            limit=p["limit"],
+            cursor=p.get("cursor"),
+        )
+        return Response(
+            {
+                "results": OrderSerializer(page.results, many=True).data,
+                "has_more": page.has_more,
+                "next_cursor": page.next_cursor,
+            }
+        )
+
+
+ORDER_ID_PARAM = OpenApiParameter(
+    "order_id", str, OpenApiParameter.PATH, description="The order id (`ord_…`)."
+)
+
+
+class OrderDetailView(APIView):
+    """GET /v1/orders/{order_id}."""
+
+    required_scope = None
+    permission_classes = [HasRequiredScope]
+
+    @extend_schema(
+        operation_id="orders_retrieve",
+        tags=ORDERS_TAG,
+        summary="Read one of your orders, with its status history",
+        description="Another partner's order id is 404 ORDER_NOT_FOUND, exactly like an unknown one.",
+        parameters=[ORDER_ID_PARAM],
+        responses={200: OrderDetailSerializer, **error_responses(api_errors.OrderNotFound)},
+        examples=examples.DETAIL_EXAMPLES,
+    )
+    def get(self, request, order_id: str):
+        order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
+        order.history_rows = selectors.order_status_history(order=order)
+        return Response(OrderDetailSerializer(order).data)
+
+
+class OrderCancelView(APIView):
+    """POST /v1/orders/{order_id}/cancel."""
+
+    required_scope = "orders:write"
+    permission_classes = [HasRequiredScope]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    @extend_schema(
+        operation_id="orders_cancel",
+        tags=ORDERS_TAG,
+        summary="Cancel one of your orders",
+        description=(
+            "Allowed while the order is `accepted` or `awaiting_transfer`; from any later status the answer is "
+            "409 ORDER_NOT_CANCELABLE. The quantity goes back to the row. The body is optional."
+        ),
+        parameters=[ORDER_ID_PARAM],
+        request=OrderCancelSerializer,
+        responses={
+            200: OrderDetailSerializer,
+            **error_responses(
+                api_errors.ValidationFailed,
+                api_errors.Forbidden,
+                api_errors.OrderNotFound,
+                api_errors.OrderNotCancelable,
+            ),
+        },
+        examples=examples.CANCEL_EXAMPLES,
+    )
+    def post(self, request, order_id: str):
+        body = OrderCancelSerializer(data=request.data or {})
+        body.is_valid(raise_exception=True)
+        order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
+        order = services.order_cancel(
+            order=order, actor=_actor(request), reason=body.validated_data.get("reason", "")
+        )
+        order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
+        order.history_rows = selectors.order_status_history(order=order)
+        return Response(OrderDetailSerializer(order).data)

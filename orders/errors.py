@@ -1,0 +1,31 @@
+"""Errors the orders app raises: the API codes it uses, and the life cycle's refusal of an illegal move."""
+
+from config.api.errors import (  # noqa: F401  (re-exported for the app)
+    EventExpired,
+    FileRequired,
+    Forbidden,
+    InHandDateRequired,
+    InsufficientQuantity,
+    InvalidDeliveryDeadline,
+    OrderNotCancelable,
+    OrderNotFound,
+    PayoutMethodNotConfigured,
+    QuoteAlreadyConsumed,
+    QuoteExpired,
+    QuoteNotFound,
+    ValidationFailed,
+)
+
+
+class IllegalTransition(Exception):
+    """``order_transition`` refused a move the life cycle does not allow (DECISIONS: order life cycle).
+
+    Not an API error by itself: each caller says what it means for them (the cancel endpoint answers
+    409 ORDER_NOT_CANCELABLE, the admin shows a message, a task logs and moves on).
+    """
+
+    def __init__(self, *, order_id: str, from_status: str, to_status: str) -> None:
+        self.order_id = order_id
+        self.from_status = from_status
+        self.to_status = to_status
+        super().__init__(f"Order {order_id} cannot move from {from_status} to {to_status}.")

@@ -1,0 +1,146 @@
+"""OpenAPI descriptions and examples of the orders endpoints (kept out of api.py so the views stay short)."""
+
+from drf_spectacular.utils import OpenApiExample
+
+CREATE_DESCRIPTION = """\
+Turns a quote into an order. The body is **multipart/form-data** (a JSON body is 400 VALIDATION_ERROR on
+`body`), because a PDF may be uploaded.
+
+Checks, in order: token, scope `orders:write`, payout method and card on file (403
+PAYOUT_METHOD_NOT_CONFIGURED), then the form, whose 400s come in the spec's order — field checks
+(VALIDATION_ERROR, e.g. a `delivery_type` outside `mobile_transfer|mobile_qr|pdf`, or an
+`is_ready_to_deliver` other than true/false/1/0), IN_HAND_DATE_REQUIRED, FILE_REQUIRED, the PDF over
+10 MB (VALIDATION_ERROR `{field: file, issue: too_large}`; exactly 10 485 760 bytes is accepted), a file
+that is not a PDF (VALIDATION_ERROR `{field: file, issue: invalid}`) — then QUOTE_NOT_FOUND, FORBIDDEN
+(another partner's quote), QUOTE_ALREADY_CONSUMED (a used quote, even after its TTL), QUOTE_EXPIRED (details
+`{quote_id, expired_at}`), INVALID_DELIVERY_DEADLINE (`in_hand_date` must be at most the event's local date
+minus 2 days), EVENT_EXPIRED (event started or canceled), INSUFFICIENT_QUANTITY (the row ran out after the
+quote; details `{requested, available}`).
+
+The quote is consumed and the row's quantity taken in one transaction: of N concurrent requests with one
+quote exactly one gets 201. The order is created with status `accepted`; in the background the partner's card
+is charged for `total_price`, the seller is e-mailed the transfer address and event details, and the order
+moves to `awaiting_transfer` (or to `canceled` if the card is declined).
+
+Optional fields beyond the spec: `seller_email`, `seller_name` (the confirmation goes to `seller_email`, else
+the quote's `user_metadata.email`, else the partner's contact e-mail) and `partner_reference` (≤ 64 chars,
+echoed back). A file, when sent, must be a PDF of at most 10 MB whatever the delivery type.
+"""
+
+ORDER_EXAMPLE = {
+    "order_id": "ord_8Fq2LmZt0VxR4bN7cKpA",
+    "event_id": "evt_3kP9xQ2mL7vB1nZ8cT4w",
+    "section_name": "112",
+    "section_name_display": "Section 112",
+    "row_name": "F",
+    "row_name_display": "Row F",
+    "quantity": 2,
+    "general_admission": False,
+    "face_value": "85.00",
+    "total_price": 170.0,
+    "status": "accepted",
+    "quotes": [
+        {
+            "offer_price": 85.0,
+            "exp_dt": "2026-11-21T18:45:00.000000",
+            "quote_id": "qte_W1m4cS0mZJ3p6m0k2d4eQm9Gf7x8Zb1c2V3n4M5b6",
+        }
+    ],
+    "restrictions": ["Obstructed view"],
+    "restriction_detail": "Partial view of the stage",
+    "primary_site": "ticketmaster",
+    "created_at": "2026-11-21T18:31:07Z",
+    "delivery_type": "mobile_transfer",
+    "is_ready_to_deliver": False,
+    "in_hand_date": "2026-12-08",
+    "transfer_address": "ord-k3x9q2m7v1n8c4wz@transfers.buyback.example",
+    "partner_reference": "A-10042",
+    "seller_email": "jane.doe@example.com",
+}
+
+CREATE_EXAMPLES = [
+    OpenApiExample(
+        "Mobile transfer, delivered later",
+        request_only=True,
+        media_type="multipart/form-data",
+        value={
+            "quote_id": "qte_W1m4cS0mZJ3p6m0k2d4eQm9Gf7x8Zb1c2V3n4M5b6",
+            "delivery_type": "mobile_transfer",
+            "is_ready_to_deliver": "false",
+            "in_hand_date": "2026-12-08",
+            "seller_email": "jane.doe@example.com",
+            "partner_reference": "A-10042",
+        },
+    ),
+    OpenApiExample(
+        "PDF, ready now",
+        request_only=True,
+        media_type="multipart/form-data",
+        value={
+            "quote_id": "qte_W1m4cS0mZJ3p6m0k2d4eQm9Gf7x8Zb1c2V3n4M5b6",
+            "delivery_type": "pdf",
+            "is_ready_to_deliver": "true",
+            "file": "(binary PDF, at most 10 MB)",
+        },
+    ),
+    OpenApiExample("Order created", response_only=True, status_codes=["201"], value=ORDER_EXAMPLE),
+]
+
+HISTORY_EXAMPLE = [
+    {
+        "from_status": None,
+        "to_status": "accepted",
+        "at": "2026-11-21T18:31:07Z",
+        "actor": "partner",
+        "reason": "Order created",
+    },
+    {
+        "from_status": "accepted",
+        "to_status": "awaiting_transfer",
+        "at": "2026-11-21T18:31:09Z",
+        "actor": "system",
+        "reason": "Card charged",
+    },
+]
+
+DETAIL_EXAMPLES = [
+    OpenApiExample(
+        "Order",
+        response_only=True,
+        value={**ORDER_EXAMPLE, "status": "awaiting_transfer", "status_history": HISTORY_EXAMPLE},
+    )
+]
+
+LIST_EXAMPLES = [
+    OpenApiExample(
+        "One page",
+        response_only=True,
+        value={
+            "results": [{**ORDER_EXAMPLE, "status": "awaiting_transfer"}],
+            "has_more": True,
+            "next_cursor": "eyJvIjpbIi1jcmVhdGVkX2F0IiwiLWlkIl0sInYiOlt7ImR0IjoiMjAyNi0xMS0yMVQxODozMTowNyJ9LDQyXX0",
+        },
+    )
+]
+
+CANCEL_EXAMPLES = [
+    OpenApiExample("Cancel", request_only=True, value={"reason": "Seller changed their mind"}),
+    OpenApiExample(
+        "Canceled",
+        response_only=True,
+        value={
+            **ORDER_EXAMPLE,
+            "status": "canceled",
+            "status_history": [
+                *HISTORY_EXAMPLE,
+                {
+                    "from_status": "awaiting_transfer",
+                    "to_status": "canceled",
+                    "at": "2026-11-22T09:00:00Z",
+                    "actor": "partner",
+                    "reason": "Seller changed their mind",
+                },
+            ],
+        },
+    ),
+]

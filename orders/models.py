@@ -1,0 +1,181 @@
+"""Orders: a consumed quote turned into a buy-back of tickets, and the history of its status.
+
+An order copies the quote's snapshot (names, prices, restrictions) so that what the partner was shown stays
+what the order says, whatever happens to the catalog or the quote later. ``status`` changes only through
+``orders.services.order_transition``, which writes an ``OrderStatusHistory`` row for every move.
+"""
+
+import secrets
+import string
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from catalog.models import Event, Row
+from config.ids import new_public_id
+from partners.models import Partner
+from quotes.models import Quote
+
+_LOWER_ALNUM = string.ascii_lowercase + string.digits
+
+
+def new_order_id() -> str:
+    return new_public_id("ord")
+
+
+def new_transfer_address() -> str:
+    """Where the seller sends the tickets: one mailbox per order, so an inbound transfer names its order."""
+    local = "".join(secrets.choice(_LOWER_ALNUM) for _ in range(16))
+    return f"ord-{local}@{settings.ORDER_TRANSFER_ADDRESS_DOMAIN}"
+
+
+class Order(models.Model):
+    class Status(models.TextChoices):
+        ACCEPTED = "accepted", "Accepted"
+        AWAITING_TRANSFER = "awaiting_transfer", "Awaiting transfer"
+        TICKET_RECEIVED = "ticket_received", "Ticket received"
+        PAYOUT_IN_PROCESS = "payout_in_process", "Payout in process"
+        SCHEDULED = "scheduled", "Payout scheduled"
+        PAID = "paid", "Paid"
+        EXPIRED = "expired", "Expired"
+        CANCELED = "canceled", "Canceled"
+
+    class DeliveryType(models.TextChoices):
+        MOBILE_TRANSFER = "mobile_transfer", "Mobile transfer"
+        MOBILE_QR = "mobile_qr", "Mobile QR code"
+        PDF = "pdf", "PDF"
+
+    order_id = models.CharField("order id", max_length=32, unique=True, default=new_order_id, editable=False)
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="orders")
+    # One order per quote, enforced by the database (the unique index of the one-to-one).
+    quote = models.OneToOneField(Quote, on_delete=models.PROTECT, related_name="order")
+    event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="orders")
+    row = models.ForeignKey(Row, on_delete=models.PROTECT, related_name="orders")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACCEPTED)
+    status_changed_at = models.DateTimeField(default=timezone.now)
+
+    # Snapshot of the quote (spec 2.4).
+    quote_token = models.CharField(
+        max_length=128, help_text="The encrypted quote_id the partner sent, echoed in quotes[].quote_id."
+    )
+    quote_expires_at = models.DateTimeField(help_text="The quote's expiry, echoed as quotes[].exp_dt.")
+    quantity = models.PositiveIntegerField()
+    offer_price = models.DecimalField(max_digits=10, decimal_places=2, help_text="Per ticket, USD.")
+    face_value = models.DecimalField(max_digits=10, decimal_places=2, help_text="Per ticket, USD.")
+    total_price = models.DecimalField(
+        max_digits=12, decimal_places=2, help_text="offer_price × quantity, USD."
+    )
+    section_name = models.CharField(max_length=100)
+    section_name_display = models.CharField(max_length=150)
+    row_name = models.CharField(max_length=50)
+    row_name_display = models.CharField(max_length=100)
+    general_admission = models.BooleanField(default=False)
+    restrictions = models.JSONField(default=list, blank=True)
+    restriction_detail = models.TextField(null=True, blank=True)
+    primary_site = models.CharField(max_length=32)
+
+    # Delivery, as chosen by the partner.
+    delivery_type = models.CharField(max_length=16, choices=DeliveryType.choices)
+    is_ready_to_deliver = models.BooleanField()
+    in_hand_date = models.DateField(
+        null=True, blank=True, help_text="The venue-local date by which the tickets reach the service."
+    )
+    transfer_address = models.CharField(
+        max_length=254, unique=True, default=new_transfer_address, editable=False
+    )
+    # The ticket PDF's name in the default storage (private: staff download it through the admin).
+    ticket_file = models.FileField(max_length=255, blank=True)
+    seller_email = models.EmailField(blank=True)
+    seller_name = models.CharField(max_length=200, blank=True)
+    partner_reference = models.CharField(max_length=64, blank=True)
+
+    # Background confirmation (charge the card, e-mail the seller); see orders.services.order_confirm.
+    confirmation_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the last confirmation attempt began."
+    )
+    confirmation_requeued_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the sweeper last re-enqueued the confirmation."
+    )
+    confirmation_email_claimed_at = models.DateTimeField(null=True, blank=True)
+    confirmation_email_sent_at = models.DateTimeField(null=True, blank=True)
+    confirmation_email_to = models.EmailField(blank=True)
+
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # The partner's order list (newest first, cursor on created_at, id).
+            models.Index(fields=["partner", "-created_at", "-id"], name="order_partner_cursor"),
+            models.Index(fields=["partner", "status", "-created_at"], name="order_partner_status"),
+            models.Index(fields=["partner", "event", "-created_at"], name="order_partner_event"),
+            # The sweeper and the expiry task walk open orders only.
+            models.Index(
+                fields=["status", "created_at"],
+                condition=Q(status__in=["accepted", "awaiting_transfer"]),
+                name="order_open_by_created",
+            ),
+            models.Index(fields=["created_at"], name="order_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(quantity__gte=1), name="order_quantity_gte_1"),
+            models.CheckConstraint(condition=Q(total_price__gte=0), name="order_total_price_gte_0"),
+            models.CheckConstraint(
+                condition=Q(is_ready_to_deliver=True) | Q(in_hand_date__isnull=False),
+                name="order_in_hand_date_when_not_ready",
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[
+                        "accepted",
+                        "awaiting_transfer",
+                        "ticket_received",
+                        "payout_in_process",
+                        "scheduled",
+                        "paid",
+                        "expired",
+                        "canceled",
+                    ]
+                ),
+                name="order_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(delivery_type__in=["mobile_transfer", "mobile_qr", "pdf"]),
+                name="order_delivery_type_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.order_id
+
+    @property
+    def has_ticket_file(self) -> bool:
+        return bool(self.ticket_file.name)
+
+
+class OrderStatusHistory(models.Model):
+    """One row per status change: from, to, when, who (``partner:…``, ``staff:…``, ``system:…``), why."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="status_history")
+    from_status = models.CharField(max_length=20, blank=True, help_text="Empty for the creation row.")
+    to_status = models.CharField(max_length=20)
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=200)
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        verbose_name = "status change"
+        verbose_name_plural = "status history"
+        indexes = [models.Index(fields=["order", "at", "id"], name="order_history_order_at")]
+
+    def __str__(self) -> str:
+        return f"{self.from_status or '∅'} → {self.to_status}"
+
+    @property
+    def actor_kind(self) -> str:
+        """What partners see: the kind of actor that moved the order (partner, staff, system), never a name."""
+        return self.actor.split(":", 1)[0]

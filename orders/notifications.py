@@ -1,0 +1,66 @@
+"""E-mails to the seller about an order, rendered from ``templates/emails/`` (text and HTML)."""
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.template.loader import render_to_string
+
+from .models import Order
+
+
+def seller_recipient(order: Order) -> str:
+    """seller_email, else the quote's ``user_metadata.email``, else the partner's contact e-mail (DECISIONS)."""
+    if order.seller_email:
+        return order.seller_email
+    metadata = order.quote.user_metadata if isinstance(order.quote.user_metadata, dict) else {}
+    email = metadata.get("email")
+    if isinstance(email, str) and email.strip():
+        return email.strip()
+    return order.partner.contact_email or ""
+
+
+def _seller_name(order: Order) -> str:
+    if order.seller_name:
+        return order.seller_name
+    metadata = order.quote.user_metadata if isinstance(order.quote.user_metadata, dict) else {}
+    first = metadata.get("first_name")
+    return first.strip() if isinstance(first, str) else ""
+
+
+def _context(order: Order) -> dict:
+    event = order.event
+    venue = event.venue
+    return {
+        "order": order,
+        "event": event,
+        "venue": venue,
+        "venue_place": ", ".join(part for part in (venue.city, venue.state, venue.country) if part),
+        "local_starts_at": event.local_starts_at,
+        "event_timezone": event.timezone,
+        "seller_name": _seller_name(order),
+        "partner_name": order.partner.name,
+        "delivery_type": order.delivery_type,
+        "delivery_type_label": order.get_delivery_type_display(),
+        "primary_site": order.primary_site,
+        "support_email": settings.DEFAULT_FROM_EMAIL,
+    }
+
+
+def _send(*, template: str, subject: str, order: Order, to: str) -> None:
+    context = _context(order)
+    text = render_to_string(f"emails/{template}.txt", context)
+    html = render_to_string(f"emails/{template}.html", context)
+    message = EmailMultiAlternatives(subject=subject, body=text, to=[to])
+    message.attach_alternative(html, "text/html")
+    message.send()
+
+
+def send_order_confirmation(*, order: Order, to: str) -> None:
+    """The seller's confirmation (spec 3.2, 6): event details, what to deliver, how, by when, and where."""
+    subject = f"Your tickets for {order.event.name}: order {order.order_id} confirmed"
+    _send(template="order_confirmation", subject=subject, order=order, to=to)
+
+
+def send_order_canceled(*, order: Order, to: str) -> None:
+    """Tells a seller who was already asked to transfer the tickets that the order is off."""
+    subject = f"Order {order.order_id} for {order.event.name} was canceled"
+    _send(template="order_canceled", subject=subject, order=order, to=to)

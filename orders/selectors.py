@@ -1,0 +1,45 @@
+"""Reads on orders, always scoped to the calling partner."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from config.api.pagination import Page, paginate
+
+from . import errors
+from .models import Order, OrderStatusHistory
+
+LIST_ORDERING = ("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class OrderFilters:
+    status: str | None = None
+    event_id: str | None = None
+    created_from: datetime | None = None  # inclusive
+    created_before: datetime | None = None  # exclusive
+
+
+def order_get_for_partner(*, partner_pk: int, order_id: str) -> Order:
+    """The partner's order; another partner's order is as unknown as a missing one (ORDER_NOT_FOUND)."""
+    order = Order.objects.select_related("event").filter(order_id=order_id, partner_id=partner_pk).first()
+    if order is None:
+        raise errors.OrderNotFound(details={"order_id": order_id})
+    return order
+
+
+def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
+    """The partner's orders, newest first, cursor-paginated."""
+    qs = Order.objects.filter(partner_id=partner_pk).select_related("event")
+    if filters.status:
+        qs = qs.filter(status=filters.status)
+    if filters.event_id:
+        qs = qs.filter(event__event_id=filters.event_id)
+    if filters.created_from is not None:
+        qs = qs.filter(created_at__gte=filters.created_from)
+    if filters.created_before is not None:
+        qs = qs.filter(created_at__lt=filters.created_before)
+    return paginate(qs, ordering=LIST_ORDERING, limit=limit, cursor=cursor)
+
+
+def order_status_history(*, order: Order) -> list[OrderStatusHistory]:
+    return list(OrderStatusHistory.objects.filter(order=order).order_by("at", "id"))

@@ -1,0 +1,234 @@
+"""Input validation and output shapes of the orders API (spec 2.4 + DECISIONS "Orders")."""
+
+from datetime import UTC, date, datetime, time, timedelta
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.api.pagination import PageParamsSerializer
+
+from . import errors
+from .models import Order, OrderStatusHistory
+from .uploads import is_pdf
+
+EXP_DT_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
+
+
+# --- input ------------------------------------------------------------------------------------------------
+@extend_schema_field(OpenApiTypes.BOOL)
+class FormBooleanField(serializers.Field):
+    """A multipart boolean: ``true``/``false``/``1``/``0`` in any case; anything else is invalid."""
+
+    default_error_messages = {"invalid": "Must be one of true, false, 1, 0."}
+    _VALUES = {"true": True, "1": True, "false": False, "0": False}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            return data
+        if isinstance(data, str) and data.strip().lower() in self._VALUES:
+            return self._VALUES[data.strip().lower()]
+        self.fail("invalid")
+
+    def to_representation(self, value):
+        return bool(value)
+
+
+class UploadField(serializers.FileField):
+    """Any uploaded file: emptiness, size and content are judged by the order rules, in the spec's order."""
+
+    def to_internal_value(self, data):
+        if not (hasattr(data, "read") and hasattr(data, "size") and hasattr(data, "name")):
+            self.fail("invalid")
+        return data
+
+
+class OrderCreateSerializer(serializers.Serializer):
+    """The form of ``POST /v1/orders`` (multipart/form-data)."""
+
+    quote_id = serializers.CharField(max_length=128, help_text="The encrypted quote id from quote creation.")
+    delivery_type = serializers.ChoiceField(
+        choices=Order.DeliveryType.choices,
+        help_text="`mobile_transfer` (recommended), `mobile_qr` or `pdf`.",
+    )
+    is_ready_to_deliver = FormBooleanField(
+        help_text="`true`: the tickets are ready now; `false`: they arrive by `in_hand_date`. "
+        "Accepts true/false/1/0, in any case."
+    )
+    in_hand_date = serializers.DateField(
+        required=False,
+        allow_null=True,
+        input_formats=["%Y-%m-%d"],
+        help_text="YYYY-MM-DD, the venue-local date the tickets reach the service. Required when "
+        "is_ready_to_deliver is false; at most the event date minus 2 days.",
+    )
+    file = UploadField(
+        required=False,
+        help_text="The tickets as one PDF (must start with `%PDF-`), at most 10 MB (10 485 760 bytes). "
+        "Required when delivery_type is `pdf`.",
+    )
+    seller_email = serializers.EmailField(
+        required=False,
+        allow_blank=True,
+        max_length=254,
+        help_text="Where the confirmation goes; default: the quote's user_metadata.email, then the partner's "
+        "contact e-mail.",
+    )
+    seller_name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    partner_reference = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="Your own id for the order, echoed back."
+    )
+
+    def validate(self, attrs):
+        # The 400s after the field checks, in the order of the spec's table (spec 4.2). A partial run only
+        # checks the fields that arrived before an oversized upload stopped the parser.
+        if self.partial:
+            return attrs
+        if not attrs["is_ready_to_deliver"] and attrs.get("in_hand_date") is None:
+            raise errors.InHandDateRequired(details={"field": "in_hand_date", "issue": "required"})
+        upload = attrs.get("file")
+        if attrs["delivery_type"] == Order.DeliveryType.PDF and upload is None:
+            raise errors.FileRequired(details={"field": "file", "issue": "required"})
+        if upload is not None:
+            if upload.size > settings.ORDER_PDF_MAX_BYTES:
+                raise too_large_error("file")
+            if not is_pdf(upload):
+                raise errors.ValidationFailed(
+                    "file: not a PDF (a PDF file starts with %PDF-).", field="file", issue="invalid"
+                )
+        return attrs
+
+
+def too_large_error(field: str) -> errors.ValidationFailed:
+    limit = settings.ORDER_PDF_MAX_BYTES
+    return errors.ValidationFailed(
+        f"{field}: larger than the {limit // (1024 * 1024)} MB limit.",
+        field=field,
+        issue="too_large",
+        details={"max_bytes": limit},
+    )
+
+
+class CreatedBoundField(serializers.Field):
+    """``YYYY-MM-DD`` (a whole UTC day) or an ISO 8601 datetime with a zone."""
+
+    default_error_messages = {"invalid": "Use YYYY-MM-DD or an ISO 8601 datetime with a zone."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        try:
+            return date.fromisoformat(data) if len(data) == 10 else self._datetime(data)
+        except ValueError:
+            self.fail("invalid")
+
+    def _datetime(self, data: str) -> datetime:
+        value = parse_datetime(data.replace("z", "Z"))
+        if value is None or value.tzinfo is None:
+            raise ValueError(data)
+        return value
+
+    def to_representation(self, value):
+        return value.isoformat()
+
+
+class OrderListParamsSerializer(PageParamsSerializer):
+    status = serializers.ChoiceField(choices=Order.Status.choices, required=False)
+    event_id = serializers.CharField(required=False, max_length=32)
+    created_from = CreatedBoundField(
+        required=False, help_text="Orders created at or after this instant (a date means its 00:00 UTC)."
+    )
+    created_to = CreatedBoundField(
+        required=False,
+        help_text="Orders created at or before this instant (a date includes the whole UTC day).",
+    )
+
+    def validate(self, attrs):
+        start = attrs.get("created_from")
+        end = attrs.get("created_to")
+        if isinstance(start, date) and not isinstance(start, datetime):
+            attrs["created_from"] = datetime.combine(start, time.min, tzinfo=UTC)
+        if end is not None:
+            if isinstance(end, datetime):
+                attrs["created_before"] = end + timedelta(microseconds=1)
+            else:
+                attrs["created_before"] = datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
+        return attrs
+
+
+class OrderCancelSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, max_length=255)
+
+
+# --- output -----------------------------------------------------------------------------------------------
+class OrderQuoteSnapshotSerializer(serializers.Serializer):
+    offer_price = serializers.DecimalField(
+        max_digits=10, decimal_places=2, coerce_to_string=False, help_text="Price per ticket at quote time."
+    )
+    exp_dt = serializers.CharField(help_text="Quote expiry, UTC, six fractional digits, no zone designator.")
+    quote_id = serializers.CharField(help_text="The encrypted quote id.")
+
+
+class OrderSerializer(serializers.Serializer):
+    order_id = serializers.CharField()
+    event_id = serializers.CharField(source="event.event_id")
+    section_name = serializers.CharField()
+    section_name_display = serializers.CharField()
+    row_name = serializers.CharField()
+    row_name_display = serializers.CharField()
+    quantity = serializers.IntegerField()
+    general_admission = serializers.BooleanField()
+    face_value = serializers.DecimalField(
+        max_digits=10, decimal_places=2, coerce_to_string=True, help_text="USD, a string with two decimals."
+    )
+    total_price = serializers.DecimalField(
+        max_digits=12, decimal_places=2, coerce_to_string=False, help_text="USD, a JSON number."
+    )
+    status = serializers.ChoiceField(choices=Order.Status.choices)
+    quotes = serializers.SerializerMethodField()
+    restrictions = serializers.ListField(child=serializers.CharField())
+    restriction_detail = serializers.CharField(allow_null=True)
+    primary_site = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    delivery_type = serializers.ChoiceField(choices=Order.DeliveryType.choices)
+    is_ready_to_deliver = serializers.BooleanField()
+    in_hand_date = serializers.DateField(allow_null=True, format="%Y-%m-%d")
+    transfer_address = serializers.CharField(help_text="Where the seller sends the tickets.")
+    partner_reference = serializers.CharField(allow_blank=True)
+    seller_email = serializers.CharField(allow_blank=True)
+
+    @extend_schema_field(OrderQuoteSnapshotSerializer(many=True))
+    def get_quotes(self, order: Order) -> list[dict]:
+        return [
+            {
+                "offer_price": order.offer_price,
+                "exp_dt": order.quote_expires_at.astimezone(UTC).strftime(EXP_DT_FORMAT),
+                "quote_id": order.quote_token,
+            }
+        ]
+
+
+class OrderStatusChangeSerializer(serializers.Serializer):
+    from_status = serializers.SerializerMethodField()
+    to_status = serializers.CharField()
+    at = serializers.DateTimeField()
+    actor = serializers.CharField(
+        source="actor_kind", help_text="Who moved the order: `partner`, `staff` or `system`."
+    )
+    reason = serializers.CharField(allow_blank=True)
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_from_status(self, change: OrderStatusHistory) -> str | None:
+        return change.from_status or None
+
+
+class OrderDetailSerializer(OrderSerializer):
+    status_history = OrderStatusChangeSerializer(many=True, source="history_rows")
+
+
+class OrderListSerializer(serializers.Serializer):
+    results = OrderSerializer(many=True)
+    has_more = serializers.BooleanField()
+    next_cursor = serializers.CharField(allow_null=True)

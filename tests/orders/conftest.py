@@ -1,0 +1,40 @@
+"""Fixtures for the orders tests: a quotable row, a quote of ``partner``, and order-form helpers."""
+
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from .factories import QuoteFactory, RowFactory, quote_token
+
+PDF_BYTES = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+
+
+def pdf_upload(content: bytes = PDF_BYTES, name: str = "tickets.pdf") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, content, content_type="application/pdf")
+
+
+def order_form(quote, **overrides) -> dict:
+    """A valid multipart form for ``quote``: mobile transfer, delivered 7 days before the event."""
+    form = {
+        "quote_id": quote_token(quote),
+        "delivery_type": "mobile_transfer",
+        "is_ready_to_deliver": "false",
+        "in_hand_date": (quote.event.event_date - timedelta(days=7)).isoformat(),
+    }
+    form.update(overrides)
+    return {k: v for k, v in form.items() if v is not None}
+
+
+def post_order(client, form: dict):
+    return client.post("/v1/orders", form, format="multipart")
+
+
+@pytest.fixture
+def row(db):
+    return RowFactory(available_quantity=10)
+
+
+@pytest.fixture
+def quote(partner, row):
+    return QuoteFactory(partner=partner, row=row, quantity=2)
