@@ -1,5 +1,8 @@
 """Encrypted quote ids: AES-256-GCM over the quote's primary key, URL-safe base64 with a ``qte_`` prefix.
 
+The nonce is an HMAC of the primary key under a second derived key, so one quote always has the same id
+(partners may store it; an order's snapshot repeats it) while distinct quotes never share a nonce.
+
 The key comes from ``QUOTE_ENCRYPTION_KEY`` (HKDF-derived, so any string works). During a key rotation the
 previous keys stay readable through ``QUOTE_ENCRYPTION_OLD_KEYS``; new ids are always made with the current
 key. Anything that does not decrypt and authenticate (tampered, truncated, garbage, another key) decodes to
@@ -8,7 +11,8 @@ key. Anything that does not decrypt and authenticate (tampered, truncated, garba
 
 import base64
 import binascii
-import os
+import hashlib
+import hmac
 import struct
 
 from cryptography.exceptions import InvalidTag
@@ -19,6 +23,7 @@ from config.keys import derive_key
 
 PREFIX = "qte_"
 _PURPOSE = "quote-id-v1"
+_NONCE_PURPOSE = "quote-id-nonce-v1"
 _AAD = b"quote-id-v1"
 _NONCE_BYTES = 12
 _PK = struct.Struct(">Q")  # 8-byte big-endian primary key
@@ -32,8 +37,10 @@ def _keys() -> list[bytes]:
 
 
 def encode_quote_id(pk: int) -> str:
-    nonce = os.urandom(_NONCE_BYTES)
-    ciphertext = AESGCM(_keys()[0]).encrypt(nonce, _PK.pack(pk), _AAD)
+    plaintext = _PK.pack(pk)
+    nonce_key = derive_key(settings.QUOTE_ENCRYPTION_KEY, _NONCE_PURPOSE)
+    nonce = hmac.new(nonce_key, plaintext, hashlib.sha256).digest()[:_NONCE_BYTES]
+    ciphertext = AESGCM(_keys()[0]).encrypt(nonce, plaintext, _AAD)
     return PREFIX + base64.urlsafe_b64encode(nonce + ciphertext).decode().rstrip("=")
 
 

@@ -1,1 +1,8 @@
-urlpatterns: list = []
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("quotes", api.QuoteCreateView.as_view(), name="quotes-create"),
+    path("quotes/<path:quote_id>", api.QuoteDetailView.as_view(), name="quotes-detail"),
+]

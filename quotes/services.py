@@ -1,0 +1,123 @@
+"""Quote creation and the purge of long-expired quotes."""
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import FieldDoesNotExist
+from django.db import transaction
+from django.utils import timezone
+
+from catalog.models import Event, Row, Section
+
+from . import errors
+from .models import Quote
+
+logger = logging.getLogger(__name__)
+
+
+def _best_row(*, section: Section, quantity: int) -> Row:
+    """The row with the highest offer that can take ``quantity``; INSUFFICIENT_QUANTITY if none can."""
+    rows = Row.objects.filter(section=section)
+    row = rows.filter(available_quantity__gte=quantity).order_by("-offer_price", "name", "id").first()
+    if row is None:
+        available = max(rows.values_list("available_quantity", flat=True), default=0)
+        raise errors.InsufficientQuantity(details={"requested": quantity, "available": available})
+    return row
+
+
+def quote_create(
+    *,
+    partner_pk: int,
+    event_id: str,
+    section_name: str,
+    quantity: int,
+    row_name: str | None = None,
+    user_metadata: dict[str, Any] | None = None,
+) -> Quote:
+    """Lock the row's current offer price for ``QUOTE_TTL_SECONDS``.
+
+    Checks, in order: EVENT_NOT_FOUND, EVENT_EXPIRED (started or canceled), SECTION_NOT_FOUND,
+    ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. Reads the database, never the catalog cache. No quantity is
+    reserved: the order takes it, under a row lock.
+    """
+    event = Event.objects.filter(event_id=event_id).first()
+    if event is None:
+        raise errors.EventNotFound(details={"event_id": event_id})
+    if event.is_canceled or event.has_started:
+        reason = "canceled" if event.is_canceled else "started"
+        raise errors.EventExpired(details={"event_id": event_id, "reason": reason})
+    section = Section.objects.filter(event=event, name=section_name).first()
+    if section is None:
+        raise errors.SectionNotFound(details={"event_id": event_id, "section_name": section_name})
+    if row_name is None:
+        row = _best_row(section=section, quantity=quantity)
+    else:
+        row = Row.objects.filter(section=section, name=row_name).first()
+        if row is None:
+            raise errors.RowNotFound(details={"section_name": section_name, "row_name": row_name})
+        if quantity > row.available_quantity:
+            raise errors.InsufficientQuantity(
+                details={"requested": quantity, "available": row.available_quantity}
+            )
+    now = timezone.now()
+    return Quote.objects.create(
+        partner_id=partner_pk,
+        event=event,
+        section=section,
+        row=row,
+        quantity=quantity,
+        offer_price=row.offer_price,
+        total_price=row.offer_price * quantity,
+        face_value=row.face_value,
+        event_name=event.name,
+        section_name=section.name,
+        section_name_display=section.name_display,
+        row_name=row.name,
+        row_name_display=row.name_display,
+        general_admission=section.general_admission,
+        restrictions=list(row.restrictions or []),
+        restriction_detail=row.restriction_detail or None,
+        primary_site=event.primary_site,
+        user_metadata=user_metadata or {},
+        created_at=now,
+        expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
+    )
+
+
+def _order_relation_name() -> str | None:
+    """The reverse accessor of an order's link to its quote, once the orders app defines one."""
+    try:
+        field = Quote._meta.get_field("order")
+    except FieldDoesNotExist:
+        return None
+    return field.name if field.is_relation else None
+
+
+def quote_purge_expired(*, retention_days: int | None = None, batch_size: int = 1000) -> int:
+    """Delete quotes that expired unused more than ``retention_days`` ago, ``batch_size`` at a time.
+
+    A consumed quote is never deleted (its order keeps it, with PROTECT), nor one an order points to.
+    Returns the number deleted.
+    """
+    days = settings.QUOTE_RETENTION_DAYS if retention_days is None else retention_days
+    cutoff = timezone.now() - timedelta(days=days)
+    candidates = Quote.objects.filter(consumed_at__isnull=True, expires_at__lt=cutoff)
+    order_relation = _order_relation_name()
+    if order_relation:
+        candidates = candidates.filter(**{f"{order_relation}__isnull": True})
+    deleted = 0
+    while True:
+        ids = list(candidates.order_by("expires_at", "id").values_list("id", flat=True)[:batch_size])
+        if not ids:
+            break
+        with transaction.atomic():
+            # Re-check in the DELETE itself: a quote consumed since the SELECT is kept.
+            _, per_model = Quote.objects.filter(pk__in=ids, consumed_at__isnull=True).delete()
+        deleted += per_model.get(Quote._meta.label, 0)
+        if len(ids) < batch_size:
+            break
+    if deleted:
+        logger.info("purged %d expired quotes older than %d days", deleted, days)
+    return deleted
