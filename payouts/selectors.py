@@ -26,3 +26,24 @@ def payment_readiness(*, partner_pk: int) -> PaymentReadiness:
     if card_id is None:
         missing.append("credit_card")
     return PaymentReadiness(missing=missing)
+
+
+# Order statuses after which a payment method can be replaced without billing problems (spec 5).
+SETTLED_ORDER_STATUSES = ("paid", "canceled", "expired")
+
+
+def partner_has_active_orders(*, partner_pk: int) -> bool:
+    """Does the partner have orders that are not yet paid, canceled or expired?"""
+    from orders.models import Order
+
+    return Order.objects.filter(partner_id=partner_pk).exclude(status__in=SETTLED_ORDER_STATUSES).exists()
+
+
+def payout_list_for_partner(*, partner_pk: int, status: str | None = None):
+    """The partner's payouts, newest first, with their order."""
+    from .models import Payout
+
+    queryset = Payout.objects.filter(partner_id=partner_pk).select_related("order", "order__event")
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("-created_at", "-pk")

@@ -1,4 +1,5 @@
 from .methods import CreditCard, PayoutAccount
+from .money import Charge, Payout
 from .sandbox import (
     SandboxAccount,
     SandboxAuthorizationCode,
@@ -9,6 +10,8 @@ from .sandbox import (
 )
 
 __all__ = [
+    "Charge",
+    "Payout",
     "CreditCard",
     "PayoutAccount",
     "SandboxAccount",

@@ -1,0 +1,107 @@
+"""Money that moved for an order: the charge of the partner's card and the payout to its bank account."""
+
+from django.db import models
+from django.db.models import Q
+
+from partners.models import Partner
+
+
+class Charge(models.Model):
+    """The one charge of the partner's card for an order (DECISIONS: order life cycle, confirm)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"  # recorded, the platform has not answered yet
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    # One charge per order, decided by the database (the one-to-one's unique index).
+    order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="charge")
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="charges")
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3, default="USD")
+    platform = models.CharField(max_length=32)
+    idempotency_key = models.CharField(max_length=128, unique=True)
+    platform_charge_id = models.CharField(max_length=100, blank=True)
+    card_brand = models.CharField(max_length=32, blank=True)
+    card_last4 = models.CharField(max_length=4, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    failure_reason = models.CharField(max_length=255, blank=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="Calls made to the platform.")
+    last_error = models.CharField(max_length=255, blank=True, help_text="Last transient platform error.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "created_at"], name="charge_status_created")]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gte=0), name="charge_amount_gte_0"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "succeeded", "failed"]), name="charge_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Charge {self.amount} {self.currency} for {self.order_id} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+
+class Payout(models.Model):
+    """The one payout of an order's ``total_price`` to the partner's payout account.
+
+    ``pending`` (to be created at the platform) → ``in_process`` → ``scheduled`` → ``paid``, or ``failed``
+    (staff retry: back to ``pending`` with a new attempt number, hence a new idempotency key).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        IN_PROCESS = "in_process", "In process"
+        SCHEDULED = "scheduled", "Scheduled"
+        PAID = "paid", "Paid"
+        FAILED = "failed", "Failed"
+
+    # One payout per order, decided by the database: two overlapping progression runs cannot both insert.
+    order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payout")
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="payouts")
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3, default="USD")
+    platform = models.CharField(max_length=32, blank=True)
+    platform_account_id = models.CharField(max_length=100, blank=True)
+    account_description = models.CharField(
+        max_length=160, blank=True, help_text="Bank name, method and last 4 at the time of the payout."
+    )
+    attempt = models.PositiveIntegerField(default=1)
+    platform_payout_id = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    scheduled_for = models.DateTimeField(null=True, blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    failure_reason = models.CharField(max_length=255, blank=True)
+    last_error = models.CharField(max_length=255, blank=True, help_text="Last transient platform error.")
+    last_checked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="payout_status_created"),
+            models.Index(fields=["partner", "-created_at"], name="payout_partner_created"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gte=0), name="payout_amount_gte_0"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "in_process", "scheduled", "paid", "failed"]),
+                name="payout_status_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Payout {self.amount} {self.currency} for {self.order_id} ({self.status})"
+
+    @property
+    def idempotency_key(self) -> str:
+        """One key per attempt: a retry after a failure is a new payout at the platform, a repeat is not."""
+        return f"{self.order.order_id}:payout:{self.attempt}"
