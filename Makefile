@@ -50,6 +50,25 @@ test: install
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q $(PYTEST_ARGS)
 
+# Benchmarks and the soak test run the production shape on loopback against their own database and Redis db.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/ps_bench
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/6
+BENCH_ARGS ?=
+
+# wrk (Debian's package) is the load tool of `make bench`.
+define ensure_wrk
+	@if ! command -v wrk >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
+	  else echo "Install Debian's wrk (apt-get install wrk) for the benchmark"; exit 1; fi; \
+	fi
+endef
+
+bench: $(VENV)/.installed
+	$(ensure_wrk)
+	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -1,3 +1,5 @@
+import os
+
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -23,6 +25,12 @@ urlpatterns = [
     path("v1/", include(api_v1)),
     re_path(r"^v1$", views.api_not_found),
 ]
+
+# The benchmark's ceiling (bench/baseline.py): mounted only for `make bench`, never in a deployment.
+if os.environ.get("BENCH_BASELINE") == "1":
+    from bench.baseline import bare
+
+    urlpatterns.append(path("bench/bare", bare, name="bench-bare"))
 
 handler400 = "config.views.handler400"
 handler403 = "config.views.handler403"

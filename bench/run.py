@@ -1,0 +1,548 @@
+"""``make bench``: the service against the framework's ceiling, measured side by side in one run.
+
+    .venv/bin/python -m bench.run [--duration 10] [--rounds 3] [--connections 16] [--quick]
+
+What it does, on loopback:
+1. a fresh PostgreSQL database (``BENCH_DATABASE_URL``, default ``ps_bench``), Redis (``BENCH_REDIS_URL``,
+   default db 6, flushed), ``migrate``, ``seed_catalog --events 200``,
+   a few partners with payment methods (``create_partner --with-payment-methods``);
+2. the production shape: ``gunicorn config.wsgi`` (DJANGO_ENV=production, gthread workers, see
+   bench/stack.py) and one Celery worker;
+3. rounds of wrk runs, interleaved so that drift on a shared machine hits every scenario alike:
+   the bare Django view (the ceiling), the token endpoint, the events list, the rows endpoint, quote
+   creation, order creation, and the whole quote→order flow;
+4. the events list on a second database seeded with 100,000 events, interleaved with the 200-event one;
+5. the resident memory of a single web worker while it receives a 10 MB PDF;
+6. a table on stdout and the full figures as JSON in bench/results/.
+Rate limits are set out of reach (see bench/stack.py); the limiter still counts every request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import requests
+
+from bench.client import PartnerClient, Target, discover_targets, make_pdf
+from bench.stack import RESULTS, ROOT, PeakRss, Stack, flush_redis, rss_kib
+from bench.wrk import WrkResult, median, run_wrk
+
+# name → (what the ratio is taken of, target ratio to the bare view's requests per second)
+TARGETS = {
+    "events": ("rps", 0.45),
+    "rows": ("rps", 0.45),
+    "token": ("rps", 0.35),
+    "quotes": ("rps", 0.25),
+    "flow": ("orders_per_s", 0.03),
+}
+LIST_LATENCY_TARGET = 1.5
+MEMORY_TARGET_MIB = 5.0
+EVENTS_PATH = "/v1/events?limit=20"
+
+
+def log(message: str) -> None:
+    print(f"[bench {datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+def machine_info(stack: Stack) -> dict:
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    import psycopg
+    import redis
+
+    with psycopg.connect(stack.database_url) as conn:
+        pg = conn.execute("SHOW server_version").fetchone()[0]
+    redis_version = redis.Redis.from_url(stack.redis_url).info("server")["redis_version"]
+    wrk = subprocess.run(["wrk", "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    import gunicorn
+
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 1024 / 1024, 1),
+        "kernel": platform.release(),
+        "os": platform.freedesktop_os_release().get("PRETTY_NAME", platform.system()),
+        "python": platform.python_version(),
+        "postgresql": pg,
+        "redis": redis_version,
+        "gunicorn": gunicorn.__version__,
+        "wrk": wrk.strip(),
+        "commit": commit,
+        "load_average_at_start": os.getloadavg(),
+    }
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.run_dir = RESULTS / f"run-{stamp}"
+        self.stamp = stamp
+        self.notes: list[str] = []
+        self.results: dict[str, list[WrkResult]] = {}
+        self.available: dict[str, bool] = {}
+
+    # --- set-up -------------------------------------------------------------------------------------
+    def setup_stack(self, stack: Stack, *, events: int, partners: int, label: str) -> dict:
+        log(f"{label}: fresh database {stack.database}, migrate")
+        stack.prepare()
+        seeded = stack.seed(events, seed=1)
+        if not seeded:
+            self.notes.append("seed_catalog is not available in this build: catalog scenarios skipped.")
+        log(f"{label}: seeded {events} events" if seeded else f"{label}: no seed_catalog command")
+        creds = [stack.create_partner(f"Bench partner {i}") for i in range(partners)]
+        return {"seeded": seeded, "creds": creds}
+
+    def write_lines(self, name: str, lines: list[str]) -> Path:
+        path = self.run_dir / name
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    def probe(self, name: str, response: requests.Response, expected: int) -> bool:
+        ok = response.status_code == expected
+        if not ok:
+            try:
+                code = response.json().get("error", {}).get("code")
+            except ValueError:
+                code = None
+            self.notes.append(
+                f"{name}: skipped, probe answered {response.status_code} {code or ''} (expected {expected})."
+            )
+            log(f"{name}: probe answered {response.status_code} {code}; scenario skipped")
+        self.available[name] = ok
+        return ok
+
+    def count_events(self, stack: Stack) -> int | None:
+        try:
+            out = stack.shell("from catalog.models import Event; print(Event.objects.count())")
+            return int(out.strip().splitlines()[-1])
+        except Exception:
+            return None
+
+    def deepen_stock(self, stack: Stack, targets: list[Target]) -> None:
+        """The bench's rows get deep stock so that thousands of quantity-1 orders never run them dry."""
+        events = sorted({t.event_id for t in targets})
+        stack.shell(
+            "from catalog.models import Row; "
+            f"print(Row.objects.filter(section__event__event_id__in={events!r})"
+            ".update(available_quantity=10_000_000))"
+        )
+
+    # --- runs ---------------------------------------------------------------------------------------
+    def wrk(self, scenario: str, url: str, **kwargs) -> WrkResult:
+        result = run_wrk(
+            scenario,
+            url,
+            duration=kwargs.pop("duration", self.args.duration),
+            connections=kwargs.pop("connections", self.args.connections),
+            threads=self.args.wrk_threads,
+            **kwargs,
+        )
+        self.results.setdefault(scenario, []).append(result)
+        extra = f", {result.orders_per_s:.1f} orders/s" if result.orders_created else ""
+        bad = f", {result.failed} failed {result.codes or ''}" if result.failed else ""
+        log(
+            f"  {scenario:<12} {result.rps:8.1f} req/s  p50 {result.latency_us['p50'] / 1000:6.2f} ms  "
+            f"p99 {result.latency_us['p99'] / 1000:7.2f} ms{extra}{bad}"
+        )
+        return result
+
+    def run(self) -> dict:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        args = self.args
+        base_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ps_bench")
+        redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6")
+        name = urlsplit(base_url).path.lstrip("/") or "ps_bench"
+        flush_redis(redis_url)
+        main = Stack(
+            database=name,
+            base_database_url=base_url,
+            redis_url=redis_url,
+            run_dir=self.run_dir / "main",
+            cache_prefix="bench",
+            workers=args.workers,
+            threads=args.threads,
+            worker_class=args.worker_class,
+            gunicorn_extra=args.gunicorn_extra.split(),
+        )
+        big = Stack(
+            database=f"{name}_100k",
+            base_database_url=base_url,
+            redis_url=redis_url,
+            run_dir=self.run_dir / "big",
+            cache_prefix="bench100k",
+            workers=args.workers,
+            threads=args.threads,
+            worker_class=args.worker_class,
+            gunicorn_extra=args.gunicorn_extra.split(),
+        )
+        report: dict = {
+            "started_at": self.stamp,
+            "settings": {
+                "duration_s": args.duration,
+                "rounds": args.rounds,
+                "connections": args.connections,
+                "wrk_threads": args.wrk_threads,
+                "gunicorn": f"--workers {args.workers} --worker-class {args.worker_class} --threads {args.threads}"
+                + (f" {args.gunicorn_extra}" if args.gunicorn_extra else ""),
+                "celery": "one worker, --concurrency 1",
+                "rate_limits": "RATE_LIMIT_PER_MINUTE and TOKEN_RATE_LIMIT_PER_MINUTE = 1e9 (limiter on, never trips)",
+            },
+        }
+        try:
+            with main:
+                info = self.setup_stack(main, events=args.small_events, partners=4, label="main")
+                report["machine"] = machine_info(main)
+                web = main.start_web()
+                main.start_worker()
+                log(
+                    f"gunicorn on {web.url} ({args.workers} x {args.worker_class} x {args.threads}), celery up"
+                )
+                self.measure_main(main, web.url, info)
+                report["events_in_small_catalog"] = self.count_events(main)
+                if not args.skip_memory:
+                    report["memory"] = self.measure_memory(main, info)
+                if not args.skip_scale and info["seeded"]:
+                    with big:
+                        report["scale"] = self.measure_scale(main, web.url, info, big)
+        finally:
+            main.stop()
+            big.stop()
+        report["scenarios"] = self.summarise()
+        report["notes"] = self.notes
+        return report
+
+    def measure_main(self, stack: Stack, url: str, info: dict) -> None:
+        creds = info["creds"]
+        clients = [
+            PartnerClient(url, client_id=c["client_id"], client_secret=c["client_secret"]) for c in creds
+        ]
+        tokens = [c.authenticate() for c in clients]
+        tokens_file = self.write_lines("tokens.txt", tokens)
+        creds_file = self.write_lines("creds.txt", [f"{c['client_id']}\t{c['client_secret']}" for c in creds])
+        bare_file = self.write_lines("bare.txt", ["/bench/bare"])
+        events_file = self.write_lines("events.txt", [EVENTS_PATH])
+
+        self.probe("bare", requests.get(url + "/bench/bare", timeout=10), 200)
+        self.probe("token", requests.post(url + "/v1/auth/token", json={
+            "client_id": creds[0]["client_id"], "client_secret": creds[0]["client_secret"],
+            "grant_type": "client_credentials"}, timeout=10), 200)  # fmt: skip
+        client = clients[0]
+        targets: list[Target] = []
+        if info["seeded"] and self.probe("events", client.request("GET", EVENTS_PATH), 200):
+            targets = discover_targets(client, want=self.args.targets)
+            log(
+                f"{len(targets)} rows over {len({t.event_id for t in targets})} events for rows/quotes/orders"
+            )
+        rows_file = quotes_file = None
+        if targets:
+            self.deepen_stock(stack, targets)
+            if self.probe("rows", client.request("GET", targets[0].rows_path), 200):
+                rows_file = self.write_lines("rows.txt", [t.rows_path for t in targets])
+            if self.probe("quotes", client.quote(targets[0]), 201):
+                quotes_file = self.write_lines(
+                    "quote_bodies.txt", [json.dumps(t.quote_body(), separators=(",", ":")) for t in targets]
+                )
+                quote_id = client.quote(targets[0]).json()["data"]["quote_id"]
+                self.probe("orders", client.order(quote_id), 201)
+                self.available["flow"] = self.available["orders"]
+        else:
+            for name in ("rows", "quotes", "orders", "flow"):
+                self.available.setdefault(name, False)
+
+        plan: list[tuple[str, dict]] = [
+            ("bare", {"mode": "get", "paths": bare_file}),
+            ("token", {"mode": "token", "creds": creds_file}),
+            ("events", {"mode": "get", "paths": events_file, "tokens": tokens_file}),
+        ]
+        if rows_file:
+            plan.append(("rows", {"mode": "get", "paths": rows_file, "tokens": tokens_file}))
+        if quotes_file:
+            plan.append(("quotes", {"mode": "quote", "bodies": quotes_file, "tokens": tokens_file}))
+            if self.available.get("orders"):
+                plan.append(("orders", {"mode": "order", "tokens": tokens_file}))
+                plan.append(("flow", {"mode": "flow", "bodies": quotes_file, "tokens": tokens_file}))
+        plan = [(name, kw) for name, kw in plan if self.available.get(name)]
+
+        if self.args.profile:
+            self.profile(url, plan, stack)
+            return
+        log(f"warm-up ({', '.join(n for n, _ in plan)})")
+        quote_ids: list[str] = []
+        for name, kw in plan:
+            kw = dict(kw)
+            if name == "orders":
+                kw["quotes"] = self.write_lines("quote_ids.txt", quote_ids or ["none"])
+            r = run_wrk(name, url, duration=2, connections=self.args.connections, **kw)
+            if name == "quotes":
+                quote_ids = r.quote_ids
+        for round_no in range(1, self.args.rounds + 1):
+            log(f"round {round_no}/{self.args.rounds}")
+            for name, kw in plan:
+                kw = dict(kw)
+                if name == "orders":
+                    # Orders consume the quotes the quote run of this round has just made.
+                    kw["quotes"] = self.write_lines("quote_ids.txt", quote_ids or ["none"])
+                result = self.wrk(name, url, **kw)
+                if name == "quotes":
+                    quote_ids = result.quote_ids
+                if name == "orders" and result.orders_created >= len(quote_ids) > 0:
+                    self.notes.append(
+                        f"round {round_no}: the order run used up all {len(quote_ids)} quotes of the quote run."
+                    )
+
+    def profile(self, url: str, plan: list[tuple[str, dict]], stack: Stack) -> None:
+        """Run one scenario under load while py-spy samples every web worker; print the hot spots."""
+        from bench.profiling import record, summarise
+
+        wanted = dict(plan)
+        name = self.args.profile
+        if name not in wanted:
+            raise SystemExit(f"scenario {name!r} is not available: {sorted(wanted)}")
+        kw = dict(wanted[name])
+        if name == "orders":
+            quotes = run_wrk("quotes", url, duration=self.args.duration + 2, connections=self.args.connections,
+                             **wanted["quotes"])  # fmt: skip
+            kw["quotes"] = self.write_lines("quote_ids.txt", quotes.quote_ids)
+        else:
+            run_wrk(name, url, duration=2, connections=self.args.connections, **kw)  # warm-up
+        out = self.run_dir / f"profile-{name}.txt"
+        pids = stack.servers[0].worker_pids()
+        with record(pids, out, duration=self.args.duration, gil=self.args.gil):
+            self.wrk(name, url, **kw)
+        print(summarise(out))
+        log(f"raw stacks: {out.relative_to(ROOT)}")
+
+    def measure_scale(self, main: Stack, small_url: str, info: dict, big: Stack) -> dict:
+        args = self.args
+        big_info = self.setup_stack(big, events=args.big_events, partners=1, label="100k")
+        events_big = self.count_events(big)
+        events_small = self.count_events(main)
+        big_web = big.start_web("web-100k")
+        c = big_info["creds"][0]
+        big_token = PartnerClient(big_web.url, client_id=c["client_id"], client_secret=c["client_secret"])
+        big_tokens = self.write_lines("tokens_100k.txt", [big_token.authenticate()])
+        events_file = self.write_lines("events.txt", [EVENTS_PATH])
+        tokens_small = self.run_dir / "tokens.txt"
+        log(f"list latency: {events_small} events vs {events_big} events")
+        run_wrk("warm", big_web.url, duration=2, connections=args.connections, mode="get", paths=events_file,
+                tokens=big_tokens)  # fmt: skip
+        for round_no in range(1, args.rounds + 1):
+            log(f"scale round {round_no}/{args.rounds}")
+            self.wrk("list_small", small_url, mode="get", paths=events_file, tokens=tokens_small)
+            self.wrk("list_100k", big_web.url, mode="get", paths=events_file, tokens=big_tokens)
+        small_p50 = median([r.latency_us["p50"] for r in self.results["list_small"]])
+        big_p50 = median([r.latency_us["p50"] for r in self.results["list_100k"]])
+        ratio = big_p50 / small_p50 if small_p50 else None
+        return {
+            "events_small": events_small,
+            "events_big": events_big,
+            "p50_ms_small": round(small_p50 / 1000, 2),
+            "p50_ms_big": round(big_p50 / 1000, 2),
+            "ratio": round(ratio, 3) if ratio else None,
+            "target": LIST_LATENCY_TARGET,
+            "met": ratio is not None and ratio <= LIST_LATENCY_TARGET,
+        }
+
+    def measure_memory(self, stack: Stack, info: dict) -> dict:
+        """RSS of one web worker (same worker class) before, during and after a 10 MB PDF order."""
+        if not self.available.get("orders"):
+            return {"skipped": "orders endpoint not available"}
+        web = stack.start_web("web-memory", workers=1)
+        pid = web.worker_pids()[0]
+        c = info["creds"][1]
+        client = PartnerClient(web.url, client_id=c["client_id"], client_secret=c["client_secret"])
+        targets = discover_targets(client, want=4)
+        small = make_pdf(64 * 1024)
+        for i in range(5):  # warm the code paths (parsers, storage, templates) with small PDFs
+            quote_id = client.quote(targets[i % len(targets)]).json()["data"]["quote_id"]
+            response = client.order(quote_id, pdf=small)
+            if response.status_code != 201:
+                return {"skipped": f"warm-up order answered {response.status_code}: {response.text[:200]}"}
+        big = make_pdf(10 * 1024 * 1024)
+        runs = []
+        for i in range(3):
+            quote_id = client.quote(targets[i % len(targets)]).json()["data"]["quote_id"]
+            time.sleep(0.5)
+            before_hwm = rss_kib(pid)[1]
+            with PeakRss(pid) as rss:
+                response = client.order(quote_id, pdf=big)
+            after_rss, after_hwm = rss_kib(pid)
+            before_rss, peak = rss.before, rss.peak
+            runs.append(
+                {
+                    "status": response.status_code,
+                    "rss_before_mib": round(before_rss / 1024, 2),
+                    "rss_peak_mib": round(peak / 1024, 2),
+                    "rss_after_mib": round(after_rss / 1024, 2),
+                    "growth_mib": round((max(peak, after_rss) - before_rss) / 1024, 2),
+                    "hwm_growth_mib": round((after_hwm - before_hwm) / 1024, 2),
+                }
+            )
+        growth = max(max(r["growth_mib"], r["hwm_growth_mib"]) for r in runs)
+        ok = all(r["status"] == 201 for r in runs)
+        log(f"memory: 10 MB PDF, worker RSS growth {growth} MiB (statuses {[r['status'] for r in runs]})")
+        return {
+            "file_bytes": len(big),
+            "runs": runs,
+            "growth_mib": growth,
+            "target_mib": MEMORY_TARGET_MIB,
+            "met": ok and growth < MEMORY_TARGET_MIB,
+        }
+
+    # --- summary ------------------------------------------------------------------------------------
+    def summarise(self) -> dict:
+        bare_rounds = self.results.get("bare", [])
+        out: dict = {}
+        for name, runs in self.results.items():
+            entry: dict = {
+                "rps": round(median([r.rps for r in runs]), 1),
+                "p50_ms": round(median([r.latency_us["p50"] for r in runs]) / 1000, 2),
+                "p99_ms": round(median([r.latency_us["p99"] for r in runs]) / 1000, 2),
+                "failed_requests": sum(r.failed for r in runs),
+                "codes": _merge([r.codes for r in runs]),
+                "rounds": [r.as_dict() for r in runs],
+            }
+            if any(r.orders_created for r in runs):
+                entry["orders_per_s"] = round(median([r.orders_per_s for r in runs]), 2)
+            if name in TARGETS and len(bare_rounds) == len(runs):
+                measure, target = TARGETS[name]
+                ratios = [
+                    getattr(r, measure) / b.rps for r, b in zip(runs, bare_rounds, strict=True) if b.rps
+                ]
+                entry["ratio_to_bare"] = round(median(ratios), 3)
+                entry["ratio_of"] = measure
+                entry["target"] = target
+                entry["met"] = entry["ratio_to_bare"] >= target and entry["failed_requests"] == 0
+            elif name == "orders" and len(bare_rounds) == len(runs):
+                ratios = [r.rps / b.rps for r, b in zip(runs, bare_rounds, strict=True) if b.rps]
+                entry["ratio_to_bare"] = round(median(ratios), 3)
+            out[name] = entry
+        for name in TARGETS:
+            if name not in out:
+                out[name] = {"skipped": True, "met": False}
+        return out
+
+
+def _merge(dicts: list[dict[str, int]]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            merged[k] = merged.get(k, 0) + v
+    return merged
+
+
+LABELS = {
+    "bare": "bare Django view (ceiling)",
+    "token": "POST /v1/auth/token",
+    "events": "GET /v1/events?limit=20",
+    "rows": "GET …/sections/{name}/rows",
+    "quotes": "POST /v1/quotes",
+    "orders": "POST /v1/orders (pre-made quotes)",
+    "flow": "quote → order flow",
+    "list_small": "GET /v1/events, small catalog",
+    "list_100k": "GET /v1/events, 100,000 events",
+}
+
+
+def render_table(report: dict) -> str:
+    lines = []
+    header = f"{'scenario':<36} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ratio':>7} {'target':>8}  result"
+    lines.append(header)
+    lines.append("-" * len(header))
+    for name, label in LABELS.items():
+        entry = report["scenarios"].get(name)
+        if entry is None:
+            continue
+        if entry.get("skipped"):
+            lines.append(f"{label:<36} {'not measured (endpoint missing)':>40}")
+            continue
+        ratio = entry.get("ratio_to_bare")
+        target = entry.get("target")
+        rps = f"{entry.get('orders_per_s', 0):.1f}o/s" if name == "flow" else f"{entry['rps']:.0f}"
+        result = "" if target is None else ("met" if entry["met"] else "MISSED")
+        if entry["failed_requests"]:
+            result += f" ({entry['failed_requests']} failed: {entry['codes']})"
+        lines.append(
+            f"{label:<36} {rps:>9} {entry['p50_ms']:>8.2f} {entry['p99_ms']:>8.2f} "
+            f"{(f'{ratio:.3f}' if ratio is not None else ''):>7} {(f'≥ {target}' if target else ''):>8}  {result}"
+        )
+    scale = report.get("scale")
+    if scale:
+        lines.append(
+            f"list p50 at {scale['events_big']} vs {scale['events_small']} events: "
+            f"{scale['p50_ms_big']} / {scale['p50_ms_small']} ms = {scale['ratio']}× "
+            f"(target ≤ {scale['target']}×) {'met' if scale['met'] else 'MISSED'}"
+        )
+    memory = report.get("memory")
+    if memory and "growth_mib" in memory:
+        lines.append(
+            f"web worker RSS growth while receiving a 10 MB PDF: {memory['growth_mib']} MiB "
+            f"(target < {memory['target_mib']} MiB) {'met' if memory['met'] else 'MISSED'}"
+        )
+    elif memory:
+        lines.append(f"memory: {memory.get('skipped')}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
+    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKERS", 4)))
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("THREADS", 4)))
+    parser.add_argument("--worker-class", default=os.environ.get("WORKER_CLASS", "gthread"))
+    parser.add_argument("--gunicorn-extra", default=os.environ.get("GUNICORN_EXTRA", ""))
+    parser.add_argument("--small-events", type=int, default=200)
+    parser.add_argument("--big-events", type=int, default=100_000)
+    parser.add_argument("--targets", type=int, default=200, help="rows used by rows/quotes/orders")
+    parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--profile", metavar="SCENARIO", help="profile one scenario with py-spy instead")
+    parser.add_argument("--gil", action="store_true", help="with --profile: sample only GIL holders (CPU)")
+    parser.add_argument("--quick", action="store_true", help="1 round of 3 s, no 100k catalog")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.duration, args.rounds, args.skip_scale = 3, 1, True
+    if args.profile:
+        args.skip_scale = args.skip_memory = True
+    bench = Bench(args)
+    report = bench.run()
+    table = render_table(report)
+    print()
+    print(table)
+    for note in report["notes"]:
+        print(f"note: {note}")
+    report["table"] = table
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = bench.run_dir / "bench.json"
+    out.write_text(json.dumps(report, indent=2, default=str))
+    (RESULTS / "latest.json").write_text(json.dumps(report, indent=2, default=str))
+    print(f"\nfull figures: {out.relative_to(ROOT)} (and bench/results/latest.json)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Runs wrk (Debian's package) with bench/lua/bench.lua and returns what its done() reported."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent / "lua" / "bench.lua"
+
+
+def wrk_binary() -> str:
+    path = shutil.which("wrk")
+    if not path:
+        raise SystemExit(
+            "wrk is not installed: run `make bench` (installs Debian's wrk) or apt-get install wrk"
+        )
+    return path
+
+
+@dataclass
+class WrkResult:
+    scenario: str
+    duration_s: float
+    requests: int
+    errors: dict[str, int]
+    latency_us: dict[str, float]
+    statuses: dict[str, int]
+    codes: dict[str, int]
+    orders_created: int
+    quotes_created: int
+    quote_ids: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def orders_per_s(self) -> float:
+        return self.orders_created / self.duration_s if self.duration_s else 0.0
+
+    @property
+    def failed(self) -> int:
+        e = self.errors
+        return e["connect"] + e["read"] + e["write"] + e["status"] + e["timeout"]
+
+    def as_dict(self) -> dict:
+        return {
+            "scenario": self.scenario,
+            "duration_s": round(self.duration_s, 3),
+            "requests": self.requests,
+            "rps": round(self.rps, 1),
+            "orders_created": self.orders_created,
+            "orders_per_s": round(self.orders_per_s, 2),
+            "quotes_created": self.quotes_created,
+            "latency_ms": {k: round(v / 1000, 2) for k, v in self.latency_us.items()},
+            "errors": self.errors,
+            "statuses": self.statuses,
+            "codes": self.codes,
+        }
+
+
+def run_wrk(
+    scenario: str,
+    url: str,
+    *,
+    duration: float,
+    connections: int,
+    threads: int = 1,
+    timeout: float = 10,
+    **script_args: str | Path | int,
+) -> WrkResult:
+    args = [
+        wrk_binary(),
+        "-t",
+        str(threads),
+        "-c",
+        str(connections),
+        "-d",
+        f"{max(1, round(duration))}s",
+        "--timeout",
+        f"{timeout}s",
+        "--latency",
+        "-s",
+        str(SCRIPT),
+        url,
+        "--",
+        f"threads={threads}",
+        *(f"{k}={v}" for k, v in script_args.items()),
+    ]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False, timeout=duration + 120)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BENCHJSON ")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+    data = json.loads(line[len("BENCHJSON ") :])
+    return WrkResult(
+        scenario=scenario,
+        duration_s=data["duration_us"] / 1e6,
+        requests=data["requests"],
+        errors=data["errors"],
+        latency_us=data["latency_us"],
+        statuses=data["statuses"],
+        codes=data["codes"],
+        orders_created=data["orders_created"],
+        quotes_created=data["quotes_created"],
+        quote_ids=data["quote_ids"],
+    )
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
