@@ -1,0 +1,115 @@
+"""Nothing is lost when the broker is down: 201 at once, and the sweeper publishes the confirmation later."""
+
+import time
+from datetime import timedelta
+
+import pytest
+import time_machine
+from celery.contrib.testing.worker import start_worker
+from django.conf import settings
+from django.core import mail
+from django.utils import timezone
+from kombu import pools as kombu_pools
+
+from config.celery import app as celery_app
+from orders import services, tasks
+from orders.models import Order
+from payouts.models import Charge
+
+from .conftest import order_form, post_order
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEAD_BROKER = "redis://127.0.0.1:1/0"
+
+
+def _use_broker(url: str) -> None:
+    """Point the Celery app at ``url`` and drop the connections it pooled for the previous one."""
+    kombu_pools.reset()  # kombu keeps one pool per broker URL, process-wide
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    celery_app.conf.broker_url = url
+
+
+@pytest.fixture
+def real_broker():
+    """Tasks go through the broker (not in-process); restored afterwards."""
+    previous = celery_app.conf.broker_url
+    celery_app.conf.task_always_eager = False
+    yield settings.CELERY_BROKER_URL
+    _use_broker(previous)
+
+
+def _purge_queue() -> None:
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("celery")
+
+
+def _wait_for(predicate, timeout: float = 20.0) -> bool:
+    # Waits for the worker thread, not for the clock: time in the service is moved with time-machine.
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
+    auth_client, quote, real_broker
+):
+    assert real_broker.startswith("redis://"), "this test needs REDIS_URL (a real broker)"
+    _use_broker(DEAD_BROKER)
+
+    started = time.monotonic()
+    response = post_order(auth_client, order_form(quote, seller_email="seller@example.org"))
+    elapsed = time.monotonic() - started
+
+    assert response.status_code == 201, response.content
+    assert elapsed < 3.0, elapsed  # the failed publish is logged, not waited on
+    order = Order.objects.get(order_id=response.json()["data"]["order_id"])
+    assert order.status == Order.Status.ACCEPTED
+    assert order.confirmation_started_at is None
+    assert mail.outbox == []
+
+    _use_broker(real_broker)
+    _purge_queue()
+    # Within the grace period the sweeper leaves the order alone (its message may still be on the way).
+    assert tasks.sweep_unconfirmed_orders() == 0
+
+    later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 30)
+    with time_machine.travel(later, tick=True):
+        assert tasks.sweep_unconfirmed_orders() == 1
+        assert tasks.sweep_unconfirmed_orders() == 0  # published once, not every minute
+        with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+            assert _wait_for(lambda: len(mail.outbox) == 1)
+            assert _wait_for(
+                lambda: Order.objects.filter(pk=order.pk, confirmation_email_sent_at__isnull=False).exists()
+            )
+        assert tasks.sweep_unconfirmed_orders() == 0
+
+    order.refresh_from_db()
+    assert order.status == Order.Status.AWAITING_TRANSFER
+    assert Charge.objects.filter(order=order).count() == 1
+    assert len(mail.outbox) == 1
+    assert mail.outbox[0].to == ["seller@example.org"]
+
+
+def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, real_broker, monkeypatch):
+    _use_broker(DEAD_BROKER)
+    response = post_order(auth_client, order_form(quote))
+    order = Order.objects.get(order_id=response.json()["data"]["order_id"])
+    # An attempt began (a worker took the message) and then died without finishing.
+    Order.objects.filter(pk=order.pk).update(confirmation_started_at=timezone.now())
+    published = []
+    monkeypatch.setattr(
+        services, "order_confirmation_enqueue", lambda *, order_pk: published.append(order_pk) or True
+    )
+
+    assert services.orders_requeue_unconfirmed() == []
+    grace = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 1)
+    assert services.orders_requeue_unconfirmed(now=grace) == []  # started recently: not stale yet
+    stale = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS + 1)
+    assert services.orders_requeue_unconfirmed(now=stale) == [order.pk]
+    assert published == [order.pk]
+    assert services.orders_requeue_unconfirmed(now=stale + timedelta(seconds=60)) == []

@@ -1,0 +1,230 @@
+"""Confirmation in the background: charge once, mail the seller once, move to awaiting_transfer (or cancel)."""
+
+import pytest
+from django.core import mail
+
+from catalog.models import Row
+from orders import tasks
+from orders.models import Order
+from orders.services import order_confirm
+from payouts.errors import PlatformUnavailable
+from payouts.models import Charge
+from payouts.services import payment_methods_create_sandbox
+from tests.conftest import issue_token, make_partner
+
+from .conftest import order_form, pdf_upload, post_order
+from .factories import QuoteFactory, RowFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def create_and_confirm(client, form, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = post_order(client, form)
+    assert response.status_code == 201, response.content
+    assert len(callbacks) == 1  # the confirmation was published after commit
+    return Order.objects.get(order_id=response.json()["data"]["order_id"])
+
+
+def test_confirmation_charges_the_card_moves_the_order_and_mails_the_seller(
+    auth_client, quote, django_capture_on_commit_callbacks
+):
+    form = order_form(quote, seller_email="seller@example.org", seller_name="Sam Seller")
+    order = create_and_confirm(auth_client, form, django_capture_on_commit_callbacks)
+
+    assert order.status == Order.Status.AWAITING_TRANSFER
+    charge = Charge.objects.get(order=order)
+    assert charge.status == "succeeded" and charge.amount == order.total_price
+    assert [(h.from_status, h.to_status) for h in order.status_history.all()] == [
+        ("", "accepted"),
+        ("accepted", "awaiting_transfer"),
+    ]
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["seller@example.org"]
+    assert order.order_id in message.subject
+    event = quote.event
+    local = event.local_starts_at
+    for text in (message.body, message.alternatives[0][0]):
+        assert "Sam Seller" in text
+        assert event.name in text
+        assert event.venue.name in text and event.venue.city in text
+        assert local.strftime("%B") in text and str(local.day) in text and str(local.year) in text
+        assert local.strftime("%-I:%M") in text  # local wall-clock time, not UTC
+        assert event.timezone in text
+        assert quote.section_name_display in text
+        assert quote.row_name_display in text
+        assert "Quantity" in text and str(quote.quantity) in text
+        assert "Transfer" in text and "ticketmaster" in text  # mobile-transfer instructions
+        assert order.in_hand_date.strftime("%B %-d, %Y") in text
+        assert order.transfer_address in text
+        assert order.order_id in text
+    assert message.alternatives[0][1] == "text/html"
+    order.refresh_from_db()
+    assert order.confirmation_email_to == "seller@example.org"
+    assert order.confirmation_email_sent_at is not None
+
+
+@pytest.mark.parametrize(
+    "delivery_type,phrase",
+    [("mobile_qr", "QR code"), ("pdf", "PDF tickets were sent with the order")],
+)
+def test_confirmation_gives_instructions_for_the_delivery_type(
+    auth_client, quote, django_capture_on_commit_callbacks, delivery_type, phrase
+):
+    form = order_form(quote, delivery_type=delivery_type, is_ready_to_deliver="true", in_hand_date=None)
+    if delivery_type == "pdf":
+        form["file"] = pdf_upload()
+    create_and_confirm(auth_client, form, django_capture_on_commit_callbacks)
+    body = mail.outbox[0].body
+    assert phrase in body
+    assert "Deliver by" not in body and "deliver them now" in body
+
+
+def test_confirmation_goes_to_the_quote_seller_when_no_seller_email(
+    auth_client, quote, django_capture_on_commit_callbacks
+):
+    create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
+    assert mail.outbox[0].to == ["jane.doe@example.com"]  # the quote's user_metadata.email
+    assert "Jane" in mail.outbox[0].body
+
+
+def test_confirmation_falls_back_to_the_partner_contact_email(
+    auth_client, partner, row, django_capture_on_commit_callbacks
+):
+    quote = QuoteFactory(partner=partner, row=row, user_metadata={})
+    create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
+    assert mail.outbox[0].to == [partner.contact_email]
+
+
+def test_declined_card_cancels_the_order_with_the_reason_and_gives_the_quantity_back(
+    db, row, django_capture_on_commit_callbacks
+):
+    from rest_framework.test import APIClient
+
+    creds = make_partner(name="Declines Inc", payment_methods=False, email="ops@declines.example")
+    payment_methods_create_sandbox(partner=creds.partner, card_number="4000000000000002")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, creds)}")
+    quote = QuoteFactory(partner=creds.partner, row=row, quantity=3)
+
+    order = create_and_confirm(client, order_form(quote), django_capture_on_commit_callbacks)
+
+    assert order.status == Order.Status.CANCELED
+    last = order.status_history.order_by("-at", "-id").first()
+    assert (last.from_status, last.to_status, last.actor) == ("accepted", "canceled", "system:payment")
+    assert "declined" in last.reason.lower()
+    assert mail.outbox == []
+    assert Row.objects.get(pk=row.pk).available_quantity == 10
+    detail = client.get(f"/v1/orders/{order.order_id}").json()["data"]
+    assert detail["status"] == "canceled"
+    assert "declined" in detail["status_history"][-1]["reason"].lower()
+
+
+def test_a_duplicate_delivery_charges_once_and_mails_once(auth_client, quote):
+    order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
+    tasks.confirm_order.apply(args=[order.pk])
+    tasks.confirm_order.apply(args=[order.pk])
+    order_confirm(order_pk=order.pk)
+    assert Charge.objects.filter(order=order).count() == 1
+    assert len(mail.outbox) == 1
+    order.refresh_from_db()
+    assert order.status == Order.Status.AWAITING_TRANSFER
+    assert order.status_history.filter(to_status="awaiting_transfer").count() == 1
+
+
+def test_platform_outage_is_retried_and_charges_once(auth_client, quote, monkeypatch):
+    from payouts.platform.sandbox import SandboxPlatform
+
+    order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
+    real_charge = SandboxPlatform.charge_card
+    calls = []
+
+    def flaky(self, **kwargs):
+        calls.append(kwargs["idempotency_key"])
+        if len(calls) < 3:
+            raise PlatformUnavailable()
+        return real_charge(self, **kwargs)
+
+    monkeypatch.setattr(SandboxPlatform, "charge_card", flaky)
+    countdowns = []
+    real_retry = tasks.confirm_order.retry
+
+    def recording_retry(*args, **kwargs):
+        countdowns.append(kwargs.get("countdown"))
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.confirm_order, "retry", recording_retry)
+
+    tasks.confirm_order.apply(args=[order.pk])
+
+    assert calls == [order.order_id] * 3  # same idempotency key on every attempt
+    assert len(countdowns) == 2 and countdowns[0] >= 10 and countdowns[1] >= 20
+    order.refresh_from_db()
+    assert order.status == Order.Status.AWAITING_TRANSFER
+    assert Charge.objects.get(order=order).status == "succeeded"
+    assert len(mail.outbox) == 1
+
+
+def test_mail_server_failure_is_retried_without_charging_again(auth_client, quote, monkeypatch):
+    import smtplib
+
+    from orders import notifications
+
+    order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
+    real_send = notifications.send_order_confirmation
+    attempts = []
+
+    def failing_once(**kwargs):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise smtplib.SMTPServerDisconnected("gone")
+        return real_send(**kwargs)
+
+    monkeypatch.setattr(notifications, "send_order_confirmation", failing_once)
+    tasks.confirm_order.apply(args=[order.pk])
+    assert len(attempts) == 2
+    assert len(mail.outbox) == 1
+    assert Charge.objects.filter(order=order).count() == 1
+
+
+def test_backoff_grows_and_is_capped():
+    assert 10 <= tasks.backoff_seconds(0) <= 12
+    assert 20 <= tasks.backoff_seconds(1) <= 25
+    assert 600 <= tasks.backoff_seconds(12) <= 750
+
+
+def test_confirmation_of_an_order_canceled_before_it_ran_does_nothing(auth_client, quote):
+    data = post_order(auth_client, order_form(quote)).json()["data"]
+    assert auth_client.post(f"/v1/orders/{data['order_id']}/cancel").status_code == 200
+    order = Order.objects.get(order_id=data["order_id"])
+    tasks.confirm_order.apply(args=[order.pk])
+    order.refresh_from_db()
+    assert order.status == Order.Status.CANCELED
+    assert not Charge.objects.filter(order=order).exists()
+    assert mail.outbox == []
+
+
+def test_cancel_after_confirmation_tells_the_seller(auth_client, quote, django_capture_on_commit_callbacks):
+    order = create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
+    assert len(mail.outbox) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert auth_client.post(f"/v1/orders/{order.order_id}/cancel").status_code == 200
+    assert len(mail.outbox) == 2
+    notice = mail.outbox[1]
+    assert notice.to == ["jane.doe@example.com"]
+    assert "canceled" in notice.subject and order.order_id in notice.body
+
+
+def test_order_without_any_recipient_is_confirmed_without_mail(db, django_capture_on_commit_callbacks):
+    from rest_framework.test import APIClient
+
+    creds = make_partner(name="Silent Co", email="")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, creds)}")
+    quote = QuoteFactory(partner=creds.partner, row=RowFactory(), user_metadata={})
+    order = create_and_confirm(client, order_form(quote), django_capture_on_commit_callbacks)
+    assert order.status == Order.Status.AWAITING_TRANSFER
+    assert mail.outbox == []
+    order.refresh_from_db()
+    assert order.confirmation_email_sent_at is not None and order.confirmation_email_to == ""
