@@ -1,0 +1,93 @@
+"""manage.py seed_catalog: counts, the demo catalog on a fresh database, realistic contents."""
+
+from datetime import timedelta
+from io import StringIO
+from urllib.parse import quote
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db.models import Count
+from django.utils import timezone
+
+from catalog import seeding
+from catalog.models import Event, Row, Section
+from catalog.services import local_event_date
+
+pytestmark = pytest.mark.django_db
+
+
+def seed(*args) -> str:
+    out = StringIO()
+    call_command("seed_catalog", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_seed_on_a_fresh_database_adds_the_demo_catalog_and_n_events():
+    output = seed("--events", "300", "--seed", "7")
+    demo = Event.objects.count() - 300
+    assert demo >= 10
+    assert f"Added {300 + demo} events (including {demo} demo events)" in output
+    now = timezone.now()
+    assert Event.objects.filter(starts_at__lt=now).exists(), "no past event"
+    assert Event.objects.filter(starts_at__gt=now, starts_at__lt=now + timedelta(hours=36)).exists()
+    assert not Event.objects.filter(starts_at__lt=now - timedelta(days=31)).exists()
+    assert not Event.objects.filter(starts_at__gt=now + timedelta(days=181)).exists()
+
+
+def test_seed_adds_n_new_events_on_every_run():
+    seed("--events", "50", "--seed", "1")
+    first = Event.objects.count()
+    output = seed("--events", "120", "--seed", "2")
+    assert Event.objects.count() == first + 120
+    assert "demo" not in output
+    seed("--events", "30", "--seed", "1")  # the same seed again still adds
+    assert Event.objects.count() == first + 150
+    assert Event.objects.values("event_id").distinct().count() == Event.objects.count()
+
+
+def test_seeded_catalog_is_realistic():
+    seed("--events", "400", "--seed", "3")
+    assert not Event.objects.annotate(n=Count("sections")).filter(n=0).exists()
+    assert not Section.objects.annotate(n=Count("rows")).filter(n=0).exists()
+    assert Section.objects.filter(general_admission=True).exists()
+    assert Section.objects.filter(general_admission=False).exists()
+    assert Row.objects.exclude(restrictions=[]).exists()
+    assert Row.objects.filter(restrictions=[]).count() > Row.objects.exclude(restrictions=[]).count()
+    assert Event.objects.values("primary_site").distinct().count() >= 4
+    assert Event.objects.values("venue__timezone").distinct().count() >= 5
+    assert Row.objects.values("offer_price").distinct().count() > 100
+    assert not Row.objects.filter(face_value__lte=0).exists()
+    for event in Event.objects.order_by("?")[:50]:
+        assert event.event_date == local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
+        assert event.primary_site == event.primary_site.lower()
+
+
+def test_seed_portable_path_gives_the_same_shape(monkeypatch):
+    """The SQLite (embedded default) path: plain bulk inserts instead of COPY."""
+    monkeypatch.setattr(seeding, "_write_postgres", seeding._write_orm)
+    output = seed("--events", "40", "--seed", "5")
+    demo = Event.objects.count() - 40
+    assert demo >= 10 and f"including {demo} demo events" in output
+    assert not Event.objects.annotate(n=Count("sections")).filter(n=0).exists()
+    assert not Section.objects.annotate(n=Count("rows")).filter(n=0).exists()
+    assert Event.objects.filter(performers__isnull=False).exists()
+    assert Row.objects.exclude(restrictions=[]).exists()
+
+
+def test_seeded_events_are_listed_by_the_api(auth_client):
+    seed("--events", "30", "--seed", "9")
+    data = auth_client.get("/v1/events?q=golden%20harbor").json()["data"]
+    assert data["results"], "the demo event is findable by name"
+    event_id = data["results"][0]["event_id"]
+    sections = auth_client.get(f"/v1/events/{event_id}/sections").json()["data"]["results"]
+    assert sections
+    name = sections[0]["section_name"]
+    rows = auth_client.get(f"/v1/events/{event_id}/sections/{quote(name, safe='')}/rows").json()["data"][
+        "results"
+    ]
+    assert rows
+
+
+def test_seed_rejects_a_negative_count():
+    with pytest.raises(CommandError):
+        seed("--events", "-1")
