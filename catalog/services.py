@@ -30,6 +30,11 @@ def _announce_change() -> None:
     transaction.on_commit(catalog_cache.bump_version)
 
 
+def catalog_changed() -> None:
+    """Tell the read API that sections or rows were edited directly (the admin's inlines)."""
+    _announce_change()
+
+
 @transaction.atomic
 def venue_get_or_create(
     *, name: str, city: str, state: str = "", country: str = "US", tz_name: str

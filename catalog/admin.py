@@ -1,0 +1,166 @@
+"""Staff admin for the catalog: search, filters, sections and rows inline, and canceling events.
+
+Edits to prices and quantities apply to quotes made afterwards: existing quotes keep their snapshot.
+Event saves go through ``catalog.services`` so the local ``event_date`` follows ``starts_at``.
+"""
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count, Sum
+from django.utils.html import format_html
+
+from . import services
+from .models import Event, Performer, Row, Section, Venue
+
+
+@admin.register(Venue)
+class VenueAdmin(admin.ModelAdmin):
+    list_display = ("name", "city", "state", "country", "timezone", "venue_id")
+    search_fields = ("name", "city", "venue_id")
+    list_filter = ("country",)
+    readonly_fields = ("venue_id", "created_at")
+
+
+@admin.register(Performer)
+class PerformerAdmin(admin.ModelAdmin):
+    list_display = ("name", "performer_id")
+    search_fields = ("name", "performer_id")
+    readonly_fields = ("performer_id",)
+
+
+class SectionInline(admin.TabularInline):
+    model = Section
+    fields = ("name", "name_display", "general_admission")
+    extra = 0
+    show_change_link = True  # rows are edited inline on the section's page
+
+
+class RowInline(admin.TabularInline):
+    model = Row
+    fields = (
+        "name",
+        "name_display",
+        "available_quantity",
+        "offer_price",
+        "face_value",
+        "restrictions",
+        "restriction_detail",
+    )
+    extra = 0
+
+
+class EventForm(forms.ModelForm):
+    class Meta:
+        model = Event
+        fields = (
+            "name",
+            "external_id",
+            "venue",
+            "performers",
+            "starts_at",
+            "timezone",
+            "primary_site",
+            "status",
+        )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["timezone"].required = False
+        self.fields["timezone"].help_text = "IANA name; leave empty to use the venue's."
+
+    def clean(self):
+        cleaned = super().clean()
+        if not cleaned.get("timezone") and cleaned.get("venue"):
+            cleaned["timezone"] = cleaned["venue"].timezone
+            self.instance.timezone = cleaned["timezone"]
+        return cleaned
+
+
+@admin.register(Event)
+class EventAdmin(admin.ModelAdmin):
+    form = EventForm
+    list_display = (
+        "name",
+        "venue",
+        "city",
+        "starts_at",
+        "event_date",
+        "primary_site",
+        "status_label",
+        "event_id",
+    )
+    list_filter = (("event_date", admin.DateFieldListFilter), "primary_site", "status", "venue__country")
+    search_fields = ("name", "venue__name", "venue__city", "event_id", "external_id")
+    date_hierarchy = "event_date"
+    list_select_related = ("venue",)
+    autocomplete_fields = ("venue", "performers")
+    readonly_fields = ("event_id", "event_date", "canceled_at", "capacity", "created_at", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("name", "event_id", "external_id", "venue", "performers")}),
+        ("When", {"fields": ("starts_at", "timezone", "event_date")}),
+        ("Sale", {"fields": ("primary_site", "status", "canceled_at", "capacity")}),
+        ("Record", {"fields": ("created_at", "updated_at")}),
+    )
+    inlines = (SectionInline,)
+    actions = ("cancel_events",)
+
+    @admin.display(description="City", ordering="venue__city")
+    def city(self, obj: Event) -> str:
+        return obj.venue.city
+
+    @admin.display(description="Status", ordering="status")
+    def status_label(self, obj: Event) -> str:
+        if obj.is_canceled:
+            return format_html('<strong style="color:#ba2121">{}</strong>', "canceled")
+        return "started" if obj.has_started else "scheduled"
+
+    @admin.display(description="Buy-back capacity")
+    def capacity(self, obj: Event) -> str:
+        if obj.pk is None:
+            return "—"
+        totals = Row.objects.filter(section__event=obj).aggregate(
+            rows=Count("id"), tickets=Sum("available_quantity")
+        )
+        return f"{totals['tickets'] or 0} tickets in {totals['rows']} rows"
+
+    def save_model(self, request, obj: Event, form, change: bool) -> None:
+        services.event_save(event=obj)
+
+    def save_related(self, request, form, formsets, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        services.catalog_changed()
+
+    @admin.action(description="Cancel selected events (no new quotes or orders)")
+    def cancel_events(self, request, queryset) -> None:
+        canceled = sum(services.event_cancel(event=event) for event in queryset)
+        self.message_user(
+            request,
+            f"Canceled {canceled} event(s); {queryset.count() - canceled} were already canceled.",
+            messages.SUCCESS,
+        )
+
+
+@admin.register(Section)
+class SectionAdmin(admin.ModelAdmin):
+    list_display = ("name", "name_display", "event", "general_admission")
+    search_fields = ("name", "event__name", "event__event_id")
+    list_filter = ("general_admission",)
+    list_select_related = ("event",)
+    autocomplete_fields = ("event",)
+    inlines = (RowInline,)
+
+    def save_related(self, request, form, formsets, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        services.catalog_changed()
+
+
+@admin.register(Row)
+class RowAdmin(admin.ModelAdmin):
+    list_display = ("name", "section", "available_quantity", "offer_price", "face_value")
+    search_fields = ("name", "section__name", "section__event__name")
+    list_select_related = ("section", "section__event")
+    autocomplete_fields = ("section",)
+
+    def save_model(self, request, obj, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        services.catalog_changed()

@@ -1,0 +1,67 @@
+"""Staff admin for quotes: read-only (quotes change only through the API and the purge task)."""
+
+from django.contrib import admin
+from django.utils import timezone
+
+from .codec import decode_quote_id, encode_quote_id
+from .models import Quote
+
+
+class StatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return Quote.Status.choices
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        if self.value() == Quote.Status.CONSUMED:
+            return queryset.filter(consumed_at__isnull=False)
+        if self.value() == Quote.Status.EXPIRED:
+            return queryset.filter(consumed_at__isnull=True, expires_at__lte=now)
+        if self.value() == Quote.Status.ACTIVE:
+            return queryset.filter(consumed_at__isnull=True, expires_at__gt=now)
+        return queryset
+
+
+@admin.register(Quote)
+class QuoteAdmin(admin.ModelAdmin):
+    list_display = (
+        "pk",
+        "partner",
+        "event_name",
+        "section_name",
+        "row_name",
+        "quantity",
+        "offer_price",
+        "total_price",
+        "status",
+        "created_at",
+        "expires_at",
+    )
+    list_filter = (StatusFilter, "created_at")
+    search_fields = ("event_name", "partner__name", "partner__public_id", "event__event_id")
+    list_select_related = ("partner",)
+    date_hierarchy = "created_at"
+    readonly_fields = ("quote_id", "status")
+
+    @admin.display(description="quote_id (as partners see it)")
+    def quote_id(self, obj: Quote) -> str:
+        return encode_quote_id(obj.pk) if obj.pk else "—"
+
+    def get_search_results(self, request, queryset, search_term):
+        # Support pastes the quote_id a partner sent: find the quote behind it.
+        pk = decode_quote_id(search_term.strip())
+        if pk is not None:
+            return queryset.filter(pk=pk), False
+        return super().get_search_results(request, queryset, search_term)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
