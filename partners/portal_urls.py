@@ -1,9 +1,25 @@
 from django.urls import path
-from django.views.generic import RedirectView
+
+from . import portal
 
 app_name = "portal"
 
 urlpatterns = [
-    path("", RedirectView.as_view(url="/admin/", permanent=False), name="dashboard"),
-    path("login", RedirectView.as_view(url="/admin/login/", permanent=False), name="login"),
+    path("", portal.dashboard, name="dashboard"),
+    path("login", portal.login, name="login"),
+    path("logout", portal.logout, name="logout"),
+    path("password-reset", portal.password_reset, name="password-reset"),
+    path("password-reset/sent", portal.password_reset_done, name="password-reset-done"),
+    path("reset/<uidb64>/<token>", portal.password_reset_confirm, name="password-reset-confirm"),
+    path("reset/done", portal.password_reset_complete, name="password-reset-complete"),
+    path("welcome/<uidb64>/<token>", portal.welcome, name="welcome"),
+    path("settings/payment-methods", portal.payment_methods, name="payment-methods"),
+    path("settings/payment-methods/payout/connect", portal.payout_connect, name="payout-connect"),
+    path("settings/payment-methods/payout/return", portal.payout_return, name="payout-return"),
+    path("settings/payment-methods/card/add", portal.card_add, name="card-add"),
+    path("settings/payment-methods/card/return", portal.card_return, name="card-return"),
+    path("settings/api-credentials", portal.api_credentials, name="api-credentials"),
+    path("orders", portal.orders, name="orders"),
+    path("orders/<str:order_id>", portal.order_detail, name="order-detail"),
+    path("payouts", portal.payouts, name="payouts"),
 ]
