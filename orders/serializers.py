@@ -111,6 +111,7 @@ def too_large_error(field: str) -> errors.ValidationFailed:
     )
 
 
+@extend_schema_field({"type": "string", "example": "2026-11-21"})
 class CreatedBoundField(serializers.Field):
     """``YYYY-MM-DD`` (a whole UTC day) or an ISO 8601 datetime with a zone."""
 

@@ -38,3 +38,43 @@ def row(db):
 @pytest.fixture
 def quote(partner, row):
     return QuoteFactory(partner=partner, row=row, quantity=2)
+
+
+def create_order(partner, *, row=None, quantity: int = 2, **overrides):
+    """An ``accepted`` order of ``partner`` made through the service (no confirmation ran)."""
+    from orders.services import order_create
+
+    from .factories import QuoteFactory, RowFactory, quote_token
+
+    row = row or RowFactory(available_quantity=50)
+    quote = QuoteFactory(partner=partner, row=row, quantity=quantity)
+    fields = {
+        "partner_pk": partner.pk,
+        "actor": f"partner:{partner.public_id}",
+        "quote_id": quote_token(quote),
+        "delivery_type": "mobile_transfer",
+        "is_ready_to_deliver": False,
+        "in_hand_date": quote.event.event_date - timedelta(days=7),
+    }
+    fields.update(overrides)
+    return order_create(**fields)
+
+
+def narrow_token_client(partner, scope: str):
+    """A client whose token carries only ``scope``."""
+    from datetime import UTC, datetime
+
+    from rest_framework.test import APIClient
+
+    from partners import tokens
+
+    session = partner.token_sessions.create(scope=scope, expires_at=datetime.now(UTC) + timedelta(hours=1))
+    token = tokens.sign(
+        partner_id=partner.public_id,
+        session_id=session.session_id,
+        expires_at=session.expires_at,
+        scope=scope,
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
