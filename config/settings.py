@@ -127,7 +127,8 @@ REDIS_URL = env.str("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's backend, reusing its redis client instead of building one per call (config/cache.py).
+            "BACKEND": "config.cache.ReusingRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="ps"),
             # Short timeouts: a dead Redis must degrade a request, never hang it.

@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
 
 from . import errors
@@ -44,15 +45,33 @@ def hit(
     reset = max(1, math.ceil(window_start + window - now))
     cache_key = f"rl:{key}:{window_start}"
     try:
-        cache.add(cache_key, 0, timeout=window + 5)
-        count = cache.incr(cache_key)
-    except ValueError:  # the key expired between add and incr
-        cache.set(cache_key, 1, timeout=window + 5)
-        count = 1
+        count = _count(cache_key, timeout=window + 5)
     except Exception:
         logger.warning("rate limit store unreachable; request not counted", exc_info=True)
         return None
     return RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset, exceeded=count > limit)
+
+
+def _count(cache_key: str, *, timeout: int) -> int:
+    """Add one to the window's counter and return it.
+
+    On Redis this is INCR + EXPIRE in one pipelined round trip (every API request pays it, so it
+    counts); other backends (local memory in development) use add + incr.
+    """
+    backend = caches["default"]
+    if isinstance(backend, RedisCache):
+        full_key = backend.make_and_validate_key(cache_key)
+        pipe = backend._cache.get_client(full_key, write=True).pipeline(transaction=False)
+        pipe.incr(full_key)
+        pipe.expire(full_key, timeout)
+        count, _ = pipe.execute()
+        return int(count)
+    try:
+        backend.add(cache_key, 0, timeout=timeout)
+        return backend.incr(cache_key)
+    except ValueError:  # the key expired between add and incr
+        backend.set(cache_key, 1, timeout=timeout)
+        return 1
 
 
 def client_ip(request: HttpRequest) -> str:
