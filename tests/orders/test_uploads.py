@@ -191,3 +191,19 @@ def test_quote_token_in_response_matches_for_pdf_order(auth_client, quote):
         data["quotes"][0]["quote_id"] == quote_token(quote)
         or data["quotes"][0]["quote_id"] == form["quote_id"]
     )
+
+
+def test_non_file_fields_over_the_memory_limit_are_payload_too_large(auth_client, quote, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+    form = order_form(quote, seller_name="x" * (1024 * 1024 + 10))
+    assert_error(post_order(auth_client, form), 413, "PAYLOAD_TOO_LARGE")
+    assert Quote.objects.get(pk=quote.pk).consumed_at is None
+
+
+def test_too_many_file_parts_is_validation_error(auth_client, quote, settings, upload_tmp):
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 3
+    form = order_form(quote, delivery_type="pdf")
+    form["file"] = [pdf_upload() for _ in range(5)]
+    error = assert_error(post_order(auth_client, form), 400, "VALIDATION_ERROR")
+    assert (error["details"]["field"], error["details"]["issue"]) == ("body", "too_many_files")
+    assert list_files(upload_tmp) == []
