@@ -78,6 +78,11 @@ class OrderListCreateView(APIView):
         examples=examples.CREATE_EXAMPLES,
     )
     def post(self, request):
+        if not request.content_type.lower().startswith("multipart/form-data"):
+            # Also when the body is empty: DRF would otherwise parse "nothing" as an empty form.
+            raise errors.ValidationFailed(
+                "The body must be multipart/form-data.", field="body", issue="unsupported_media_type"
+            )
         try:
             data = request.data
         except TooManyFilesSent:

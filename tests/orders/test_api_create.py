@@ -338,3 +338,19 @@ def test_pdf_file_is_stored_privately_under_an_unguessable_name(auth_client, quo
     with order.ticket_file.open("rb") as fh:
         assert fh.read() == PDF_BYTES
     assert name not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "content_type,body",
+    [
+        ("application/json", ""),
+        ("application/x-www-form-urlencoded", "quote_id=x"),
+        ("text/plain", "hi"),
+        (None, ""),
+    ],
+)
+def test_order_create_needs_a_multipart_body(auth_client, content_type, body):
+    kwargs = {"content_type": content_type} if content_type else {"content_type": ""}
+    response = auth_client.generic("POST", "/v1/orders", body, **kwargs)
+    error = assert_error(response, 400, "VALIDATION_ERROR")
+    assert error["details"]["field"] == "body"
