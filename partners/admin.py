@@ -1,7 +1,8 @@
 """Staff admin for partners: provisioning with a secret shown once, rotation, suspension, sessions."""
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.validators import validate_email
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -10,10 +11,35 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from payouts.admin import CreditCardInline, PayoutAccountInline
 from payouts.selectors import payment_readiness
 
-from . import services
-from .models import Partner, TokenSession
+from . import portal_services, services
+from .models import Partner, PortalUser, TokenSession
+
+
+class PortalUserInline(admin.TabularInline):
+    """People who can sign in to the portal for this partner; new ones are invited (button above)."""
+
+    model = PortalUser
+    fields = ("email", "password_set", "last_login", "invited_at")
+    readonly_fields = fields
+    extra = 0
+    max_num = 0
+    can_delete = True
+    verbose_name_plural = "Portal users (delete a row to remove portal access)"
+
+    @admin.display(description="E-mail")
+    def email(self, obj: PortalUser) -> str:
+        return obj.user.email if obj.user_id else "—"
+
+    @admin.display(description="Password set", boolean=True)
+    def password_set(self, obj: PortalUser) -> bool | None:
+        return obj.user.has_usable_password() if obj.user_id else None
+
+    @admin.display(description="Last sign-in")
+    def last_login(self, obj: PortalUser):
+        return obj.user.last_login if obj.user_id else None
 
 
 @admin.register(Partner)
@@ -41,6 +67,11 @@ class PartnerAdmin(admin.ModelAdmin):
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     actions = ("rotate_credentials_action", "suspend_action", "reactivate_action")
+    inlines = (PortalUserInline, PayoutAccountInline, CreditCardInline)
+
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else ()  # the add form stays the plain provisioning form
+
     change_form_template = "admin/partners/partner/change_form.html"
 
     def get_queryset(self, request):
@@ -162,6 +193,11 @@ class PartnerAdmin(admin.ModelAdmin):
                 self.admin_site.admin_view(self.reactivate_view),
                 name="partners_partner_reactivate",
             ),
+            path(
+                "<int:pk>/invite-portal-user/",
+                self.admin_site.admin_view(self.invite_portal_user_view),
+                name="partners_partner_invite_portal_user",
+            ),
         ]
         return custom + super().get_urls()
 
@@ -224,6 +260,32 @@ class PartnerAdmin(admin.ModelAdmin):
         self.log_change(request, partner, "Reactivated")
         messages.success(request, f"{partner.name} is active again.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
+
+    def invite_portal_user_view(self, request: HttpRequest, pk: int):
+        """Staff invite a person to the portal: a set-password link is e-mailed to them."""
+        partner = self._partner_for_change(request, pk)
+        email, error = request.POST.get("email", "").strip(), ""
+        if request.method == "POST":
+            try:
+                validate_email(email)
+                portal_services.portal_user_invite(partner=partner, email=email)
+            except ValidationError:
+                error = "Enter a valid e-mail address."
+            except portal_services.PortalUserExists as exc:
+                error = str(exc)
+            else:
+                self.log_change(request, partner, f"Invited portal user {email}")
+                messages.success(request, f"{email} was invited; a set-password link is on its way.")
+                return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Invite a portal user for {partner.name}",
+            "partner": partner,
+            "email": email,
+            "error": error,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "portal/admin_invite.html", context)
 
     # --- bulk actions --------------------------------------------------------------------------------------
     @admin.action(description="Rotate credentials (new secrets are shown once)")
