@@ -7,6 +7,7 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 
 from config.api.pagination import PageParamsSerializer
 
@@ -111,25 +112,30 @@ def too_large_error(field: str) -> errors.ValidationFailed:
     )
 
 
-@extend_schema_field({"type": "string", "example": "2026-11-21"})
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
+        "example": "2026-11-21",
+    }
+)
 class CreatedBoundField(serializers.Field):
-    """``YYYY-MM-DD`` (a whole UTC day) or an ISO 8601 datetime with a zone."""
+    """``YYYY-MM-DD`` (a whole UTC day) or an ISO 8601 / RFC 3339 datetime with a zone."""
 
     default_error_messages = {"invalid": "Use YYYY-MM-DD or an ISO 8601 datetime with a zone."}
 
     def to_internal_value(self, data):
-        if not isinstance(data, str):
+        if not isinstance(data, str) or len(data) > 64:
             self.fail("invalid")
+        text = data.strip().upper()  # RFC 3339 allows a lower-case "t" and "z"
         try:
-            return date.fromisoformat(data) if len(data) == 10 else self._datetime(data)
-        except ValueError:
+            if len(text) == 10:
+                return date.fromisoformat(text)
+            value = parse_datetime(text)
+            if value is None or value.tzinfo is None:
+                raise ValueError(data)
+            return value.astimezone(UTC)
+        except (ValueError, OverflowError):
             self.fail("invalid")
-
-    def _datetime(self, data: str) -> datetime:
-        value = parse_datetime(data.replace("z", "Z"))
-        if value is None or value.tzinfo is None:
-            raise ValueError(data)
-        return value
 
     def to_representation(self, value):
         return value.isoformat()
@@ -146,16 +152,28 @@ class OrderListParamsSerializer(PageParamsSerializer):
         help_text="Orders created at or before this instant (a date includes the whole UTC day).",
     )
 
+    def to_internal_value(self, data):
+        # DRF drops an empty query value as if it were absent; "?status=" is a mistake worth reporting.
+        blank = [name for name in self.fields if name in data and data.get(name) == ""]
+        if blank:
+            raise serializers.ValidationError(
+                {name: [ErrorDetail("May not be blank.", code="invalid")] for name in blank}
+            )
+        return super().to_internal_value(data)
+
     def validate(self, attrs):
         start = attrs.get("created_from")
         end = attrs.get("created_to")
         if isinstance(start, date) and not isinstance(start, datetime):
             attrs["created_from"] = datetime.combine(start, time.min, tzinfo=UTC)
         if end is not None:
-            if isinstance(end, datetime):
-                attrs["created_before"] = end + timedelta(microseconds=1)
-            else:
-                attrs["created_before"] = datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
+            try:
+                if isinstance(end, datetime):
+                    attrs["created_before"] = end + timedelta(microseconds=1)
+                else:
+                    attrs["created_before"] = datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
+            except OverflowError:
+                pass  # the end of the calendar: no upper bound
         return attrs
 
 

@@ -134,12 +134,25 @@ def test_list_filters_by_status_event_and_creation_time(auth_client, partner):
     assert ids({"created_to": (day - timedelta(days=2)).isoformat()}) == {old.order_id}
     exact = (start - timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert ids({"created_from": exact, "created_to": exact}) == {old.order_id}
+    assert ids({"created_from": exact.lower().replace("z", "+00:00")}) == {
+        old.order_id,
+        recent.order_id,
+        canceled.order_id,
+    }
+    assert ids({"created_to": "9999-12-31", "created_from": "0001-01-01"}) == {
+        old.order_id,
+        recent.order_id,
+        canceled.order_id,
+    }
 
 
 @pytest.mark.parametrize(
     "params,field",
     [
         ({"status": "shipped"}, "status"),
+        ({"status": ""}, "status"),
+        ({"event_id": ""}, "event_id"),
+        ({"created_to": ""}, "created_to"),
         ({"created_from": "yesterday"}, "created_from"),
         ({"created_to": "2026-13-01"}, "created_to"),
         ({"created_from": "2026-01-01T10:00:00"}, "created_from"),  # no zone
