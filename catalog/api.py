@@ -1,11 +1,18 @@
 """GET /v1/events, /v1/events/{id}, /v1/events/{id}/sections, /v1/events/{id}/sections/{name}/rows."""
 
+import json
+from functools import lru_cache
+
+from django.http import QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api.envelope import meta as envelope_meta
 from config.api.pagination import PageParamsSerializer
+from config.api.renderers import EnvelopeJSONRenderer
 from config.api.schema import error_responses
 
 from . import cache, errors, examples, selectors
@@ -31,23 +38,62 @@ _SECTION_NAME = OpenApiParameter(
 )
 
 
-def _page_data(page, render) -> dict:
-    return {
-        "results": [render(item) for item in page.results],
-        "has_more": page.has_more,
-        "next_cursor": page.next_cursor,
-    }
+class PreRendered:
+    """``data`` already encoded as JSON (what the catalog cache keeps), spliced into the envelope."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json_bytes: bytes) -> None:
+        self.json = json_bytes
+
+
+class CatalogEnvelopeRenderer(EnvelopeJSONRenderer):
+    """The envelope renderer, plus a fast path for cached pages: no re-encoding of ``data`` per request."""
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, PreRendered):
+            meta = json.dumps(envelope_meta((renderer_context or {}).get("request")), separators=(",", ":"))
+            return b'{"success":true,"data":' + data.json + b',"meta":' + meta.encode() + b"}"
+        return super().render(data, accepted_media_type, renderer_context)
+
+
+_encoder = JSONRenderer()
+
+
+def _encoded(data: dict) -> bytes:
+    # DRF's encoder, as the envelope renderer uses: Decimals become numbers, output is compact UTF-8.
+    return _encoder.render(data)
+
+
+def _page_data(page, render) -> bytes:
+    return _encoded(
+        {
+            "results": [render(item) for item in page.results],
+            "has_more": page.has_more,
+            "next_cursor": page.next_cursor,
+        }
+    )
+
+
+@lru_cache(maxsize=1024)
+def _validated(serializer_class, query_string: str) -> tuple:
+    # Validation depends on the query string alone, so the hot lists skip the serializer after the
+    # first request. Failures are not cached (lru_cache keeps only returned values).
+    params = serializer_class(data=QueryDict(query_string))
+    params.is_valid(raise_exception=True)
+    return tuple(params.validated_data.items())
 
 
 def _params(serializer_class, request) -> dict:
-    params = serializer_class(data=request.query_params)
-    params.is_valid(raise_exception=True)
-    return params.validated_data
+    return dict(_validated(serializer_class, request.META.get("QUERY_STRING", "")))
 
 
-class EventListView(APIView):
+class CatalogView(APIView):
     required_scope = "events:read"
+    renderer_classes = [CatalogEnvelopeRenderer]
 
+
+class EventListView(CatalogView):
     @extend_schema(
         operation_id="events_list",
         tags=["Catalog"],
@@ -66,19 +112,17 @@ class EventListView(APIView):
         params = _params(EventListParamsSerializer, request)
         key = cache.entry_key("events", sorted(params.items()))
 
-        def build() -> dict:
+        def build() -> bytes:
             filters = {k: v for k, v in params.items() if k not in ("limit", "cursor")}
             page, performers = selectors.event_list(
                 filters=filters, limit=params["limit"], cursor=params.get("cursor")
             )
             return _page_data(page, lambda e: event_data(e, performers.get(e.pk, [])))
 
-        return Response(cache.cached(key, build))
+        return Response(PreRendered(cache.cached(key, build)))
 
 
-class EventDetailView(APIView):
-    required_scope = "events:read"
-
+class EventDetailView(CatalogView):
     @extend_schema(
         operation_id="events_retrieve",
         tags=["Catalog"],
@@ -89,16 +133,14 @@ class EventDetailView(APIView):
         examples=[OpenApiExample("Event", response_only=True, value=examples.EVENT)],
     )
     def get(self, request, event_id: str):
-        def build() -> dict:
+        def build() -> bytes:
             event, performers = selectors.event_get(event_id=event_id)
-            return event_data(event, performers)
+            return _encoded(event_data(event, performers))
 
-        return Response(cache.cached(cache.entry_key("event", event_id), build))
+        return Response(PreRendered(cache.cached(cache.entry_key("event", event_id), build)))
 
 
-class SectionListView(APIView):
-    required_scope = "events:read"
-
+class SectionListView(CatalogView):
     @extend_schema(
         operation_id="events_sections_list",
         tags=["Catalog"],
@@ -118,19 +160,17 @@ class SectionListView(APIView):
     def get(self, request, event_id: str):
         params = _params(PageParamsSerializer, request)
 
-        def build() -> dict:
+        def build() -> bytes:
             page = selectors.section_list(
                 event_id=event_id, limit=params["limit"], cursor=params.get("cursor")
             )
             return _page_data(page, section_data)
 
         key = cache.entry_key("sections", event_id, sorted(params.items()))
-        return Response(cache.cached(key, build))
+        return Response(PreRendered(cache.cached(key, build)))
 
 
-class RowListView(APIView):
-    required_scope = "events:read"
-
+class RowListView(CatalogView):
     @extend_schema(
         operation_id="events_sections_rows_list",
         tags=["Catalog"],
@@ -151,11 +191,11 @@ class RowListView(APIView):
     def get(self, request, event_id: str, name: str):
         params = _params(PageParamsSerializer, request)
 
-        def build() -> dict:
+        def build() -> bytes:
             page = selectors.row_list(
                 event_id=event_id, section_name=name, limit=params["limit"], cursor=params.get("cursor")
             )
             return _page_data(page, row_data)
 
         key = cache.entry_key("rows", event_id, name, sorted(params.items()))
-        return Response(cache.cached(key, build))
+        return Response(PreRendered(cache.cached(key, build)))

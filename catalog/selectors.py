@@ -3,14 +3,14 @@
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Exists, IntegerField, Min, OuterRef, Q, QuerySet, Sum, Value
+from django.db.models import IntegerField, Min, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from config.api.pagination import Page, paginate
 
 from . import errors
-from .models import Event, Row, Section
+from .models import Event, Performer, Row, Section, Venue
 
 EVENT_ORDERING = ("starts_at", "id")
 SECTION_ORDERING = ("name", "id")
@@ -37,13 +37,19 @@ def _events() -> QuerySet[Event]:
     return Event.objects.select_related("venue").only(*_EVENT_FIELDS)
 
 
-def _performer_link(**lookup: Any) -> Exists:
+def _events_with_performers(performer_pks: list[int]) -> QuerySet:
+    """Ids of events linked to any of the performers, as a subquery."""
     through = Event.performers.through
-    return Exists(through.objects.filter(event_id=OuterRef("pk"), **lookup))
+    return through.objects.filter(performer_id__in=performer_pks).values("event_id")
 
 
 def event_filter(*, filters: dict[str, Any]) -> QuerySet[Event]:
-    """Events matching the list filters of DECISIONS (all combine with AND)."""
+    """Events matching the list filters of DECISIONS (all combine with AND).
+
+    Venue and performer conditions are first resolved to ids on their small tables (at most one query
+    each), so the event query gets literal id lists the planner can estimate and index; an AND filter
+    that matches no venue or performer answers without touching the events.
+    """
     qs = _events()
     if "date_from" in filters:
         qs = qs.filter(event_date__gte=filters["date_from"])
@@ -51,26 +57,44 @@ def event_filter(*, filters: dict[str, Any]) -> QuerySet[Event]:
         qs = qs.filter(starts_at__gt=timezone.now())  # default: not started yet
     if "date_to" in filters:
         qs = qs.filter(event_date__lte=filters["date_to"])
-    if q := filters.get("q"):
-        qs = qs.filter(
-            Q(name__icontains=q)
-            | Q(venue__name__icontains=q)
-            | Q(venue__city__icontains=q)
-            | _performer_link(performer__name__icontains=q)
-        )
-    if "venue_id" in filters:
-        qs = qs.filter(venue__venue_id=filters["venue_id"])
-    if "venue_name" in filters:
-        qs = qs.filter(venue__name__icontains=filters["venue_name"])
-    if "performer_id" in filters:
-        qs = qs.filter(_performer_link(performer__performer_id=filters["performer_id"]))
-    if "performer_name" in filters:
-        qs = qs.filter(_performer_link(performer__name__icontains=filters["performer_name"]))
-    if "city" in filters:
-        qs = qs.filter(venue__city__iexact=filters["city"])
     if "primary_site" in filters:
         # Sites are stored lower case, so an exact match on the lowered value uses the index.
         qs = qs.filter(primary_site=filters["primary_site"].strip().lower())
+
+    venue_lookups = {
+        "venue_id": filters.get("venue_id"),
+        "name__icontains": filters.get("venue_name"),
+        "city__iexact": filters.get("city"),
+    }
+    venue_lookups = {k: v for k, v in venue_lookups.items() if v is not None}
+    if venue_lookups:
+        venue_pks = list(Venue.objects.filter(**venue_lookups).values_list("pk", flat=True))
+        if not venue_pks:
+            return qs.none()
+        qs = qs.filter(venue_id__in=venue_pks)
+
+    performer_lookups = {
+        "performer_id": filters.get("performer_id"),
+        "name__icontains": filters.get("performer_name"),
+    }
+    performer_lookups = {k: v for k, v in performer_lookups.items() if v is not None}
+    if performer_lookups:
+        performer_pks = list(Performer.objects.filter(**performer_lookups).values_list("pk", flat=True))
+        if not performer_pks:
+            return qs.none()
+        qs = qs.filter(pk__in=_events_with_performers(performer_pks))
+
+    if q := filters.get("q"):
+        matches = Q(name__icontains=q)
+        venue_pks = list(
+            Venue.objects.filter(Q(name__icontains=q) | Q(city__icontains=q)).values_list("pk", flat=True)
+        )
+        if venue_pks:
+            matches |= Q(venue_id__in=venue_pks)
+        performer_pks = list(Performer.objects.filter(name__icontains=q).values_list("pk", flat=True))
+        if performer_pks:
+            matches |= Q(pk__in=_events_with_performers(performer_pks))
+        qs = qs.filter(matches)
     return qs
 
 

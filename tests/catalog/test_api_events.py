@@ -1,6 +1,7 @@
 """GET /v1/events and GET /v1/events/{id}: filters, defaults, pagination, errors, query counts."""
 
 from datetime import UTC, datetime, timedelta
+from unittest import mock
 
 import pytest
 import time_machine
@@ -336,9 +337,24 @@ def test_event_list_query_count_does_not_grow_with_page_size(
     _make_events(60)
     auth_client.get("/v1/events?limit=1")  # warm the token session cache
     with django_assert_num_queries(2):  # the page (with venues), then the performers of the page
-        response = auth_client.get(f"/v1/events?limit={limit}&q=e")
+        response = auth_client.get(f"/v1/events?limit={limit}")
     assert len(response.json()["data"]["results"]) == limit
     assert all(len(e["performers"]) == 2 for e in response.json()["data"]["results"])
+
+
+@pytest.mark.parametrize("limit", [2, 50])
+def test_event_list_query_count_with_every_filter_does_not_grow_with_page_size(
+    auth_client, no_catalog_cache, django_assert_num_queries, limit
+):
+    _make_events(60)
+    auth_client.get("/v1/events?limit=1")
+    # Venues and performers of the filters are resolved first (one query each for the AND filters,
+    # one each for q), then the page and its performers.
+    with django_assert_num_queries(6):
+        response = auth_client.get(
+            f"/v1/events?limit={limit}&q=e&city=new%20york&performer_name=performer&date_from=2000-01-01"
+        )
+    assert len(response.json()["data"]["results"]) == limit
 
 
 def test_event_detail_query_count(auth_client, event, no_catalog_cache, django_assert_num_queries):
@@ -366,3 +382,45 @@ def test_catalog_edit_shows_at_once_despite_the_cache(auth_client, event, django
     with django_capture_on_commit_callbacks(execute=True):
         services.event_cancel(event=event)
     assert auth_client.get(f"/v1/events/{event.event_id}").json()["data"]["status"] == "canceled"
+
+
+def test_cached_page_keeps_the_envelope_and_request_id(auth_client, event):
+    auth_client.get("/v1/events")
+    response = auth_client.get("/v1/events", HTTP_X_REQUEST_ID="req-from-client-42")
+    body = response.json()
+    assert body["success"] is True
+    assert body["meta"]["request_id"] == "req-from-client-42" == response["X-Request-ID"]
+    assert body["meta"]["timestamp"].endswith("Z")
+    assert response["Content-Type"].startswith("application/json")
+    assert response["RateLimit-Limit"]
+
+
+def test_in_process_tier_serves_repeats_and_is_cleared_by_catalog_writes(
+    auth_client, event, settings, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    from catalog import cache as catalog_cache
+
+    settings.CATALOG_LOCAL_CACHE_SECONDS = 1
+    catalog_cache.local.clear()
+    try:
+        assert names(auth_client.get("/v1/events")) == ["Harbor Lights Tour"]
+        no_round_trip = mock.patch.object(catalog_cache.cache, "get_many", side_effect=AssertionError("trip"))
+        with no_round_trip, django_assert_num_queries(0):
+            assert names(auth_client.get("/v1/events")) == ["Harbor Lights Tour"]
+        event.name = "Harbor Lights Tour II"
+        with django_capture_on_commit_callbacks(execute=True):
+            services.event_save(event=event)
+        assert names(auth_client.get("/v1/events")) == ["Harbor Lights Tour II"]
+    finally:
+        catalog_cache.local.clear()
+
+
+def test_catalog_reads_fall_back_to_the_database_when_the_cache_is_down(auth_client, event):
+    from catalog import cache as catalog_cache
+
+    with (
+        mock.patch.object(catalog_cache.cache, "get_many", side_effect=ConnectionError("redis down")),
+        mock.patch.object(catalog_cache.cache, "set", side_effect=ConnectionError("redis down")),
+    ):
+        assert names(auth_client.get("/v1/events")) == ["Harbor Lights Tour"]
+        assert auth_client.get(f"/v1/events/{event.event_id}").status_code == 200

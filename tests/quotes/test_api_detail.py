@@ -9,7 +9,7 @@ from django.utils import timezone
 from quotes.codec import encode_quote_id
 from quotes.models import Quote
 from quotes.serializers import QuoteDetailSerializer
-from quotes.services import quote_create
+from quotes.services import quote_create, quote_purge_expired
 from tests.catalog.conftest import client_with_scope
 from tests.conftest import assert_error, issue_token, make_partner
 
@@ -130,3 +130,22 @@ def test_quote_detail_does_not_need_payment_methods(api_client, event):
     )
     api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(api_client, creds)}")
     assert api_client.get(f"/v1/quotes/{encode_quote_id(quote.pk)}").status_code == 200
+
+
+def test_quote_detail_names_the_order_once_the_quote_is_used(
+    auth_client, quote_id, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = auth_client.post(
+            "/v1/orders",
+            {"quote_id": quote_id, "delivery_type": "mobile_transfer", "is_ready_to_deliver": "true"},
+            format="multipart",
+        )
+    assert response.status_code == 201, response.content
+    data = auth_client.get(f"/v1/quotes/{quote_id}").json()["data"]
+    assert data["status"] == "consumed"
+    assert data["order_id"] == response.json()["data"]["order_id"]
+    # The purge never touches a quote an order holds, however old.
+    with time_machine.travel(timezone.now() + timedelta(days=400)):
+        assert quote_purge_expired(retention_days=0) == 0
+    assert Quote.objects.filter(pk=Quote.objects.get().pk).exists()
