@@ -66,9 +66,8 @@ local = _LocalTier(LOCAL_MAX_ENTRIES)
 
 
 def local_cache_seconds() -> float:
-    """``CATALOG_LOCAL_CACHE_SECONDS``; by default 1, or 0 under TESTING so tests see every write."""
-    default = 0 if getattr(settings, "TESTING", False) else 1
-    return getattr(settings, "CATALOG_LOCAL_CACHE_SECONDS", default)
+    """``CATALOG_LOCAL_CACHE_SECONDS``: 1 by default, 0 under TESTING so tests see every write."""
+    return settings.CATALOG_LOCAL_CACHE_SECONDS
 
 
 def bump_version() -> None:

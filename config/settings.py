@@ -185,6 +185,8 @@ ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
+# In-process copy of hot catalog pages (0 under TESTING, so every test sees every write at once).
+CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0 if TESTING else 1)
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 # Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
