@@ -1,0 +1,253 @@
+"""The whole portal flow in a real browser: Debian's chromium driven by Playwright against a live server.
+
+A new partner signs in, connects a payout account on the sandbox's bank page, adds a card on the sandbox's
+card page, sees the checklist complete, and from then on POST /v1/quotes succeeds (before: 403
+PAYOUT_METHOD_NOT_CONFIGURED). The order it then sells is charged, paid out, and shown as paid.
+"""
+
+import json
+import os
+import urllib.error
+import urllib.request
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.utils import timezone
+
+from orders.models import Order
+from orders.services import order_transition
+from partners.portal_services import portal_user_invite
+from payouts.models import Charge, CreditCard, PayoutAccount
+from payouts.services import payouts_progress
+from tests.catalog.factories import RowFactory
+from tests.conftest import make_partner
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+EMAIL, PASSWORD = "owner@newresale.example", "browser test pass 4242"
+CARD_NUMBER, ACCOUNT_NUMBER = "4242 4242 4242 4242", "000123456789"
+
+
+@pytest.fixture
+def live_server(settings, transactional_db):
+    """pytest-django's live server, started for this test: the service sets no MEDIA_URL (ticket PDFs are
+    private) and Django's live-server thread needs one when it starts, so it is set first."""
+    from pytest_django.live_server_helper import LiveServer
+
+    settings.MEDIA_URL = "/__live-server-media__/"
+    server = LiveServer(os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost")
+    yield server
+    server.stop()
+    _end_leftover_connections()
+
+
+def _end_leftover_connections() -> None:
+    """A request thread of the live server can still hold a pooled connection to the test database, which
+    would then refuse to be dropped at the end of the run: close our pool, then end such leftovers."""
+    import psycopg
+    from django.db import connection, connections
+
+    connections.close_all()
+    if connection.vendor != "postgresql":
+        return
+    connection.close_pool()
+    params = {**connection.get_connection_params(), "dbname": "postgres"}
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    test_db = connection.settings_dict["NAME"]
+    with psycopg.connect(**params, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [test_db])
+
+
+@pytest.fixture
+def browser_page():
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running in this thread; the ORM calls of the test are sync.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(15_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+def _api(
+    base: str, path: str, *, token: str | None = None, body: dict | None = None, form: dict | None = None
+):
+    headers = {"Accept": "application/json"}
+    data = None
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(body).encode()
+    if form is not None:
+        boundary = "----browser-test-boundary"
+        parts = [
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{key}"\r\n\r\n{value}\r\n'
+            for key, value in form.items()
+        ]
+        data = ("".join(parts) + f"--{boundary}--\r\n").encode()
+        headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+    request = urllib.request.Request(
+        base + path, data=data, headers=headers, method="POST" if data else "GET"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_server, browser_page):
+    page = browser_page
+    base = live_server.url
+    creds = make_partner(name="New Resale", email="ops@newresale.example", payment_methods=False)
+    portal_user_invite(partner=creds.partner, email=EMAIL, password=PASSWORD)
+    row = RowFactory(offer_price="75.25", available_quantity=10)
+    event = row.section.event
+
+    status, body = _api(
+        base,
+        "/v1/auth/token",
+        body={
+            "client_id": creds.client_id,
+            "client_secret": creds.client_secret,
+            "grant_type": "client_credentials",
+        },
+    )
+    assert status == 200
+    token = body["data"]["access_token"]
+    quote_body = {
+        "event_id": event.event_id,
+        "section_name": row.section.name,
+        "row_name": row.name,
+        "quantity": 2,
+    }
+    status, body = _api(base, "/v1/quotes", token=token, body=quote_body)
+    assert status == 403
+    assert body["error"]["code"] == "PAYOUT_METHOD_NOT_CONFIGURED"
+    assert sorted(body["error"]["details"]["missing"]) == ["credit_card", "payout_method"]
+
+    portal_posts: list[str] = []
+    page.on(
+        "request",
+        lambda r: (
+            portal_posts.append(r.post_data or "") if r.method == "POST" and "/portal/" in r.url else None
+        ),
+    )
+
+    # Sign in.
+    page.goto(f"{base}/portal/login")
+    page.fill("input[name=username]", EMAIL)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/portal/")
+    assert page.get_attribute("[data-testid=check-payout_method]", "data-done") == "false"
+    assert page.get_attribute("[data-testid=check-credit_card]", "data-done") == "false"
+
+    # Connect a payout account on the sandbox's bank authorization page.
+    page.click("text=Connect payout account")  # dashboard → Payment Methods
+    page.wait_for_url(f"{base}/portal/settings/payment-methods")
+    page.click("button:has-text('Connect payout account')")
+    page.wait_for_url("**/sandbox/authorize?**")
+    page.check("input[name=method][value=wire]")
+    page.fill("#id_holder_name", "New Resale LLC")
+    page.fill("#id_routing_number", "110000000")
+    page.fill("#id_account_number", ACCOUNT_NUMBER)
+    page.fill("#id_account_number_confirm", ACCOUNT_NUMBER)
+    page.click("button[name=authorize]")
+    page.wait_for_url(f"{base}/portal/settings/payment-methods")
+    assert "Sandbox Test Bank ••••6789" in page.inner_text("[data-testid=payout-account]")
+    assert "Wire transfer" in page.inner_text("[data-testid=payout-account]")
+
+    # Add a card on the sandbox's card page.
+    page.click("button:has-text('Add card')")
+    page.wait_for_url("**/sandbox/cards/new?**")
+    page.fill("#id_holder_name", "New Resale LLC")
+    page.fill("#id_number", CARD_NUMBER)
+    page.fill("#id_expiry", "12 / 34")
+    page.fill("#id_cvc", "123")
+    page.click("button[name=save]")
+    page.wait_for_url(f"{base}/portal/settings/payment-methods")
+    assert "Visa ••••4242" in page.inner_text("[data-testid=credit-card]")
+
+    # The checklist is complete.
+    page.click("nav >> text=Dashboard")
+    page.wait_for_url(f"{base}/portal/")
+    assert page.get_attribute("[data-testid=check-payout_method]", "data-done") == "true"
+    assert page.get_attribute("[data-testid=check-credit_card]", "data-done") == "true"
+    assert page.inner_text("[data-testid=readiness-status]") == "Ready"
+    assert "Your account is ready to sell." in page.inner_text("[data-testid=readiness]")
+
+    # The portal never received a card or account number: they were typed on the platform's pages only.
+    assert portal_posts, "the portal's own forms were posted"
+    for posted in portal_posts:
+        assert "4242424242424242" not in posted.replace(" ", "").replace("+", "")
+        assert ACCOUNT_NUMBER not in posted
+    account = PayoutAccount.objects.get(partner=creds.partner)
+    assert (account.method, account.last4) == ("wire", "6789")
+    assert CreditCard.objects.get(partner=creds.partner).last4 == "4242"
+
+    # Now the API takes quotes and orders.
+    status, body = _api(base, "/v1/quotes", token=token, body=quote_body)
+    assert status == 201, body
+    quote_id = body["data"]["quote_id"]
+    in_hand = (event.event_date - timedelta(days=5)).isoformat()
+    status, body = _api(
+        base,
+        "/v1/orders",
+        token=token,
+        form={
+            "quote_id": quote_id,
+            "delivery_type": "mobile_transfer",
+            "is_ready_to_deliver": "false",
+            "in_hand_date": in_hand,
+        },
+    )
+    assert status == 201, body
+    order = Order.objects.get(order_id=body["data"]["order_id"])
+    assert order.status == "awaiting_transfer"  # confirmed in the background: the card was charged
+    assert Charge.objects.get(order=order).status == "succeeded"
+
+    # Tickets arrive; payouts progress on the platform's clock until paid.
+    order_transition(order=order, to="ticket_received", actor="staff:test", reason="Tickets received")
+    start = timezone.now()
+    with time_machine.travel(start, tick=False) as clock:
+        payouts_progress()
+        clock.move_to(start + timedelta(hours=1))
+        payouts_progress()
+    order.refresh_from_db()
+    assert order.status == "paid"
+
+    page.goto(f"{base}/portal/orders/{order.order_id}")
+    assert page.inner_text("[data-testid=order-status]") == "Paid"
+    assert "$150.50" in page.inner_text("[data-testid=order-payout]")
+    history = page.inner_text("[data-testid=status-history]")
+    for status_name in (
+        "accepted",
+        "awaiting_transfer",
+        "ticket_received",
+        "payout_in_process",
+        "scheduled",
+        "paid",
+    ):
+        assert status_name in history
