@@ -224,17 +224,15 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": r"/v1",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "OrderStatusEnum": "orders.models.Order.Status",
+        "QuoteStatusEnum": "quotes.models.Quote.Status",
+        "EventStatusEnum": "catalog.models.Event.Status",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.envelope_postprocessing_hook",
     ],
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {
-            "BearerAuth": {"type": "http", "scheme": "bearer", "bearerFormat": "HMAC-SHA256 signed token"}
-        }
-    },
-    "SECURITY": [{"BearerAuth": []}],
 }
 
 # --- Payment platform --------------------------------------------------------------------------------
