@@ -226,8 +226,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "OrderStatusEnum": "orders.models.Order.Status",
-        "QuoteStatusEnum": "quotes.models.Quote.Status",
-        "EventStatusEnum": "catalog.models.Event.Status",
+        "QuoteStatusEnum": ["active", "consumed", "expired"],
+        "EventStatusEnum": ["scheduled", "canceled"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
