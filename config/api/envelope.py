@@ -13,7 +13,8 @@ from .errors import ApiError
 
 def utc_iso(value) -> str:
     """UTC ISO 8601 with a ``Z``, whole seconds (DECISIONS: wire conventions)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime: glibc's %Y drops the leading zeros of years before 1000.
+    return value.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
 
 def meta(request: HttpRequest | None = None) -> dict[str, str]:
@@ -32,9 +33,17 @@ def error_body(error: ApiError, request: HttpRequest | None = None) -> dict[str,
     return {"success": False, "error": body, "meta": meta(request)}
 
 
+def error_headers(error: ApiError) -> dict[str, str]:
+    """The error's headers; every 401 names the Bearer scheme (RFC 6750, DECISIONS: wire conventions)."""
+    headers = dict(error.headers)
+    if error.status == 401 and not any(name.lower() == "www-authenticate" for name in headers):
+        headers["WWW-Authenticate"] = 'Bearer realm="partner-api"'
+    return headers
+
+
 def error_json_response(error: ApiError, request: HttpRequest | None = None) -> JsonResponse:
     """For the few places outside DRF (middleware, Django's 404/500 handlers)."""
     response = JsonResponse(error_body(error, request), status=error.status)
-    for name, value in error.headers.items():
+    for name, value in error_headers(error).items():
         response[name] = value
     return response

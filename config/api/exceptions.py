@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from . import errors
-from .envelope import error_body
+from .envelope import error_body, error_headers
 
 logger = logging.getLogger("config.api")
 
@@ -118,6 +118,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             "Unhandled error in %s", getattr(context.get("view"), "__class__", type(None)).__name__
         )
     set_rollback()
-    response = Response(error_body(error, request), status=error.status, headers=error.headers or None)
+    response = Response(error_body(error, request), status=error.status, headers=error_headers(error) or None)
     response.enveloped = True
     return response
