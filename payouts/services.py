@@ -277,13 +277,22 @@ def payouts_progress() -> ProgressSummary:
     summary = ProgressSummary(created=payouts_create_missing())
     pending = Payout.objects.filter(status=Payout.Status.PENDING).order_by("created_at", "pk")
     for pk in pending.values_list("pk", flat=True)[:PROGRESS_BATCH]:
-        summary.started += _count(payout_start(payout_pk=pk), summary)
+        summary.started += _count(_isolated(payout_start, pk), summary)
     in_flight = Payout.objects.filter(
         status__in=[Payout.Status.IN_PROCESS, Payout.Status.SCHEDULED]
     ).order_by(F("last_checked_at").asc(nulls_first=True), "pk")
     for pk in in_flight.values_list("pk", flat=True)[:PROGRESS_BATCH]:
-        summary.refreshed += _count(payout_refresh(payout_pk=pk), summary)
+        summary.refreshed += _count(_isolated(payout_refresh, pk), summary)
     return summary
+
+
+def _isolated(step, payout_pk: int) -> tuple[bool, int, bool] | None:
+    """One payout's trouble (a bug, an order moved by hand meanwhile) must not stop the others."""
+    try:
+        return step(payout_pk=payout_pk)
+    except Exception:
+        logger.exception("payout progression failed for one payout", extra={"payout_pk": payout_pk})
+        return None
 
 
 def _count(outcome: tuple[bool, int, bool] | None, summary: ProgressSummary) -> int:

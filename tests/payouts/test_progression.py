@@ -184,3 +184,27 @@ def test_two_concurrent_progression_runs_create_one_payout(db):
         order.refresh_from_db()
         assert order.status == "payout_in_process"
         assert order.status_history.filter(to_status="payout_in_process").count() == 1
+
+
+@pytest.mark.django_db
+def test_one_broken_payout_does_not_stop_the_others(partner, monkeypatch, caplog):
+    from payouts import services
+
+    first = make_order(partner, status="ticket_received")
+    second = make_order(partner, status="ticket_received")
+    real = services.payout_start
+    broken_pk = None
+
+    def start(*, payout_pk):
+        if payout_pk == broken_pk:
+            raise RuntimeError("unexpected")
+        return real(payout_pk=payout_pk)
+
+    services.payouts_create_missing()
+    broken_pk = Payout.objects.get(order=first).pk
+    monkeypatch.setattr(services, "payout_start", start)
+    summary = payouts_progress()
+    assert summary.started == 1
+    assert Payout.objects.get(order=second).status == "in_process"
+    assert Payout.objects.get(order=first).status == "pending"  # tried again on the next beat
+    assert "payout progression failed for one payout" in caplog.text
