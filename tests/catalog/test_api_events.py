@@ -424,3 +424,27 @@ def test_catalog_reads_fall_back_to_the_database_when_the_cache_is_down(auth_cli
     ):
         assert names(auth_client.get("/v1/events")) == ["Harbor Lights Tour"]
         assert auth_client.get(f"/v1/events/{event.event_id}").status_code == 200
+
+
+# --- shared errors on the catalog endpoints -----------------------------------------------------------------
+def test_event_list_with_an_expired_token_is_token_expired(auth_client, event):
+    with time_machine.travel(timezone.now() + timedelta(hours=1, seconds=1)):
+        response = auth_client.get("/v1/events")
+    assert_error(response, 401, "TOKEN_EXPIRED")
+    assert 'error="invalid_token"' in response["WWW-Authenticate"]
+
+
+def test_event_list_over_the_rate_limit_is_rate_limit_exceeded(auth_client, event, settings):
+    settings.RATE_LIMIT_PER_MINUTE = 2
+    assert auth_client.get("/v1/events").status_code == 200
+    assert auth_client.get("/v1/events").status_code == 200
+    response = auth_client.get("/v1/events")
+    assert_error(response, 429, "RATE_LIMIT_EXCEEDED")
+    assert int(response["Retry-After"]) >= 1
+
+
+def test_catalog_endpoints_are_read_only(auth_client, event):
+    response = auth_client.post("/v1/events", {}, format="json")
+    assert_error(response, 405, "METHOD_NOT_ALLOWED")
+    assert "GET" in response["Allow"]
+    assert_error(auth_client.delete(f"/v1/events/{event.event_id}"), 405, "METHOD_NOT_ALLOWED")
