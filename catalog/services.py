@@ -131,23 +131,6 @@ def event_cancel(*, event: Event) -> bool:
 
 
 @transaction.atomic
-def section_upsert(*, event: Event, name: str, name_display: str, general_admission: bool) -> Section:
-    section, created = Section.objects.get_or_create(
-        event=event,
-        name=name,
-        defaults={"name_display": name_display, "general_admission": general_admission},
-    )
-    if not created and (
-        section.name_display != name_display or section.general_admission != general_admission
-    ):
-        section.name_display = name_display
-        section.general_admission = general_admission
-        section.save(update_fields=["name_display", "general_admission"])
-    _announce_change()
-    return section
-
-
-@transaction.atomic
 def row_upsert(
     *,
     section: Section,
