@@ -4,6 +4,7 @@
 events, so the stored date that the list filters on always matches the start instant.
 """
 
+import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
@@ -18,6 +19,8 @@ from django.utils import timezone
 from . import cache as catalog_cache
 from .importing import ImportLineSerializer, Item, line_errors
 from .models import Event, Performer, Row, Section, Venue
+
+logger = logging.getLogger(__name__)
 
 
 def local_event_date(*, starts_at: datetime, tz_name: str) -> date:
@@ -108,6 +111,8 @@ def event_save(*, event: Event) -> Event:
     event.event_date = local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
     if event.status == Event.Status.CANCELED and event.canceled_at is None:
         event.canceled_at = timezone.now()
+        if event.pk is not None:
+            _cancel_open_orders_after_commit(event_pk=event.pk)
     elif event.status != Event.Status.CANCELED:
         event.canceled_at = None
     event.save()
@@ -127,7 +132,24 @@ def event_cancel(*, event: Event) -> bool:
     event.refresh_from_db(fields=["status", "canceled_at", "updated_at"])
     if updated:
         _announce_change()
+        _cancel_open_orders_after_commit(event_pk=event.pk)
     return bool(updated)
+
+
+def _cancel_open_orders_after_commit(*, event_pk: int) -> None:
+    """The event's open orders are canceled by a task; the periodic expiry run catches a lost message."""
+
+    def publish() -> None:
+        from orders.tasks import cancel_orders_of_canceled_events
+
+        try:
+            cancel_orders_of_canceled_events.delay(event_pk)
+        except Exception:
+            logger.warning(
+                "Could not publish the cancellation of event pk=%s's orders", event_pk, exc_info=True
+            )
+
+    transaction.on_commit(publish)
 
 
 @transaction.atomic

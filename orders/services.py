@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from catalog.models import Row
+from catalog.models import Event, Row
 from config.api.envelope import utc_iso
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
@@ -254,6 +254,14 @@ def order_confirm(*, order_pk: int) -> Order | None:
         # Race: a cancel arriving while the card is charged — the order's lock makes one wait for the other,
         # so an order is never charged after it was canceled.
         order = Order.objects.select_for_update().get(pk=order_pk)
+        if (
+            order.status == S.ACCEPTED
+            and Event.objects.filter(pk=order.event_id, status=Event.Status.CANCELED).exists()
+        ):
+            # The event was canceled between the order and its confirmation: never charge for it.
+            return order_transition(
+                order=order, to=S.CANCELED, actor="system:catalog", reason=EVENT_CANCELED_REASON
+            )
         if order.status == S.ACCEPTED:
             charge = charge_for_order(order=order)
             if charge.status == "succeeded":
@@ -361,3 +369,28 @@ def orders_expire_overdue(*, now=None) -> list[str]:
             continue  # moved on meanwhile (ticket received, canceled)
         expired.append(order.order_id)
     return expired
+
+
+# --- canceled events --------------------------------------------------------------------------------------
+EVENT_CANCELED_REASON = "The event was canceled"
+
+
+def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[str]:
+    """Cancel the open orders (``accepted``, ``awaiting_transfer``) of canceled events; returns their ids.
+
+    Called right after staff cancel an event and by the periodic expiry run, which catches any event whose
+    immediate run never reached the broker.
+    """
+    candidates = Order.objects.filter(status__in=CANCELABLE, event__status=Event.Status.CANCELED).order_by(
+        "pk"
+    )
+    if event_pk is not None:
+        candidates = candidates.filter(event_id=event_pk)
+    canceled = []
+    for order in candidates.iterator(chunk_size=200):
+        try:
+            order_transition(order=order, to=S.CANCELED, actor="system:catalog", reason=EVENT_CANCELED_REASON)
+        except errors.IllegalTransition:
+            continue  # moved on meanwhile
+        canceled.append(order.order_id)
+    return canceled

@@ -55,4 +55,13 @@ def expire_overdue_orders() -> int:
     expired = services.orders_expire_overdue()
     if expired:
         logger.info("Expired %d overdue order(s): %s", len(expired), ", ".join(expired[:20]))
+    cancel_orders_of_canceled_events()
     return len(expired)
+
+
+@shared_task(name="orders.tasks.cancel_orders_of_canceled_events")
+def cancel_orders_of_canceled_events(event_pk: int | None = None) -> int:
+    canceled = services.orders_cancel_for_canceled_events(event_pk=event_pk)
+    if canceled:
+        logger.info("Canceled %d order(s) of canceled events: %s", len(canceled), ", ".join(canceled[:20]))
+    return len(canceled)
