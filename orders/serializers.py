@@ -190,6 +190,16 @@ class OrderQuoteSnapshotSerializer(serializers.Serializer):
     quote_id = serializers.CharField(help_text="The encrypted quote id.")
 
 
+class OptionalTextField(serializers.CharField):
+    """An optional text the partner may have left out: ``null`` rather than an empty string."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, allow_blank=True, **kwargs)
+
+    def to_representation(self, value):
+        return value or None
+
+
 class OrderSerializer(serializers.Serializer):
     order_id = serializers.CharField()
     event_id = serializers.CharField(source="event.event_id")
@@ -215,8 +225,10 @@ class OrderSerializer(serializers.Serializer):
     is_ready_to_deliver = serializers.BooleanField()
     in_hand_date = serializers.DateField(allow_null=True, format="%Y-%m-%d")
     transfer_address = serializers.CharField(help_text="Where the seller sends the tickets.")
-    partner_reference = serializers.CharField(allow_blank=True)
-    seller_email = serializers.CharField(allow_blank=True)
+    partner_reference = OptionalTextField(
+        help_text="The partner's own reference, as sent; null when none was."
+    )
+    seller_email = OptionalTextField(help_text="The seller_email sent with the order; null when none was.")
 
     @extend_schema_field(OrderQuoteSnapshotSerializer(many=True))
     def get_quotes(self, order: Order) -> list[dict]:
