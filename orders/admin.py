@@ -36,7 +36,7 @@ class OrderAdmin(admin.ModelAdmin):
     list_display = (
         "order_id",
         "status",
-        "partner",
+        "partner_name",
         "event_name",
         "section_row",
         "quantity",
@@ -138,6 +138,10 @@ class OrderAdmin(admin.ModelAdmin):
         return super().get_queryset(request).select_related("partner", "event", "quote")
 
     # --- display -------------------------------------------------------------------------------------------
+    @admin.display(description="Partner", ordering="partner__name")
+    def partner_name(self, obj: Order) -> str:
+        return obj.partner.name
+
     @admin.display(description="Event", ordering="event__starts_at")
     def event_name(self, obj: Order) -> str:
         return obj.event.name

@@ -42,6 +42,13 @@ class PortalUserInline(admin.TabularInline):
         return obj.user.last_login if obj.user_id else None
 
 
+admin.site.site_header = "Ticket Buy-Back · Staff admin"
+admin.site.site_title = "Ticket Buy-Back staff"
+admin.site.index_title = "Partners, catalog, orders and payouts"
+# Wide change lists (orders, charges, payouts) need the whole width more than a second menu.
+admin.site.enable_nav_sidebar = False
+
+
 @admin.register(Partner)
 class PartnerAdmin(admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
