@@ -69,6 +69,13 @@ bench: $(VENV)/.installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
 
+# The schema fuzzing of `make test` (tests/schema), with many more examples per operation.
+FUZZ_EXAMPLES ?= 300
+fuzz: $(VENV)/.installed
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
