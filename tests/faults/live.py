@@ -1,0 +1,350 @@
+"""Real processes for the fault tests: gunicorn and Celery in the production shape, a TCP proxy that can
+make Redis "die" and come back, and an SMTP server that can hang.
+
+The shared Redis and PostgreSQL servers are never stopped: a dead Redis is the proxy in front of it
+closing its port and resetting every open connection, which is what the web process sees when Redis
+crashes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def database_url_of_tests() -> str:
+    db = connection.settings_dict
+    return (
+        f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    )
+
+
+def redis_url_via(port: int) -> str:
+    """The tests' Redis URL (same db number), reached through a proxy listening on ``port``."""
+    parts = urlsplit(settings.REDIS_URL)
+    return urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
+
+
+def production_env(**overrides: str) -> dict[str, str]:
+    """Environment of the production shape (DJANGO_ENV=production) against the test database."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TESTING", "DJANGO_SETTINGS_MODULE")}
+    env.update(
+        {
+            "DJANGO_ENV": "production",
+            "SECRET_KEY": settings.SECRET_KEY + "-production-shape-0123456789",
+            "TOKEN_SIGNING_KEY": settings.TOKEN_SIGNING_KEY,
+            "QUOTE_ENCRYPTION_KEY": settings.QUOTE_ENCRYPTION_KEY,
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "SECURE_SSL_REDIRECT": "False",  # no TLS on loopback
+            "DATABASE_URL": database_url_of_tests(),
+            "REDIS_URL": settings.REDIS_URL,
+            "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", "ps"),
+            "EMAIL_URL": "consolemail://",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+# --- HTTP --------------------------------------------------------------------------------------------
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: dict
+    seconds: float
+
+    @property
+    def code(self) -> str | None:
+        return (self.body.get("error") or {}).get("code")
+
+
+def http(
+    method: str,
+    url: str,
+    *,
+    json_body: dict | None = None,
+    form: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30,
+) -> Reply:
+    data = None
+    headers = dict(headers or {})
+    if json_body is not None:
+        data = json.dumps(json_body).encode()
+        headers["Content-Type"] = "application/json"
+    elif form is not None:
+        boundary = "----faults7MA4YWxkTrZu0gW"
+        parts = [
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'
+            for k, v in form.items()
+        ]
+        data = ("".join(parts) + f"--{boundary}--\r\n").encode()
+        headers["Content-Type"] = f"multipart/form-data; boundary={boundary}"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status, raw, got = response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        status, raw, got = error.code, error.read(), dict(error.headers)
+    return Reply(status, got, json.loads(raw) if raw else {}, time.monotonic() - started)
+
+
+# --- processes -----------------------------------------------------------------------------------------
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=20)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+@dataclass
+class Processes:
+    """Starts processes in their own process group and stops exactly those at the end of the test."""
+
+    tmp: Path
+    started: list[Process] = field(default_factory=list)
+
+    def spawn(self, name: str, args: list[str], env: dict[str, str]) -> Process:
+        log = self.tmp / f"{name}.log"
+        handle = log.open("ab")
+        popen = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        handle.close()
+        process = Process(name, popen, log)
+        self.started.append(process)
+        return process
+
+    def web(self, env: dict[str, str], *, name: str = "web") -> str:
+        """gunicorn config.wsgi (1 worker, 4 threads); returns its base URL once it answers."""
+        port = free_port()
+        process = self.spawn(
+            name,
+            [
+                str(BIN / "gunicorn"),
+                "config.wsgi",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "1",
+                "--worker-class",
+                "gthread",
+                "--threads",
+                "4",
+                "--timeout",
+                "60",
+            ],  # fmt: skip
+            env,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            if process.popen.poll() is not None:
+                raise RuntimeError(f"gunicorn exited:\n{process.output()}")
+            with contextlib.suppress(OSError):
+                if http("GET", url + "/healthz", timeout=2).status == 200:
+                    return url
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not answer:\n{process.output()}")
+            time.sleep(0.1)
+
+    def celery_worker(self, env: dict[str, str], *, queue: str, name: str = "celery") -> Process:
+        return self.spawn(
+            name,
+            [
+                str(BIN / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "--pool",
+                "solo",
+                "--concurrency",
+                "1",
+                "--queues",
+                queue,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--hostname",
+                f"{name}-{os.getpid()}-{queue}@%h",
+                "--loglevel",
+                "INFO",
+            ],  # fmt: skip
+            env,
+        )
+
+    def stop_all(self) -> None:
+        for process in reversed(self.started):
+            if process.popen.poll() is None:
+                process.kill(signal.SIGTERM)
+
+
+# --- a TCP proxy that can play dead --------------------------------------------------------------------
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to ``target``. ``down()`` closes the port and resets every connection
+    (what clients see when the server behind it crashes); ``up()`` listens on the same port again."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = free_port()
+        self._listener: socket.socket | None = None
+        self._conns: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def up(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        self._stop.clear()
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        self._stop.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            conns, self._conns = self._conns, set()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                # RST rather than FIN: the peer's next read or write fails at once.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                conn.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while not self._stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=2)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._conns.update((client, upstream))
+            threading.Thread(target=self._pipe, args=(client, upstream), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        peers = {a: b, b: a}
+        try:
+            while not self._stop.is_set():
+                readable, _, _ = select.select([a, b], [], [], 0.2)
+                for sock in readable:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    peers[sock].sendall(data)
+        except OSError:
+            return
+        finally:
+            for sock in (a, b):
+                with contextlib.suppress(OSError):
+                    sock.close()
+            with self._lock:
+                self._conns.difference_update((a, b))
+
+
+# --- an SMTP server that records messages, or hangs -----------------------------------------------------
+class FakeSmtp:
+    """Minimal SMTP: records each message it accepts. With ``hang`` set, a client that connects gets no
+    greeting and waits: a sender stuck talking to the mail server."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.hang = threading.Event()
+        self.connected = threading.Event()
+        outer = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                outer.connected.set()
+                while outer.hang.is_set():
+                    time.sleep(0.05)
+                self.wfile.write(b"220 fake ESMTP\r\n")
+                data_mode, lines = False, []
+                for raw in self.rfile:
+                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                    if data_mode:
+                        if line == ".":
+                            outer.messages.append("\n".join(lines))
+                            data_mode, lines = False, []
+                            self.wfile.write(b"250 queued\r\n")
+                        else:
+                            lines.append(line)
+                        continue
+                    verb = line.split(" ", 1)[0].upper()
+                    if verb in ("EHLO", "HELO"):
+                        self.wfile.write(b"250 fake\r\n")
+                    elif verb == "DATA":
+                        data_mode = True
+                        self.wfile.write(b"354 go on\r\n")
+                    elif verb == "QUIT":
+                        self.wfile.write(b"221 bye\r\n")
+                        return
+                    else:
+                        self.wfile.write(b"250 ok\r\n")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.hang.clear()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05) -> bool:
+    """Poll for another process to reach a state (the clock of the service is never slept on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
