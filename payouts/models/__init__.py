@@ -7,6 +7,7 @@ from .sandbox import (
     SandboxCardSetup,
     SandboxCharge,
     SandboxPayout,
+    SandboxRefund,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "SandboxCardSetup",
     "SandboxCharge",
     "SandboxPayout",
+    "SandboxRefund",
 ]

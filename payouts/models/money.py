@@ -7,12 +7,24 @@ from partners.models import Partner
 
 
 class Charge(models.Model):
-    """The one charge of the partner's card for an order (DECISIONS: order life cycle, confirm)."""
+    """The one charge of the partner's card for an order (DECISIONS: order life cycle, confirm), and its
+    refund when the order is canceled after the charge succeeded.
+
+    Refund: ``none`` → ``pending`` (owed: the order was canceled; or the platform has not finished) →
+    ``succeeded`` | ``failed`` (staff retry: back to ``pending`` with a new attempt number, hence a new
+    idempotency key). An expired order keeps its charge: it covers the tickets that were never delivered.
+    """
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"  # recorded, the platform has not answered yet
         SUCCEEDED = "succeeded", "Succeeded"
         FAILED = "failed", "Failed"
+
+    class RefundStatus(models.TextChoices):
+        NONE = "none", "Not refunded"
+        PENDING = "pending", "Refund pending"
+        SUCCEEDED = "succeeded", "Refunded"
+        FAILED = "failed", "Refund failed"
 
     # One charge per order, decided by the database (the one-to-one's unique index).
     order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="charge")
@@ -28,16 +40,50 @@ class Charge(models.Model):
     failure_reason = models.CharField(max_length=255, blank=True)
     attempts = models.PositiveIntegerField(default=0, help_text="Calls made to the platform.")
     last_error = models.CharField(max_length=255, blank=True, help_text="Last transient platform error.")
+
+    refund_status = models.CharField(max_length=16, choices=RefundStatus.choices, default=RefundStatus.NONE)
+    refund_attempt = models.PositiveIntegerField(
+        default=1,
+        help_text="Each staff retry of a failed refund is a new attempt with its own idempotency key.",
+    )
+    refund_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the refund became owed."
+    )
+    refund_attempted_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last call to the platform about the refund."
+    )
+    refunded_at = models.DateTimeField(null=True, blank=True)
+    platform_refund_id = models.CharField(max_length=100, blank=True)
+    refund_failure_reason = models.CharField(max_length=255, blank=True)
+    refund_last_error = models.CharField(
+        max_length=255, blank=True, help_text="Last transient platform error of the refund."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["status", "created_at"], name="charge_status_created")]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="charge_status_created"),
+            # The refund sweep reads the few refunds still owed; settled ones stay out of the index.
+            models.Index(
+                fields=["refund_attempted_at"],
+                name="charge_refund_open",
+                condition=Q(refund_status="pending"),
+            ),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(amount__gte=0), name="charge_amount_gte_0"),
             models.CheckConstraint(
                 condition=Q(status__in=["pending", "succeeded", "failed"]), name="charge_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(refund_status__in=["none", "pending", "succeeded", "failed"]),
+                name="charge_refund_status_valid",
+            ),
+            # Only money that was taken can be given back.
+            models.CheckConstraint(
+                condition=Q(refund_status="none") | Q(status="succeeded"), name="charge_refund_needs_success"
             ),
         ]
 
@@ -47,6 +93,12 @@ class Charge(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in (self.Status.SUCCEEDED, self.Status.FAILED)
+
+    @property
+    def refund_idempotency_key(self) -> str:
+        """One key per attempt: a repeat never refunds twice, a staff retry after a failure is a new refund."""
+        key = f"{self.order.order_id}:refund"
+        return key if self.refund_attempt == 1 else f"{key}:{self.refund_attempt}"
 
 
 class Payout(models.Model):

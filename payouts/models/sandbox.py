@@ -33,6 +33,10 @@ def new_sandbox_charge_id() -> str:
     return new_public_id("sbx_ch", 16)
 
 
+def new_sandbox_refund_id() -> str:
+    return new_public_id("sbx_re", 16)
+
+
 def new_sandbox_payout_id() -> str:
     return new_public_id("sbx_po", 16)
 
@@ -88,7 +92,8 @@ class SandboxCard(models.Model):
         SUCCEED = "succeed", "Charges succeed"
         DECLINE = "decline", "Charges are declined"
         INSUFFICIENT_FUNDS = "insufficient_funds", "Charges fail: insufficient funds"
-        PROCESSING_ERROR = "processing_error", "Platform unavailable on charge"
+        PROCESSING_ERROR = "processing_error", "Platform unavailable on charge and refund"
+        REFUND_FAILS = "refund_fails", "Charges succeed, refunds fail"
 
     token = models.CharField(max_length=40, unique=True, default=new_sandbox_card_token)
     customer_reference = models.CharField(max_length=64)
@@ -139,6 +144,9 @@ class SandboxCharge(models.Model):
     idempotency_key = models.CharField(max_length=128, unique=True)
     status = models.CharField(max_length=16, choices=Status.choices)
     failure_reason = models.CharField(max_length=255, blank=True)
+    # What went back to the card so far: succeeded refunds only, never more than ``amount``.
+    amount_refunded = models.DecimalField(max_digits=12, decimal_places=2, default=0)
+    refunded_at = models.DateTimeField(null=True, blank=True, help_text="When the last refund succeeded.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -146,6 +154,35 @@ class SandboxCharge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.charge_id} {self.amount} {self.currency} {self.status}"
+
+    @property
+    def refundable(self):
+        return self.amount - self.amount_refunded
+
+
+class SandboxRefund(models.Model):
+    """A refund on the sandbox platform: immediate, succeeded unless the card is a refund-failing test card."""
+
+    class Status(models.TextChoices):
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+
+    refund_id = models.CharField(max_length=40, unique=True, default=new_sandbox_refund_id)
+    charge = models.ForeignKey(SandboxCharge, on_delete=models.PROTECT, related_name="refunds")
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3)
+    reason = models.CharField(max_length=255, blank=True)
+    # The platform's idempotency: a repeated key returns the first refund, never a second one.
+    idempotency_key = models.CharField(max_length=128, unique=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    failure_reason = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "sandbox refund"
+
+    def __str__(self) -> str:
+        return f"{self.refund_id} {self.amount} {self.currency} {self.status}"
 
 
 class SandboxPayout(models.Model):

@@ -21,10 +21,14 @@ from .base import (
     PAYOUT_IN_PROCESS,
     PAYOUT_PAID,
     PAYOUT_SCHEDULED,
+    REFUND_FAILED,
+    REFUND_PENDING,
+    REFUND_SUCCEEDED,
     ChargeResult,
     ConnectedAccount,
     PaymentPlatform,
     PayoutState,
+    RefundResult,
     SavedCard,
 )
 
@@ -35,11 +39,15 @@ __all__ = [
     "PAYOUT_IN_PROCESS",
     "PAYOUT_PAID",
     "PAYOUT_SCHEDULED",
+    "REFUND_FAILED",
+    "REFUND_PENDING",
+    "REFUND_SUCCEEDED",
     "ChargeResult",
     "ConnectedAccount",
     "LoggedPlatform",
     "PaymentPlatform",
     "PayoutState",
+    "RefundResult",
     "SavedCard",
     "get_platform",
 ]
@@ -47,7 +55,16 @@ __all__ = [
 logger = logging.getLogger("payouts.platform")
 
 # Arguments that are safe to put in a log line: identifiers and amounts, never card or bank data.
-_LOGGED_ARGS = ("idempotency_key", "amount", "currency", "account_id", "payout_id", "account_reference")
+_LOGGED_ARGS = (
+    "idempotency_key",
+    "amount",
+    "currency",
+    "account_id",
+    "payout_id",
+    "account_reference",
+    "charge_id",
+    "refund_id",
+)
 
 
 class LoggedPlatform:
@@ -70,6 +87,8 @@ class LoggedPlatform:
                 result = target(**kwargs)
                 if isinstance(result, ChargeResult) and result.status == CHARGE_FAILED:
                     outcome = "declined"
+                elif isinstance(result, RefundResult) and result.status == REFUND_FAILED:
+                    outcome = "refund_failed"
                 return result
             except PlatformUnavailable:
                 outcome = "unavailable"

@@ -3,7 +3,7 @@
 Every backend (``sandbox``, ``stripe``) implements ``PaymentPlatform``. Results are plain frozen dataclasses;
 money is ``Decimal`` in major units (dollars). Backends raise ``PlatformUnavailable`` for transient
 failures (retry) and ``PlatformError`` for permanent ones; a declined card is not an exception but a
-``ChargeResult`` with ``status == "failed"``.
+``ChargeResult`` with ``status == "failed"``, and a refused refund a ``RefundResult`` with ``status == "failed"``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ from decimal import Decimal
 
 CHARGE_SUCCEEDED = "succeeded"
 CHARGE_FAILED = "failed"
+
+REFUND_PENDING = "pending"  # accepted by the platform, money not back on the card yet
+REFUND_SUCCEEDED = "succeeded"
+REFUND_FAILED = "failed"
 
 PAYOUT_IN_PROCESS = "in_process"
 PAYOUT_SCHEDULED = "scheduled"
@@ -47,6 +51,13 @@ class SavedCard:
 class ChargeResult:
     charge_id: str
     status: str  # CHARGE_SUCCEEDED | CHARGE_FAILED
+    failure_reason: str = ""
+
+
+@dataclass(frozen=True)
+class RefundResult:
+    refund_id: str
+    status: str  # REFUND_PENDING | REFUND_SUCCEEDED | REFUND_FAILED
     failure_reason: str = ""
 
 
@@ -99,6 +110,17 @@ class PaymentPlatform(abc.ABC):
         self, *, card_token: str, amount: Decimal, currency: str, idempotency_key: str, description: str
     ) -> ChargeResult:
         """Charge the card. The same ``idempotency_key`` always gives the same result, never a second charge."""
+
+    @abc.abstractmethod
+    def refund_charge(
+        self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
+    ) -> RefundResult:
+        """Give ``amount`` of the charge ``charge_id`` back to the card. The same ``idempotency_key`` always
+        gives the same refund, never a second one; a refund above what is left of the charge is refused."""
+
+    @abc.abstractmethod
+    def get_refund(self, *, refund_id: str) -> RefundResult:
+        """The refund's state now (a ``pending`` refund later succeeds or fails)."""
 
     @abc.abstractmethod
     def create_payout(

@@ -8,7 +8,9 @@ Two halves, as with a real provider:
 Test numbers (also listed on ``/sandbox/``):
 cards 4242 4242 4242 4242 (Visa), 5555 5555 5555 4444 (Mastercard), 3782 822463 10005 (Amex) succeed;
 4000 0000 0000 0002 declines; 4000 0000 0000 9995 declines for insufficient funds;
-4000 0000 0000 0119 makes the platform unavailable on every charge (to exercise retries).
+4000 0000 0000 0119 makes the platform unavailable on every charge and refund (to exercise retries);
+4000 0000 0000 5126 is charged, but its refunds fail (the card account is closed).
+Refunds are immediate; a charge is never refunded above its amount.
 Bank accounts: any number works, except 000111111116 (payouts fail: no such account) and 000111111113
 (payouts fail: account closed).
 """
@@ -31,6 +33,7 @@ from ..models import (
     SandboxCardSetup,
     SandboxCharge,
     SandboxPayout,
+    SandboxRefund,
 )
 from .base import (
     CHARGE_FAILED,
@@ -39,10 +42,13 @@ from .base import (
     PAYOUT_IN_PROCESS,
     PAYOUT_PAID,
     PAYOUT_SCHEDULED,
+    REFUND_FAILED,
+    REFUND_SUCCEEDED,
     ChargeResult,
     ConnectedAccount,
     PaymentPlatform,
     PayoutState,
+    RefundResult,
     SavedCard,
 )
 
@@ -72,7 +78,13 @@ TEST_CARDS = {
             "4000000000000119",
             "Visa",
             SandboxCard.Behavior.PROCESSING_ERROR,
-            "The platform is unavailable on every charge (the service retries).",
+            "The platform is unavailable on every charge and refund (the service retries).",
+        ),
+        TestCard(
+            "4000000000005126",
+            "Visa",
+            SandboxCard.Behavior.REFUND_FAILS,
+            "Charges succeed; refunds fail (the card account is closed).",
         ),
     )
 }
@@ -80,6 +92,10 @@ TEST_CARDS = {
 DECLINE_REASONS = {
     SandboxCard.Behavior.DECLINE: "Your card was declined.",
     SandboxCard.Behavior.INSUFFICIENT_FUNDS: "Your card has insufficient funds.",
+}
+
+REFUND_FAILURES = {
+    SandboxCard.Behavior.REFUND_FAILS: "The card issuer refused the refund: the card account is closed.",
 }
 
 FAILING_ACCOUNTS = {
@@ -276,6 +292,59 @@ class SandboxPlatform(PaymentPlatform):
             failure_reason=existing.failure_reason,
         )
 
+    def refund_charge(
+        self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
+    ) -> RefundResult:
+        if amount <= 0:
+            raise PlatformError("The refund amount must be positive.")
+        with transaction.atomic():
+            # Race: two refunds of one charge at once (a repeat, or another key) — the charge row's lock
+            # serializes them, so a key refunds once and the refunds never add up to more than the charge.
+            charge = (
+                SandboxCharge.objects.select_for_update(of=("self",))
+                .select_related("card")
+                .filter(charge_id=charge_id)
+                .first()
+            )
+            if charge is None:
+                raise PlatformError("The charge is unknown to the payment platform.")
+            refund = SandboxRefund.objects.filter(idempotency_key=idempotency_key).first()
+            if refund is not None:
+                if refund.charge_id != charge.pk or refund.amount != amount:
+                    raise PlatformError("This idempotency key was already used with other parameters.")
+                return _refund_result(refund)
+            if charge.card.behavior == SandboxCard.Behavior.PROCESSING_ERROR:
+                raise PlatformUnavailable("The card processor did not answer (sandbox card …0119).")
+            if charge.status != SandboxCharge.Status.SUCCEEDED:
+                raise PlatformError("Only a succeeded charge can be refunded.")
+            if currency.upper() != charge.currency.upper():
+                raise PlatformError(f"The charge was made in {charge.currency}, not {currency}.")
+            if amount > charge.refundable:
+                raise PlatformError(
+                    f"The refund of {amount} is more than what is left of the charge ({charge.refundable})."
+                )
+            failure = REFUND_FAILURES.get(charge.card.behavior, "")
+            refund = SandboxRefund.objects.create(
+                charge=charge,
+                amount=amount,
+                currency=charge.currency,
+                reason=reason[:255],
+                idempotency_key=idempotency_key,
+                status=SandboxRefund.Status.FAILED if failure else SandboxRefund.Status.SUCCEEDED,
+                failure_reason=failure,
+            )
+            if not failure:
+                charge.amount_refunded += amount
+                charge.refunded_at = timezone.now()
+                charge.save(update_fields=["amount_refunded", "refunded_at"])
+        return _refund_result(refund)
+
+    def get_refund(self, *, refund_id: str) -> RefundResult:
+        refund = SandboxRefund.objects.filter(refund_id=refund_id).first()
+        if refund is None:
+            raise PlatformError("The refund is unknown to the payment platform.")
+        return _refund_result(refund)
+
     def create_payout(
         self, *, account_id: str, amount: Decimal, currency: str, idempotency_key: str, description: str
     ) -> PayoutState:
@@ -308,3 +377,11 @@ class SandboxPlatform(PaymentPlatform):
         if payout is None or payout.account.account_id != account_id:
             raise PlatformError("The payout is unknown to the payment platform.")
         return sandbox_payout_state(payout)
+
+
+def _refund_result(refund: SandboxRefund) -> RefundResult:
+    return RefundResult(
+        refund_id=refund.refund_id,
+        status=REFUND_SUCCEEDED if refund.status == SandboxRefund.Status.SUCCEEDED else REFUND_FAILED,
+        failure_reason=refund.failure_reason,
+    )

@@ -8,6 +8,8 @@ Mapping onto ``PaymentPlatform``:
   number never touches the service); the finished session's SetupIntent names the PaymentMethod. The card
   token kept by the service is ``"<customer id>:<payment method id>"``.
 - charge: an off-session, confirmed PaymentIntent; a ``card_error`` (HTTP 402) is a declined charge.
+- refund: a Refund of that PaymentIntent (``pending``/``requires_action`` → pending, ``succeeded``,
+  ``failed``/``canceled`` → failed with Stripe's ``failure_reason``).
 - payout: a Transfer to the connected account, then a Payout on that account to its bank; the payout's
   ``pending → in_transit (arrival_date) → paid | failed`` maps to in process → scheduled → paid | failed.
 Every POST carries an ``Idempotency-Key``.
@@ -35,10 +37,14 @@ from .base import (
     PAYOUT_IN_PROCESS,
     PAYOUT_PAID,
     PAYOUT_SCHEDULED,
+    REFUND_FAILED,
+    REFUND_PENDING,
+    REFUND_SUCCEEDED,
     ChargeResult,
     ConnectedAccount,
     PaymentPlatform,
     PayoutState,
+    RefundResult,
     SavedCard,
 )
 
@@ -351,6 +357,41 @@ class StripePlatform(PaymentPlatform):
             status=CHARGE_FAILED,
             failure_reason="The card needs the cardholder's authentication; add the card again in the portal.",
         )
+
+    def refund_charge(
+        self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
+    ) -> RefundResult:
+        if not charge_id:
+            raise PlatformError("The charge has no Stripe PaymentIntent id; it cannot be refunded.")
+        # The refund's currency is the PaymentIntent's: Stripe takes no currency here.
+        refund = self._request(
+            "POST",
+            "/v1/refunds",
+            params={
+                "payment_intent": charge_id,
+                "amount": to_minor_units(amount),
+                "metadata": {"idempotency_key": idempotency_key, "reason": reason[:500] or None},
+            },
+            idempotency_key=idempotency_key,
+        )
+        return self._refund_result(refund)
+
+    def get_refund(self, *, refund_id: str) -> RefundResult:
+        return self._refund_result(self._request("GET", f"/v1/refunds/{quote(refund_id, safe='')}"))
+
+    @staticmethod
+    def _refund_result(refund: dict[str, Any]) -> RefundResult:
+        status = refund.get("status")
+        if status == "succeeded":
+            return RefundResult(refund_id=refund["id"], status=REFUND_SUCCEEDED)
+        if status in ("failed", "canceled"):
+            code = refund.get("failure_reason") or status
+            return RefundResult(
+                refund_id=refund["id"],
+                status=REFUND_FAILED,
+                failure_reason=f"Stripe reported the refund as {status}: {str(code).replace('_', ' ')}.",
+            )
+        return RefundResult(refund_id=refund.get("id", ""), status=REFUND_PENDING)
 
     def create_payout(
         self, *, account_id: str, amount: Decimal, currency: str, idempotency_key: str, description: str
