@@ -3,8 +3,10 @@
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.db import DataError
 from django.http import Http404
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
@@ -73,6 +75,17 @@ def validation_error_from_drf(exc: drf.ValidationError) -> errors.ValidationFail
     )
 
 
+def _raised_while_parsing(exc: BaseException) -> bool:
+    """A RecursionError from decoding the body (deeply nested JSON), not from the service's own code."""
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(("rest_framework/parsers.py", "json/__init__.py", "json/decoder.py")):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def as_api_error(exc: Exception, context: dict[str, Any] | None = None) -> errors.ApiError:
     """Map any exception to the catalogue entry that describes it."""
     if isinstance(exc, errors.ApiError):
@@ -103,8 +116,25 @@ def as_api_error(exc: Exception, context: dict[str, Any] | None = None) -> error
     if isinstance(exc, drf.Throttled):
         wait = max(1, int(exc.wait or 1))
         return errors.RateLimitExceeded(headers={"Retry-After": str(wait)})
-    if isinstance(exc, RequestDataTooBig | TooManyFieldsSent):
+    if isinstance(exc, RequestDataTooBig):
         return errors.PayloadTooLarge()
+    if isinstance(exc, TooManyFieldsSent):
+        # 413 is for a body over the size limit only (DECISIONS); too many small fields is a 400.
+        request = (context or {}).get("request")
+        query = getattr(request, "META", {}).get("QUERY_STRING", "")
+        field = "query" if query.count("&") + 1 > settings.DATA_UPLOAD_MAX_NUMBER_FIELDS else "body"
+        return errors.ValidationFailed(
+            f"The request has more than {settings.DATA_UPLOAD_MAX_NUMBER_FIELDS} fields.",
+            field=field,
+            issue="too_many_fields",
+        )
+    if isinstance(exc, DataError) and "\x00" in getattr((context or {}).get("request"), "path", ""):
+        # A NUL in the path reached PostgreSQL ("text fields cannot contain NUL"): no such resource.
+        return errors.NotFound("No resource at this path.")
+    if isinstance(exc, RecursionError) and _raised_while_parsing(exc):
+        return errors.ValidationFailed(
+            "The request body is nested too deeply.", field="body", issue="too_deep"
+        )
     if isinstance(exc, drf.NotAcceptable):
         return errors.ValidationFailed("Unsupported Accept header.", field="Accept", issue="invalid")
     return errors.InternalError()
