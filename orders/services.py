@@ -200,9 +200,21 @@ def order_transition(*, order: Order, to: str, actor: str, reason: str = "") -> 
             )
         if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
             transaction.on_commit(lambda: _enqueue("notify_order_canceled", locked.pk))
+        if to == S.CANCELED:
+            _refund_if_charged(order_pk=locked.pk)
     order.status = locked.status
     order.status_changed_at = locked.status_changed_at
     return locked
+
+
+def _refund_if_charged(*, order_pk: int) -> None:
+    """A canceled order's succeeded card charge is refunded after commit (an expired one keeps it: the charge
+    covers the tickets that were never delivered). Publishing never fails the cancel: the refund sweep in
+    ``payouts.tasks.progress_payouts`` refunds it if the message is lost."""
+    from payouts.services import refund_enqueue, refund_request
+
+    if refund_request(order_pk=order_pk):
+        transaction.on_commit(lambda: refund_enqueue(order_pk=order_pk))
 
 
 def order_cancel(*, order: Order, actor: str, reason: str = "") -> Order:

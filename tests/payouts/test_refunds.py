@@ -5,18 +5,30 @@ An outage is the sandbox card's processor going down (the platform's own state, 
 """
 
 import logging
+import threading
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+import time_machine
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+from kombu import pools as kombu_pools
 
+from catalog import services as catalog_services
+from config.celery import app as celery_app
 from orders.models import Order
-from orders.services import order_confirm
+from orders.services import order_cancel, order_confirm, order_create, orders_expire_overdue
+from payouts import tasks
 from payouts.errors import PlatformError, PlatformUnavailable
 from payouts.models import Charge, CreditCard, SandboxCard, SandboxCharge, SandboxRefund
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
-from payouts.services import payment_methods_create_sandbox
+from payouts.services import payment_methods_create_sandbox, refunds_sweep
 from tests.conftest import make_partner
+from tests.orders.factories import QuoteFactory, RowFactory, quote_token
 from tests.payouts.test_stripe_platform import FakeStripe
 
 from .factories import make_order
@@ -52,6 +64,26 @@ def partner_with_card(card_number: str):
     creds = make_partner(name=f"Card {card_number[-4:]} Co", payment_methods=False, email="ops@card.example")
     payment_methods_create_sandbox(partner=creds.partner, card_number=card_number)
     return creds
+
+
+def cancel_order(order: Order) -> None:
+    order_cancel(order=order, actor="partner:test", reason="Canceled by the partner")
+
+
+def _use_broker(url: str) -> None:
+    """Point the Celery app at ``url`` and drop the connections pooled for the previous one."""
+    kombu_pools.reset()
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
+    celery_app.conf.broker_url = url
+
+
+@pytest.fixture
+def staff(db) -> Client:
+    user = get_user_model().objects.create_superuser("ops", "ops@service.example", "admin pass 5511")
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 # --- the sandbox platform ---------------------------------------------------------------------------------------
@@ -189,6 +221,245 @@ def test_sandbox_refund_failing_test_card_gives_a_failed_refund_with_a_reason(db
     assert SandboxCharge.objects.get(charge_id=charge.platform_charge_id).amount_refunded == 0
 
 
+# --- the life cycle: cancel refunds, expiry and declines do not ---------------------------------------------------
+@pytest.mark.django_db
+def test_partner_cancel_of_a_charged_order_refunds_it_once(
+    auth_client, partner, django_capture_on_commit_callbacks
+):
+    order = charged_order(partner, quantity=2, offer_price=Decimal("85.00"))
+    with django_capture_on_commit_callbacks(execute=True):
+        response = auth_client.post(f"/v1/orders/{order.order_id}/cancel")
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["status"] == "canceled"
+
+    charge = Charge.objects.get(order=order)
+    assert charge.refund_status == "succeeded"
+    assert charge.refunded_at is not None and charge.refund_requested_at is not None
+    assert charge.platform_refund_id.startswith("sbx_re_")
+    [refund] = refunds_of(order)
+    assert (refund.idempotency_key, refund.amount, refund.status) == (
+        f"{order.order_id}:refund",
+        Decimal("170.00"),
+        "succeeded",
+    )
+    assert refund.refund_id == charge.platform_refund_id
+    assert SandboxCharge.objects.get(charge_id=charge.platform_charge_id).amount_refunded == Decimal("170.00")
+
+    # A second delivery of the task, and the beat's sweep, change nothing.
+    assert tasks.refund_order_charge.apply(args=[order.pk]).get() == "succeeded"
+    assert tasks.refund_order_charge.apply(args=[order.pk]).get() == "succeeded"
+    assert tasks.progress_payouts.apply().get()["refunds"] == {"refunded": 0, "failed": 0, "pending": 0}
+    assert len(refunds_of(order)) == 1
+    # The API's order shape is unchanged by refunds.
+    detail = auth_client.get(f"/v1/orders/{order.order_id}").json()["data"]
+    assert detail["status"] == "canceled"
+    assert not [key for key in detail if "refund" in key]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_refund_runs_for_one_order_refund_once_at_the_platform(db, caplog):
+    """The cancel's message was lost (broker down); then four workers — task deliveries and sweeps — race."""
+    assert celery_app.conf.broker_url.startswith("redis://"), "this test needs REDIS_URL (a real broker)"
+    creds = make_partner()
+    order = charged_order(creds.partner)
+    previous_broker = celery_app.conf.broker_url
+    try:
+        _use_broker("redis://127.0.0.1:1/0")
+        celery_app.conf.task_always_eager = False
+        cancel_order(order)
+    finally:
+        _use_broker(previous_broker)
+        celery_app.conf.task_always_eager = True
+    charge = Charge.objects.get(order=order)
+    assert (charge.refund_status, charge.refund_attempted_at) == ("pending", None)
+    assert refunds_of(order) == []
+
+    caplog.set_level(logging.INFO, logger="payouts.platform")
+    barrier = threading.Barrier(4)
+    outcomes, errors = [], []
+
+    def worker(index: int) -> None:
+        try:
+            barrier.wait()
+            if index % 2:
+                outcomes.append(tasks.refund_order_charge.apply(args=[order.pk]).get())
+            else:
+                refunds_sweep()
+                outcomes.append(Charge.objects.get(order=order).refund_status)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    # Past the sweep's grace period, so the sweeps compete with the task deliveries.
+    with time_machine.travel(timezone.now() + timedelta(minutes=3)):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors
+    assert outcomes == ["succeeded"] * 4
+    # The charge row's lock: one run talked to the platform, the others saw its outcome.
+    assert [r.operation for r in caplog.records if getattr(r, "operation", "").startswith("refund")] == [
+        "refund_charge"
+    ]
+    assert len(refunds_of(order)) == 1
+    charge.refresh_from_db()
+    assert SandboxCharge.objects.get(charge_id=charge.platform_charge_id).amount_refunded == charge.amount
+
+
+@pytest.mark.django_db
+def test_cancel_of_an_accepted_order_refunds_nothing(
+    auth_client, partner, django_capture_on_commit_callbacks
+):
+    order = make_order(partner)  # the confirmation has not run: never charged
+    with django_capture_on_commit_callbacks(execute=True):
+        assert auth_client.post(f"/v1/orders/{order.order_id}/cancel").status_code == 200
+    order.refresh_from_db()
+    assert order.status == "canceled"
+    assert not Charge.objects.filter(order=order).exists()
+    assert tasks.refund_order_charge.apply(args=[order.pk]).get() is None
+    order_confirm(order_pk=order.pk)  # a late confirmation does not charge a canceled order either
+    assert not Charge.objects.filter(order=order).exists()
+    assert SandboxRefund.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_expired_order_keeps_its_charge(partner):
+    order = charged_order(partner)
+    with time_machine.travel(timezone.now() + timedelta(days=25)):
+        assert orders_expire_overdue() == [order.order_id]
+        tasks.progress_payouts.apply()
+        assert tasks.refund_order_charge.apply(args=[order.pk]).get() == "none"
+    order.refresh_from_db()
+    assert order.status == "expired"
+    charge = Charge.objects.get(order=order)
+    assert (charge.status, charge.refund_status, charge.refunded_at) == ("succeeded", "none", None)
+    assert SandboxRefund.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_declined_charge_is_not_refunded(db, django_capture_on_commit_callbacks):
+    creds = partner_with_card(DECLINED_CARD)
+    order = make_order(creds.partner)
+    with django_capture_on_commit_callbacks(execute=True):
+        order_confirm(order_pk=order.pk)
+    order.refresh_from_db()
+    assert order.status == "canceled"
+    charge = Charge.objects.get(order=order)
+    assert (charge.status, charge.refund_status) == ("failed", "none")
+    assert refunds_sweep().refunded == 0
+    assert tasks.refund_order_charge.apply(args=[order.pk]).get() == "none"
+    assert SandboxRefund.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_platform_outage_is_retried_with_backoff_and_refunded_once_later(
+    auth_client, partner, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    order = charged_order(partner)
+    set_card_behavior(partner, SandboxCard.Behavior.PROCESSING_ERROR)  # the card processor goes down
+    countdowns = []
+    real_retry = tasks.refund_order_charge.retry
+
+    def recording_retry(*args, **kwargs):
+        countdowns.append(kwargs.get("countdown"))
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.refund_order_charge, "retry", recording_retry)
+    caplog.set_level(logging.INFO, logger="payouts.platform")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert auth_client.post(f"/v1/orders/{order.order_id}/cancel").status_code == 200
+
+    # Every delivery asked the platform with the same key, backing off longer each time, then gave up.
+    calls = [r for r in caplog.records if getattr(r, "operation", "") == "refund_charge"]
+    assert len(calls) == tasks.MAX_RETRIES + 1
+    assert {r.outcome for r in calls} == {"unavailable"}
+    assert {r.platform_idempotency_key for r in calls} == {f"{order.order_id}:refund"}
+    assert len(countdowns) == tasks.MAX_RETRIES + 1
+    assert countdowns[0] >= 10 and countdowns[1] >= 20 and countdowns[2] >= 40
+    charge = Charge.objects.get(order=order)
+    assert charge.refund_status == "pending"
+    assert "did not answer" in charge.refund_last_error
+    assert refunds_of(order) == []
+
+    set_card_behavior(partner, SandboxCard.Behavior.SUCCEED)  # the processor is back
+    assert refunds_sweep().pending == 0  # tried moments ago: the sweep leaves it to the task for now
+    with time_machine.travel(timezone.now() + timedelta(minutes=11)):
+        summary = tasks.progress_payouts.apply().get()["refunds"]
+        assert summary == {"refunded": 1, "failed": 0, "pending": 0}
+        assert refunds_sweep().refunded == 0
+    charge.refresh_from_db()
+    assert (charge.refund_status, charge.refund_last_error) == ("succeeded", "")
+    [refund] = refunds_of(order)
+    assert refund.idempotency_key == f"{order.order_id}:refund"
+
+
+@pytest.mark.django_db
+def test_a_lost_refund_message_is_refunded_by_the_sweep_after_a_grace_period(
+    partner, django_capture_on_commit_callbacks
+):
+    order = charged_order(partner)
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:  # published never
+        cancel_order(order)
+    assert callbacks
+    assert Charge.objects.get(order=order).refund_status == "pending"
+    assert refunds_sweep().refunded == 0  # its message may still be on the way
+    with time_machine.travel(timezone.now() + timedelta(minutes=3)):
+        assert refunds_sweep().refunded == 1
+    assert Charge.objects.get(order=order).refund_status == "succeeded"
+    assert len(refunds_of(order)) == 1
+
+
+@pytest.mark.django_db
+def test_the_sweep_refunds_orders_canceled_before_refunds_were_requested(partner):
+    order = charged_order(partner)
+    cancel_order(order)
+    # As for an order canceled before this release: canceled, charged, no refund recorded.
+    Charge.objects.filter(order=order).update(refund_status="none", refund_requested_at=None)
+    summary = refunds_sweep()
+    assert summary.refunded == 1
+    charge = Charge.objects.get(order=order)
+    assert charge.refund_status == "succeeded" and charge.refund_requested_at is not None
+    assert len(refunds_of(order)) == 1
+
+
+@pytest.mark.django_db
+def test_event_cancellation_refunds_its_charged_orders(partner, django_capture_on_commit_callbacks):
+    charged = charged_order(partner)
+    row = RowFactory(section__event=charged.event, available_quantity=10)
+    accepted = order_create(
+        partner_pk=partner.pk,
+        actor="partner:test",
+        quote_id=quote_token(QuoteFactory(partner=partner, row=row, quantity=1)),
+        delivery_type="mobile_transfer",
+        is_ready_to_deliver=True,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        assert catalog_services.event_cancel(event=charged.event)
+    for order in (charged, accepted):
+        order.refresh_from_db()
+        assert order.status == "canceled"
+    assert Charge.objects.get(order=charged).refund_status == "succeeded"
+    assert not Charge.objects.filter(order=accepted).exists()
+    assert [r.idempotency_key for r in SandboxRefund.objects.all()] == [f"{charged.order_id}:refund"]
+
+
+@pytest.mark.django_db
+def test_staff_cancel_in_the_admin_refunds_the_charge(staff, partner, django_capture_on_commit_callbacks):
+    order = charged_order(partner)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(
+            "/admin/orders/order/", {"action": "cancel_orders", "_selected_action": [order.pk]}, follow=True
+        )
+    assert response.status_code == 200
+    assert Order.objects.get(pk=order.pk).status == "canceled"
+    assert Charge.objects.get(order=order).refund_status == "succeeded"
+    assert len(refunds_of(order)) == 1
+
+
 # --- the Stripe backend, against a local fake Stripe (no patching) ---------------------------------------------------
 @pytest.fixture
 def fake_stripe():
@@ -275,3 +546,38 @@ def test_stripe_refund_errors_are_transient_or_permanent(stripe, fake_stripe):
     )
     with pytest.raises(PlatformError, match="already been refunded"):
         stripe.refund_charge(**refund)
+
+
+@pytest.mark.django_db
+def test_cancel_on_stripe_refunds_the_payment_intent_that_charged_the_order(
+    settings, fake_stripe, auth_client, partner, django_capture_on_commit_callbacks
+):
+    settings.PAYMENT_PLATFORM = "stripe"
+    settings.STRIPE_SECRET_KEY = "sk_test_settings"
+    settings.STRIPE_CONNECT_CLIENT_ID = "ca_settings"
+    settings.STRIPE_API_BASE = fake_stripe.url
+    CreditCard.objects.filter(partner=partner).update(platform="stripe", platform_card_token="cus_1:pm_1")
+    fake_stripe.routes[("POST", "/v1/payment_intents")] = (200, {"id": "pi_9", "status": "succeeded"})
+    fake_stripe.routes[("POST", "/v1/refunds")] = (200, {"id": "re_9", "status": "pending"})
+    order = make_order(partner)
+    order_confirm(order_pk=order.pk)
+    assert Charge.objects.get(order=order).platform == "stripe"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert auth_client.post(f"/v1/orders/{order.order_id}/cancel").status_code == 200
+
+    charge = Charge.objects.get(order=order)
+    assert (charge.refund_status, charge.platform_refund_id) == ("pending", "re_9")  # Stripe is not done yet
+    refund_call = [r for r in fake_stripe.requests if r["path"] == "/v1/refunds"]
+    assert len(refund_call) == 1
+    assert refund_call[0]["headers"]["idempotency-key"] == f"{order.order_id}:refund"
+    assert dict(refund_call[0]["form"])["payment_intent"] == "pi_9"
+    assert dict(refund_call[0]["form"])["amount"] == str(int(order.total_price * 100))
+
+    # Stripe finishes it; the sweep asks about that refund (it does not create another one).
+    fake_stripe.routes[("GET", "/v1/refunds/re_9")] = (200, {"id": "re_9", "status": "succeeded"})
+    with time_machine.travel(timezone.now() + timedelta(minutes=11)):
+        assert refunds_sweep().refunded == 1
+    assert Charge.objects.get(order=order).refund_status == "succeeded"
+    assert [r["path"] for r in fake_stripe.requests].count("/v1/refunds") == 1
+    assert fake_stripe.requests[-1]["path"] == "/v1/refunds/re_9"

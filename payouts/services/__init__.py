@@ -1,4 +1,5 @@
-"""Writes on payment methods, charges and payouts. Every platform call goes through ``get_platform()``."""
+"""Writes on payment methods, charges and payouts (refunds: ``refunds.py``). Every platform call goes through
+``get_platform()``."""
 
 from __future__ import annotations
 
@@ -12,11 +13,21 @@ from django.utils import timezone
 
 from partners.models import Partner
 
-from . import platform as pf
-from .errors import PlatformError, PlatformUnavailable, ReplaceNeedsConfirmation
-from .models import Charge, CreditCard, Payout, PayoutAccount
-from .platform import get_platform
-from .selectors import partner_has_active_orders
+from .. import platform as pf
+from ..errors import PlatformError, PlatformUnavailable, ReplaceNeedsConfirmation
+from ..models import Charge, CreditCard, Payout, PayoutAccount
+from ..platform import get_platform
+from ..selectors import partner_has_active_orders
+
+# Refunds live in their own module; callers use them as ``payouts.services.<name>`` like everything else here.
+from .refunds import (  # noqa: F401
+    RefundSweepSummary,
+    refund_enqueue,
+    refund_for_order,
+    refund_request,
+    refund_retry,
+    refunds_sweep,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +48,7 @@ def payment_methods_create_sandbox(
     against them behave as the sandbox's test numbers say; pass another test ``card_number`` (for example
     ``4000000000000002``) for a partner whose charges are declined.
     """
-    from .platform.sandbox import TEST_CARDS, sandbox_account_authorize, sandbox_card_save
+    from ..platform.sandbox import TEST_CARDS, sandbox_account_authorize, sandbox_card_save
 
     grant = sandbox_account_authorize(
         reference=partner.public_id,
@@ -459,7 +470,7 @@ def payout_retry(*, payout: Payout, actor: str) -> bool:
 
 
 def _enqueue_progress() -> None:
-    from .tasks import progress_payouts
+    from ..tasks import progress_payouts
 
     try:
         progress_payouts.delay()

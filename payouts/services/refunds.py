@@ -1,0 +1,207 @@
+"""Refunds: the card charge of an order canceled after it was charged goes back to the partner's card.
+
+Every cancel goes through ``orders.services.order_transition(..., to="canceled")`` (partner, staff, a canceled
+event). In that transaction ``refund_request`` marks the order's succeeded charge as owing a refund
+(``refund_status = pending``); after commit ``refund_enqueue`` publishes ``payouts.tasks.refund_order_charge``,
+which calls ``refund_for_order`` and retries it with backoff while the platform is unavailable. The beat's
+``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
+refund the platform left pending.
+
+The whole charge is refunded, through the platform that took it, with the idempotency key
+``"<order_id>:refund"`` (a staff retry after a failure is a new attempt: ``"<order_id>:refund:<n>"``).
+An ``expired`` order keeps its charge: the seller never delivered, and the charge covers those tickets.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from .. import platform as pf
+from ..errors import PlatformError, PlatformUnavailable
+from ..models import Charge
+from ..platform import get_platform
+
+logger = logging.getLogger(__name__)
+
+R = Charge.RefundStatus
+ORDER_CANCELED = "canceled"
+
+# An owed refund that no worker has tried after this long: its message never reached a worker.
+REFUND_SWEEP_GRACE = timedelta(minutes=2)
+# A refund tried this long ago that is still pending: the task's retries ran out, or the platform is not done.
+REFUND_RECHECK_AFTER = timedelta(minutes=10)
+# How many refunds one sweep works on; the next beat takes the rest.
+REFUND_SWEEP_BATCH = 200
+
+
+def refund_request(*, order_pk: int) -> bool:
+    """In the cancel's transaction: the order's succeeded charge now owes a refund. Returns whether it does.
+
+    The caller holds the order's row lock and publishes the task after commit (``refund_enqueue``).
+    """
+    now = timezone.now()
+    # Race: the sweep finding the same canceled order — only the UPDATE that still finds "none" marks it.
+    marked = Charge.objects.filter(
+        order_id=order_pk, status=Charge.Status.SUCCEEDED, refund_status=R.NONE
+    ).update(refund_status=R.PENDING, refund_requested_at=now, updated_at=now)
+    return bool(marked)
+
+
+def refund_enqueue(*, order_pk: int) -> bool:
+    """Publish the refund task; a broker outage is logged, never raised: the refund sweep runs it later."""
+    from ..tasks import refund_order_charge
+
+    try:
+        refund_order_charge.delay(order_pk)
+    except Exception:
+        logger.warning(
+            "Could not publish the refund of order pk=%s; the refund sweep will run it",
+            order_pk,
+            exc_info=True,
+        )
+        return False
+    return True
+
+
+def refund_for_order(*, order) -> Charge | None:
+    """Refund the card charge of a canceled ``order`` in full, once. Returns the charge (``None``: never charged).
+
+    Idempotent: a charge that was never taken, a refund already settled (``succeeded``/``failed``) and an order
+    that is not canceled are left alone; a repeat during the refund waits for the charge row and then sees the
+    outcome; the attempt's idempotency key makes the platform refund once even after a crash. A transient
+    platform failure raises ``PlatformUnavailable`` (the refund stays ``pending``; the caller retries).
+    """
+    charge = Charge.objects.filter(order_id=order.pk).first()
+    if charge is None or not _refund_may_be_owed(charge):
+        return charge
+    unavailable: PlatformUnavailable | None = None
+    with transaction.atomic():
+        # Race: the on-commit task, its retry, a second delivery and the sweep refunding one charge at once — the
+        # charge row's lock lets one talk to the platform at a time; the others then see its outcome.
+        charge = Charge.objects.select_for_update(of=("self",)).select_related("order").get(pk=charge.pk)
+        if not _refund_may_be_owed(charge):
+            return charge
+        if charge.order.status != ORDER_CANCELED:
+            # Only a cancel owes a refund; an expired order keeps its charge (see the module docstring).
+            if charge.refund_status == R.PENDING:
+                logger.error(
+                    "refund owed for an order that is not canceled; left for staff",
+                    extra={"order_id": charge.order.order_id, "order_status": charge.order.status},
+                )
+            return charge
+        now = timezone.now()
+        if charge.refund_status == R.NONE:  # canceled before refunds were requested at cancel time
+            charge.refund_status, charge.refund_requested_at = R.PENDING, now
+        charge.refund_attempted_at = now
+        platform = get_platform(charge.platform)
+        try:
+            if charge.platform_refund_id:  # the platform took the refund earlier and had not finished it
+                result = platform.get_refund(refund_id=charge.platform_refund_id)
+            else:
+                result = platform.refund_charge(
+                    charge_id=charge.platform_charge_id,
+                    amount=charge.amount,
+                    currency=charge.currency,
+                    idempotency_key=charge.refund_idempotency_key,
+                    reason=f"Ticket buy-back order {charge.order.order_id} canceled",
+                )
+        except PlatformUnavailable as exc:
+            charge.refund_last_error = exc.message[:255]
+            unavailable = exc
+        except PlatformError as exc:
+            charge.refund_status = R.FAILED
+            charge.refund_failure_reason = exc.message[:255]
+        else:
+            charge.platform_refund_id = result.refund_id or charge.platform_refund_id
+            charge.refund_last_error = ""
+            if result.status == pf.REFUND_SUCCEEDED:
+                charge.refund_status, charge.refunded_at = R.SUCCEEDED, now
+            elif result.status == pf.REFUND_FAILED:
+                charge.refund_status = R.FAILED
+                charge.refund_failure_reason = (result.failure_reason or "The platform refused the refund.")[
+                    :255
+                ]
+            # REFUND_PENDING: the platform is not done yet; the sweep asks it again later.
+        charge.save()
+    if unavailable is not None:
+        raise unavailable
+    log = logger.warning if charge.refund_status == R.FAILED else logger.info
+    log(
+        "order charge refund %s",
+        charge.refund_status,
+        extra={"order_id": charge.order.order_id, "refund_status": charge.refund_status},
+    )
+    return charge
+
+
+def _refund_may_be_owed(charge: Charge) -> bool:
+    return charge.status == Charge.Status.SUCCEEDED and charge.refund_status in (R.NONE, R.PENDING)
+
+
+def refund_retry(*, charge: Charge, actor: str) -> bool:
+    """Staff: try a failed refund again, as a new attempt (new idempotency key). Returns whether it was failed."""
+    now = timezone.now()
+    # Race: a double click or two staff members — only the UPDATE that still finds it failed retries it.
+    updated = Charge.objects.filter(pk=charge.pk, refund_status=R.FAILED).update(
+        refund_status=R.PENDING,
+        refund_attempt=F("refund_attempt") + 1,
+        platform_refund_id="",
+        refund_failure_reason="",
+        refund_last_error="",
+        refund_attempted_at=None,
+        updated_at=now,
+    )
+    if updated:
+        logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
+        order_pk = charge.order_id
+        transaction.on_commit(lambda: refund_enqueue(order_pk=order_pk))
+    return bool(updated)
+
+
+@dataclass
+class RefundSweepSummary:
+    refunded: int = 0
+    failed: int = 0
+    pending: int = 0  # still pending: the platform is unavailable or has not finished
+
+
+def refunds_sweep(*, now=None) -> RefundSweepSummary:
+    """Beat: refund what the task did not. Canceled orders whose succeeded charge has no refund yet, owed refunds
+    no worker tried within ``REFUND_SWEEP_GRACE``, and refunds still pending ``REFUND_RECHECK_AFTER`` after
+    their last try. One refund's trouble never stops the others."""
+    now = now or timezone.now()
+    never_requested = Charge.objects.filter(
+        status=Charge.Status.SUCCEEDED, refund_status=R.NONE, order__status=ORDER_CANCELED
+    ).order_by("pk")
+    stalled = (
+        Charge.objects.filter(refund_status=R.PENDING)
+        .filter(
+            Q(refund_attempted_at__isnull=True, refund_requested_at__lt=now - REFUND_SWEEP_GRACE)
+            | Q(refund_attempted_at__lt=now - REFUND_RECHECK_AFTER)
+        )
+        .order_by(F("refund_attempted_at").asc(nulls_first=True), "pk")
+    )
+    summary = RefundSweepSummary()
+    for queryset in (never_requested, stalled):
+        for charge in queryset.select_related("order")[:REFUND_SWEEP_BATCH]:
+            try:
+                outcome = refund_for_order(order=charge.order)
+            except PlatformUnavailable:
+                summary.pending += 1
+                continue
+            except Exception:
+                logger.exception("refund sweep failed for one charge", extra={"charge_pk": charge.pk})
+                continue
+            if outcome is not None and outcome.refund_status == R.SUCCEEDED:
+                summary.refunded += 1
+            elif outcome is not None and outcome.refund_status == R.FAILED:
+                summary.failed += 1
+            elif outcome is not None and outcome.refund_status == R.PENDING:
+                summary.pending += 1
+    return summary
