@@ -18,6 +18,7 @@ from .models import (
     SandboxCard,
     SandboxCharge,
     SandboxPayout,
+    SandboxRefund,
 )
 
 
@@ -124,13 +125,21 @@ class ChargeAdmin(ReadOnlyAdmin):
         "status",
         "card",
         "failure_reason",
+        "refund",
         "created_at",
     )
-    list_filter = ("status", "platform", "created_at")
+    list_filter = ("status", "refund_status", "platform", "created_at")
     date_hierarchy = "created_at"
-    search_fields = ("order__order_id", "partner__name", "partner__public_id", "platform_charge_id")
+    search_fields = (
+        "order__order_id",
+        "partner__name",
+        "partner__public_id",
+        "platform_charge_id",
+        "platform_refund_id",
+    )
     list_select_related = ("order", "partner")
     readonly_fields = [f.name for f in Charge._meta.fields]
+    actions = ("retry_refund_action",)
 
     @admin.display(description="Order", ordering="order__order_id")
     def order_id_link(self, obj: Charge) -> str:
@@ -139,6 +148,41 @@ class ChargeAdmin(ReadOnlyAdmin):
     @admin.display(description="Card")
     def card(self, obj: Charge) -> str:
         return f"{obj.card_brand} ••••{obj.card_last4}" if obj.card_last4 else "—"
+
+    @admin.display(description="Refund", ordering="refund_status")
+    def refund(self, obj: Charge) -> str:
+        if obj.refund_status == Charge.RefundStatus.NONE:
+            return "—"
+        color = {"failed": "#b42318", "succeeded": "#1a7f37"}.get(obj.refund_status, "#12528a")
+        note = obj.refund_failure_reason or obj.refund_last_error
+        return format_html(
+            '<strong style="color:{}">{}</strong>{}',
+            color,
+            obj.get_refund_status_display(),
+            format_html("<br><small>{}</small>", note) if note else "",
+        )
+
+    def get_actions(self, request):
+        # The base class hides actions from users without change permission; retrying has its own check.
+        actions = super().get_actions(request)
+        if not request.user.has_perm("payouts.change_charge"):
+            actions.pop("retry_refund_action", None)
+        return actions
+
+    @admin.action(description="Retry failed refunds (a new refund attempt at the payment platform)")
+    def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> None:
+        actor = f"staff:{request.user.get_username()}"
+        retried = 0
+        for charge in queryset.filter(refund_status=Charge.RefundStatus.FAILED):
+            if services.refund_retry(charge=charge, actor=actor):
+                self.log_change(request, charge, "Refund retry requested")
+                retried += 1
+        skipped = queryset.count() - retried
+        messages.success(request, f"{retried} refund(s) will be retried now.")
+        if skipped:
+            messages.warning(
+                request, f"{skipped} selected charge(s) had no failed refund and were left alone."
+            )
 
 
 class FailedFirstFilter(admin.SimpleListFilter):
@@ -272,10 +316,28 @@ class SandboxChargeAdmin(ReadOnlyAdmin):
         "currency",
         "status",
         "failure_reason",
+        "amount_refunded",
         "created_at",
     )
     list_filter = ("status",)
     search_fields = ("charge_id", "idempotency_key")
+
+
+@admin.register(SandboxRefund)
+class SandboxRefundAdmin(ReadOnlyAdmin):
+    list_display = (
+        "refund_id",
+        "idempotency_key",
+        "charge",
+        "amount",
+        "currency",
+        "status",
+        "failure_reason",
+        "created_at",
+    )
+    list_filter = ("status",)
+    search_fields = ("refund_id", "idempotency_key", "charge__charge_id")
+    list_select_related = ("charge",)
 
 
 @admin.register(SandboxPayout)

@@ -12,6 +12,7 @@ from decimal import Decimal
 import pytest
 import time_machine
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -27,7 +28,7 @@ from payouts.models import Charge, CreditCard, SandboxCard, SandboxCharge, Sandb
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
 from payouts.services import payment_methods_create_sandbox, refunds_sweep
-from tests.conftest import make_partner
+from tests.conftest import issue_token, make_partner
 from tests.orders.factories import QuoteFactory, RowFactory, quote_token
 from tests.payouts.test_stripe_platform import FakeStripe
 
@@ -60,6 +61,14 @@ def set_card_behavior(partner, behavior: str) -> None:
     assert SandboxCard.objects.filter(token=token).update(behavior=behavior) == 1
 
 
+def api_client_for(creds):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, creds)}")
+    return client
+
+
 def partner_with_card(card_number: str):
     creds = make_partner(name=f"Card {card_number[-4:]} Co", payment_methods=False, email="ops@card.example")
     payment_methods_create_sandbox(partner=creds.partner, card_number=card_number)
@@ -68,6 +77,10 @@ def partner_with_card(card_number: str):
 
 def cancel_order(order: Order) -> None:
     order_cancel(order=order, actor="partner:test", reason="Canceled by the partner")
+
+
+def charge_pk(order: Order) -> int:
+    return Charge.objects.get(order=order).pk
 
 
 def _use_broker(url: str) -> None:
@@ -458,6 +471,126 @@ def test_staff_cancel_in_the_admin_refunds_the_charge(staff, partner, django_cap
     assert Order.objects.get(pk=order.pk).status == "canceled"
     assert Charge.objects.get(order=order).refund_status == "succeeded"
     assert len(refunds_of(order)) == 1
+
+
+# --- staff: failed refunds are visible and retried ----------------------------------------------------------------
+@pytest.mark.django_db
+def test_failed_refund_is_listed_and_staff_retry_refunds_it_once(staff, django_capture_on_commit_callbacks):
+    creds = partner_with_card(REFUND_FAILS_CARD)
+    client = api_client_for(creds)
+    order, other = charged_order(creds.partner), charged_order(creds.partner)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(f"/v1/orders/{order.order_id}/cancel").status_code == 200
+    charge = Charge.objects.get(order=order)
+    assert charge.refund_status == "failed"
+    assert "card account is closed" in charge.refund_failure_reason
+
+    body = staff.get("/admin/payouts/charge/", {"refund_status__exact": "failed"}).content.decode()
+    assert order.order_id in body and other.order_id not in body
+    assert "Refund failed" in body and "card account is closed" in body
+    assert staff.get(f"/admin/payouts/charge/{charge.pk}/change/").status_code == 200
+    not_refunded = staff.get("/admin/payouts/charge/", {"refund_status__exact": "none"}).content.decode()
+    assert other.order_id in not_refunded and order.order_id not in not_refunded
+
+    set_card_behavior(creds.partner, SandboxCard.Behavior.SUCCEED)  # the issuer can take refunds again
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff.post(
+            "/admin/payouts/charge/",
+            {"action": "retry_refund_action", "_selected_action": [charge.pk, charge_pk(other)]},
+            follow=True,
+        )
+    page = response.content.decode()
+    assert "1 refund(s) will be retried now." in page
+    assert "1 selected charge(s) had no failed refund" in page
+    charge.refresh_from_db()
+    assert (charge.refund_status, charge.refund_attempt, charge.refund_failure_reason) == ("succeeded", 2, "")
+    assert [(r.idempotency_key, r.status) for r in refunds_of(order)] == [
+        (f"{order.order_id}:refund", "failed"),
+        (f"{order.order_id}:refund:2", "succeeded"),
+    ]
+    assert SandboxCharge.objects.get(charge_id=charge.platform_charge_id).amount_refunded == charge.amount
+    assert refunds_of(other) == []  # awaiting transfer: nothing owed
+    platform_side = staff.get("/admin/payouts/sandboxrefund/").content.decode()
+    assert f"{order.order_id}:refund:2" in platform_side
+
+    with django_capture_on_commit_callbacks(execute=True):
+        again = staff.post(
+            "/admin/payouts/charge/",
+            {"action": "retry_refund_action", "_selected_action": [charge.pk]},
+            follow=True,
+        )
+    assert "0 refund(s) will be retried now." in again.content.decode()
+    assert len(refunds_of(order)) == 2
+
+
+@pytest.mark.django_db
+def test_retry_refund_action_needs_the_change_permission(staff, partner):
+    order = charged_order(partner)
+    user = get_user_model().objects.create_user(
+        "viewer", "v@service.example", "viewer pass 5511", is_staff=True
+    )
+    user.user_permissions.add(
+        Permission.objects.get(content_type__app_label="payouts", codename="view_charge")
+    )
+    viewer = Client()
+    viewer.force_login(user)
+    response = viewer.get("/admin/payouts/charge/")
+    assert response.status_code == 200 and order.order_id in response.content.decode()
+    assert "retry_refund_action" not in response.content.decode()
+    assert "retry_refund_action" in staff.get("/admin/payouts/charge/").content.decode()
+
+
+# --- the partner portal ---------------------------------------------------------------------------------------------
+@pytest.mark.django_db
+def test_portal_order_page_shows_the_refund_state(django_capture_on_commit_callbacks):
+    from partners.portal_services import portal_user_invite
+
+    creds = make_partner(name="Portal Co", email="ops@portal.example")
+    user = portal_user_invite(
+        partner=creds.partner, email="pat@portal.example", password="long enough pass 1"
+    )
+    portal = Client()
+    portal.force_login(user.user)
+
+    refunded = charged_order(creds.partner, quantity=2, offer_price=Decimal("60.00"))
+    with django_capture_on_commit_callbacks(execute=True):
+        cancel_order(refunded)
+    body = portal.get(f"/portal/orders/{refunded.order_id}").content.decode()
+    assert 'data-testid="order-refund"' in body
+    assert "Refunded" in body and "$120.00 to Visa ••••4242" in body
+    assert "None: the order is canceled" in body  # no payout either
+
+    pending = charged_order(creds.partner)
+    with django_capture_on_commit_callbacks(execute=False):
+        cancel_order(pending)
+    assert "being refunded to your card" in portal.get(f"/portal/orders/{pending.order_id}").content.decode()
+
+    expired = charged_order(creds.partner)
+    with time_machine.travel(timezone.now() + timedelta(days=25)):
+        orders_expire_overdue()
+    body = portal.get(f"/portal/orders/{expired.order_id}").content.decode()
+    assert "the tickets were not delivered in time, so the charge covers them" in body
+
+    open_order = charged_order(creds.partner)
+    assert (
+        'data-testid="order-refund"'
+        not in portal.get(f"/portal/orders/{open_order.order_id}").content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_portal_order_page_shows_a_failed_refund(django_capture_on_commit_callbacks):
+    from partners.portal_services import portal_user_invite
+
+    creds = partner_with_card(REFUND_FAILS_CARD)
+    user = portal_user_invite(partner=creds.partner, email="pat@card.example", password="long enough pass 1")
+    portal = Client()
+    portal.force_login(user.user)
+    order = charged_order(creds.partner)
+    with django_capture_on_commit_callbacks(execute=True):
+        cancel_order(order)
+    body = portal.get(f"/portal/orders/{order.order_id}").content.decode()
+    assert "Refund failed" in body and "did not go through" in body
 
 
 # --- the Stripe backend, against a local fake Stripe (no patching) ---------------------------------------------------
