@@ -86,6 +86,14 @@ class Reply:
         return (self.body.get("error") or {}).get("code")
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # a 3xx is an answer to look at, not to follow
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 def http(
     method: str,
     url: str,
@@ -111,11 +119,15 @@ def http(
     request = urllib.request.Request(url, data=data, method=method, headers=headers)
     started = time.monotonic()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             status, raw, got = response.status, response.read(), dict(response.headers)
     except urllib.error.HTTPError as error:
         status, raw, got = error.code, error.read(), dict(error.headers)
-    return Reply(status, got, json.loads(raw) if raw else {}, time.monotonic() - started)
+    try:
+        body = json.loads(raw) if raw else {}
+    except ValueError:
+        body = {"_text": raw.decode("utf-8", "replace")}
+    return Reply(status, got, body, time.monotonic() - started)
 
 
 # --- processes -----------------------------------------------------------------------------------------
