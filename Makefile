@@ -69,6 +69,12 @@ bench: $(VENV)/.installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
 
+# About two minutes: 32 partners of mixed traffic on the production shape, then the database is checked.
+SOAK_ARGS ?=
+soak: $(VENV)/.installed
+	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.soak $(SOAK_ARGS)
+
 # The schema fuzzing of `make test` (tests/schema), with many more examples per operation.
 FUZZ_EXAMPLES ?= 300
 fuzz: $(VENV)/.installed

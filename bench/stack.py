@@ -165,7 +165,8 @@ class Stack:
                 "BENCH_BASELINE": "1",
                 "MEDIA_ROOT": str(self.run_dir / "media"),
                 "STATIC_ROOT": str(self.run_dir / "static"),
-                "EMAIL_URL": f"filemail://{self.run_dir / 'mail'}",
+                # Four slashes: django-environ drops the first one of the path ("filemail:///x" is "x").
+                "EMAIL_URL": f"filemail:///{self.run_dir / 'mail'}",
                 "PAYMENT_PLATFORM": "sandbox",
                 "PYTHONUNBUFFERED": "1",
             }
