@@ -1,9 +1,19 @@
-"""Reads of partner state. Token-session state is cached so a warm token costs no database query."""
+"""Reads of partner state. Token-session state is cached so a warm token costs no database query.
+
+The database is the authority on sessions; the shared cache (Redis) holds a copy of each live session's
+state. Revocations overwrite the copy at once. If the cache cannot be written (Redis down), a copy cached
+before the outage could outlive the revocation, so every process that meets a cache failure re-publishes
+the state of all revoked, unexpired sessions as soon as the cache answers again
+(:func:`token_revocations_publish`), and a beat task does the same every minute for processes that never
+serve another request.
+"""
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from django.core.cache import cache
+from django.utils import timezone
 
 from .models import Partner, PartnerCredential, TokenSession
 
@@ -26,16 +36,75 @@ def session_cache_key(session_id: str) -> str:
     return f"tks:{session_id}"
 
 
+class _CacheHealth:
+    """Per process: did a cache operation fail since revocations were last published?"""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._suspect = False
+
+    def failed(self) -> None:
+        with self._lock:
+            self._suspect = True
+
+    def take(self) -> bool:
+        with self._lock:
+            suspect, self._suspect = self._suspect, False
+            return suspect
+
+
+cache_health = _CacheHealth()
+
+
+def token_revocations_publish() -> int:
+    """Overwrite the cached state of every revoked or suspended session that has not expired yet.
+
+    Raises if the cache does not answer (the caller decides whether to try again later).
+    """
+    now = timezone.now()
+    rows = list(
+        TokenSession.objects.filter(expires_at__gt=now)
+        .exclude(revoked_at__isnull=True, partner__status=Partner.Status.ACTIVE)
+        .values_list("session_id", "expires_at", "partner_id", "partner__public_id", "partner__status")
+    )
+    by_ttl: dict[int, dict[str, tuple]] = {}
+    for session_id, expires_at, partner_pk, partner_id, status in rows:
+        state = SESSION_SUSPENDED if status != Partner.Status.ACTIVE else SESSION_REVOKED
+        ttl = max(1, int((expires_at - now).total_seconds()))
+        # Round TTLs up to the minute so one set_many covers many sessions.
+        by_ttl.setdefault(-(-ttl // 60) * 60, {})[session_cache_key(session_id)] = (
+            state,
+            partner_pk,
+            partner_id,
+        )
+    for ttl, values in by_ttl.items():
+        cache.set_many(values, timeout=ttl)
+    return len(rows)
+
+
+def _recover_after_cache_failure() -> None:
+    if not cache_health.take():
+        return
+    try:
+        count = token_revocations_publish()
+    except Exception:
+        cache_health.failed()  # still down: try again on the next request
+        return
+    logger.info("shared cache answers again; re-published %d revoked token session(s)", count)
+
+
 def session_state(*, session_id: str, ttl: int) -> SessionState:
     """State of a token session: cached (shared cache) and read from the database on a miss.
 
     If the cache does not answer, the database decides: slower, never wrong.
     """
+    _recover_after_cache_failure()
     key = session_cache_key(session_id)
     try:
         cached = cache.get(key)
     except Exception:
         logger.warning("token cache unreachable; reading session state from the database")
+        cache_health.failed()
         cached = None
         ttl = 0
     if cached is not None:
@@ -61,6 +130,7 @@ def session_state(*, session_id: str, ttl: int) -> SessionState:
             cache.set(key, (state.state, state.partner_pk, state.partner_id), timeout=ttl)
         except Exception:
             logger.warning("token cache unreachable; session state not cached")
+            cache_health.failed()
     return state
 
 

@@ -19,6 +19,7 @@ from .models import Partner, PartnerCredential, TokenSession
 from .selectors import (
     SESSION_REVOKED,
     SESSION_SUSPENDED,
+    cache_health,
     credential_get_by_client_id,
     session_cache_key,
 )
@@ -120,8 +121,10 @@ def sessions_revoke(*, partner: Partner, reason: str, state: str = SESSION_REVOK
         try:
             cache.set_many(values, timeout=ttl)
         except Exception:
-            # Without the cache every token is checked in the database, which already says revoked.
+            # While the cache is down every token is checked in the database, which already says revoked;
+            # the copies cached before the outage are overwritten when it answers again.
             logger.warning("token cache unreachable while revoking sessions")
+            cache_health.failed()
 
     publish()  # at once, so a racing request sees it ...
     transaction.on_commit(publish)  # ... and again after commit, over anything cached meanwhile
@@ -156,6 +159,7 @@ def partner_reactivate(*, partner: Partner) -> Partner:
             cache.delete_many(keys)
         except Exception:
             logger.warning("token cache unreachable while reactivating a partner")
+            cache_health.failed()
 
     forget()
     transaction.on_commit(forget)  # again after commit, over anything a racing request cached meanwhile
