@@ -94,7 +94,11 @@ def _after(ordering: tuple[str, ...], values: list[Any]) -> Q:
         if i < len(ordering) - 1:
             step |= Q(**{name: values[i]}) & condition
         condition = step
-    return condition
+    # The first sort key bounded on its own as well: the database then starts its index scan at the
+    # cursor instead of reading and discarding every row before it, so a page deep in a long list
+    # costs what the first page costs (measured: make bench, "middle page" at 100,000 events).
+    first, descending = ordering[0].lstrip("-"), ordering[0].startswith("-")
+    return Q(**{f"{first}__{'lte' if descending else 'gte'}": values[0]}) & condition
 
 
 def paginate(queryset: QuerySet, *, ordering: tuple[str, ...], limit: int, cursor: str | None) -> Page:
