@@ -3,6 +3,7 @@
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.conf import settings
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -60,10 +61,9 @@ class OrderCreateSerializer(serializers.Serializer):
     )
     in_hand_date = serializers.DateField(
         required=False,
-        allow_null=True,
         input_formats=["%Y-%m-%d"],
         help_text="YYYY-MM-DD, the venue-local date the tickets reach the service. Required when "
-        "is_ready_to_deliver is false; at most the event date minus 2 days.",
+        "is_ready_to_deliver is false; at most the event date minus 2 days; not in the past.",
     )
     file = UploadField(
         required=False,
@@ -81,6 +81,12 @@ class OrderCreateSerializer(serializers.Serializer):
     partner_reference = serializers.CharField(
         required=False, allow_blank=True, max_length=64, help_text="Your own id for the order, echoed back."
     )
+
+    def validate_in_hand_date(self, value: date) -> date:
+        # A day of slack: "today" at a venue may still be yesterday in UTC.
+        if value < timezone.now().date() - timedelta(days=1):
+            raise serializers.ValidationError("in_hand_date is in the past.", code="in_the_past")
+        return value
 
     def validate(self, attrs):
         # The 400s after the field checks, in the order of the spec's table (spec 4.2). A partial run only
@@ -223,7 +229,7 @@ class OrderSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     delivery_type = serializers.ChoiceField(choices=Order.DeliveryType.choices)
     is_ready_to_deliver = serializers.BooleanField()
-    in_hand_date = serializers.DateField(allow_null=True, format="%Y-%m-%d")
+    in_hand_date = serializers.DateField(allow_null=True, format="iso-8601")
     transfer_address = serializers.CharField(help_text="Where the seller sends the tickets.")
     partner_reference = OptionalTextField(
         help_text="The partner's own reference, as sent; null when none was."
@@ -250,7 +256,7 @@ class OrderStatusChangeSerializer(serializers.Serializer):
     )
     reason = serializers.CharField(allow_blank=True)
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field({"type": "string", "nullable": True, "description": "null for the creation."})
     def get_from_status(self, change: OrderStatusHistory) -> str | None:
         return change.from_status or None
 

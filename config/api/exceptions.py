@@ -30,6 +30,7 @@ _ISSUE_WORDS = {
     "max_decimal_places": "invalid",
     "invalid_choice": "invalid_choice",
     "too_large": "too_large",
+    "in_the_past": "in_the_past",
     "empty": "required",
 }
 

@@ -354,3 +354,18 @@ def test_order_create_needs_a_multipart_body(auth_client, content_type, body):
     response = auth_client.generic("POST", "/v1/orders", body, **kwargs)
     error = assert_error(response, 400, "VALIDATION_ERROR")
     assert error["details"]["field"] == "body"
+
+
+def test_in_hand_date_in_the_past_is_refused(auth_client, quote):
+    from datetime import date
+
+    from .conftest import order_form, post_order
+
+    response = post_order(auth_client, order_form(quote, in_hand_date="0402-03-20"))
+    error = assert_error(response, 400, "VALIDATION_ERROR")
+    assert error["details"] == {"field": "in_hand_date", "issue": "in_the_past"}
+    yesterday = date.fromordinal(date.today().toordinal() - 3).isoformat()
+    error = assert_error(
+        post_order(auth_client, order_form(quote, in_hand_date=yesterday)), 400, "VALIDATION_ERROR"
+    )
+    assert error["details"]["issue"] == "in_the_past"
