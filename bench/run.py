@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import requests
 
 from bench.client import PartnerClient, Target, discover_targets, make_pdf
-from bench.stack import RESULTS, ROOT, PeakRss, Stack, flush_redis, rss_kib
+from bench.stack import RESULTS, ROOT, PeakRss, Stack, cpu_seconds, flush_redis, rss_kib
 from bench.wrk import WrkResult, median, run_wrk
 
 # name → (what the ratio is taken of, target ratio to the bare view's requests per second)
@@ -99,6 +99,7 @@ class Bench:
         self.notes: list[str] = []
         self.results: dict[str, list[WrkResult]] = {}
         self.available: dict[str, bool] = {}
+        self.worker_pids: dict[str, list[int]] = {}  # server URL → its gunicorn worker pids
 
     # --- set-up -------------------------------------------------------------------------------------
     def setup_stack(self, stack: Stack, *, events: int, partners: int, label: str) -> dict:
@@ -148,6 +149,8 @@ class Bench:
 
     # --- runs ---------------------------------------------------------------------------------------
     def wrk(self, scenario: str, url: str, **kwargs) -> WrkResult:
+        pids = self.worker_pids.get(url, [])
+        cpu_before = [cpu_seconds(pid) for pid in pids]
         result = run_wrk(
             scenario,
             url,
@@ -156,12 +159,17 @@ class Bench:
             threads=self.args.wrk_threads,
             **kwargs,
         )
+        used = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+        if pids and result.requests and sum(used) > 0:
+            result.cpu_ms_per_request = round(1000 * sum(used) / result.requests, 3)
+            result.busiest_worker_share = round(max(used) / sum(used), 2)
         self.results.setdefault(scenario, []).append(result)
         extra = f", {result.orders_per_s:.1f} orders/s" if result.orders_created else ""
         bad = f", {result.failed} failed {result.codes or ''}" if result.failed else ""
+        cpu = f"  cpu {result.cpu_ms_per_request:.2f} ms/req" if result.cpu_ms_per_request else ""
         log(
             f"  {scenario:<12} {result.rps:8.1f} req/s  p50 {result.latency_us['p50'] / 1000:6.2f} ms  "
-            f"p99 {result.latency_us['p99'] / 1000:7.2f} ms{extra}{bad}"
+            f"p99 {result.latency_us['p99'] / 1000:7.2f} ms{cpu}{extra}{bad}"
         )
         return result
 
@@ -212,6 +220,7 @@ class Bench:
                 info = self.setup_stack(main, events=args.small_events, partners=4, label="main")
                 report["machine"] = machine_info(main)
                 web = main.start_web()
+                self.worker_pids[web.url] = web.worker_pids()
                 main.start_worker()
                 log(
                     f"gunicorn on {web.url} ({args.workers} x {args.worker_class} x {args.threads}), celery up"
@@ -332,35 +341,80 @@ class Bench:
         log(f"raw stacks: {out.relative_to(ROOT)}")
 
     def measure_scale(self, main: Stack, small_url: str, info: dict, big: Stack) -> dict:
+        """The events list on the small catalog and on 100,000 events, interleaved.
+
+        Three variants: the first page as deployed (the catalog cache answers most requests), the
+        first page with the catalog caches off (every request runs the database query), and a page
+        from the middle of the catalog (a cursor half-way through), caches off.
+        """
         args = self.args
         big_info = self.setup_stack(big, events=args.big_events, partners=1, label="100k")
         events_big = self.count_events(big)
         events_small = self.count_events(main)
-        big_web = big.start_web("web-100k")
+        no_cache = {"CATALOG_CACHE_SECONDS": "0", "CATALOG_LOCAL_CACHE_SECONDS": "0"}
+        servers = {
+            ("small", "cached"): small_url,
+            ("big", "cached"): big.start_web("web-100k").url,
+            ("small", "uncached"): main.start_web("web-nocache", env=no_cache).url,
+            ("big", "uncached"): big.start_web("web-100k-nocache", env=no_cache).url,
+        }
+        for stack, name in ((big, "web-100k"), (main, "web-nocache"), (big, "web-100k-nocache")):
+            server = next(s for s in stack.servers if s.name == name)
+            self.worker_pids[server.url] = server.worker_pids()
         c = big_info["creds"][0]
-        big_token = PartnerClient(big_web.url, client_id=c["client_id"], client_secret=c["client_secret"])
-        big_tokens = self.write_lines("tokens_100k.txt", [big_token.authenticate()])
-        events_file = self.write_lines("events.txt", [EVENTS_PATH])
-        tokens_small = self.run_dir / "tokens.txt"
+        big_client = PartnerClient(
+            servers[("big", "uncached")], client_id=c["client_id"], client_secret=c["client_secret"]
+        )
+        small_client = PartnerClient(servers[("small", "uncached")], client_id=info["creds"][0]["client_id"],
+                                     client_secret=info["creds"][0]["client_secret"])  # fmt: skip
+        tokens = {
+            "small": self.write_lines("tokens_small.txt", [small_client.authenticate()]),
+            "big": self.write_lines("tokens_100k.txt", [big_client.authenticate()]),
+        }
+        first = self.write_lines("events.txt", [EVENTS_PATH])
+        middle = {
+            size: self.write_lines(
+                f"events_middle_{size}.txt", [f"{EVENTS_PATH}&cursor={_middle_cursor(client)}"]
+            )
+            for size, client in (("small", small_client), ("big", big_client))
+        }
+        variants = [
+            ("first page, cache as deployed", "cached", {"small": first, "big": first}),
+            ("first page, no cache", "uncached", {"small": first, "big": first}),
+            ("middle page, no cache", "uncached", middle),
+        ]
         log(f"list latency: {events_small} events vs {events_big} events")
-        run_wrk("warm", big_web.url, duration=2, connections=args.connections, mode="get", paths=events_file,
-                tokens=big_tokens)  # fmt: skip
+        for _, cache, paths in variants:
+            for size in ("small", "big"):
+                run_wrk("warm", servers[(size, cache)], duration=2, connections=args.connections, mode="get",
+                        paths=paths[size], tokens=tokens[size])  # fmt: skip
         for round_no in range(1, args.rounds + 1):
             log(f"scale round {round_no}/{args.rounds}")
-            self.wrk("list_small", small_url, mode="get", paths=events_file, tokens=tokens_small)
-            self.wrk("list_100k", big_web.url, mode="get", paths=events_file, tokens=big_tokens)
-        small_p50 = median([r.latency_us["p50"] for r in self.results["list_small"]])
-        big_p50 = median([r.latency_us["p50"] for r in self.results["list_100k"]])
-        ratio = big_p50 / small_p50 if small_p50 else None
-        return {
+            for label, cache, paths in variants:
+                for size in ("small", "big"):
+                    self.wrk(f"list {size}: {label}", servers[(size, cache)], mode="get", paths=paths[size],
+                             tokens=tokens[size])  # fmt: skip
+        out = {
             "events_small": events_small,
             "events_big": events_big,
-            "p50_ms_small": round(small_p50 / 1000, 2),
-            "p50_ms_big": round(big_p50 / 1000, 2),
-            "ratio": round(ratio, 3) if ratio else None,
             "target": LIST_LATENCY_TARGET,
-            "met": ratio is not None and ratio <= LIST_LATENCY_TARGET,
+            "variants": [],
         }
+        for label, _, _ in variants:
+            small_p50 = median([r.latency_us["p50"] for r in self.results[f"list small: {label}"]])
+            big_p50 = median([r.latency_us["p50"] for r in self.results[f"list big: {label}"]])
+            ratio = round(big_p50 / small_p50, 3) if small_p50 else None
+            out["variants"].append(
+                {
+                    "variant": label,
+                    "p50_ms_small": round(small_p50 / 1000, 2),
+                    "p50_ms_big": round(big_p50 / 1000, 2),
+                    "ratio": ratio,
+                    "met": ratio is not None and ratio <= LIST_LATENCY_TARGET,
+                }
+            )
+        out["met"] = all(v["met"] for v in out["variants"])
+        return out
 
     def measure_memory(self, stack: Stack, info: dict) -> dict:
         """RSS of one web worker (same worker class) before, during and after a 10 MB PDF order."""
@@ -421,6 +475,10 @@ class Bench:
                 "codes": _merge([r.codes for r in runs]),
                 "rounds": [r.as_dict() for r in runs],
             }
+            cpu = [r.cpu_ms_per_request for r in runs if r.cpu_ms_per_request]
+            if cpu:
+                entry["web_cpu_ms_per_request"] = round(median(cpu), 3)
+                entry["busiest_worker_share"] = max(r.busiest_worker_share or 0 for r in runs)
             if any(r.orders_created for r in runs):
                 entry["orders_per_s"] = round(median([r.orders_per_s for r in runs]), 2)
             if name in TARGETS and len(bare_rounds) == len(runs):
@@ -442,6 +500,19 @@ class Bench:
         return out
 
 
+def _middle_cursor(client: PartnerClient) -> str:
+    """The cursor of the page half-way through the upcoming events (walked with pages of 100)."""
+    pages = []
+    params: dict = {"limit": 100}
+    while True:
+        page = client.events(**params)
+        if not page["has_more"]:
+            break
+        pages.append(page["next_cursor"])
+        params["cursor"] = page["next_cursor"]
+    return pages[len(pages) // 2] if pages else ""
+
+
 def _merge(dicts: list[dict[str, int]]) -> dict[str, int]:
     merged: dict[str, int] = {}
     for d in dicts:
@@ -458,14 +529,12 @@ LABELS = {
     "quotes": "POST /v1/quotes",
     "orders": "POST /v1/orders (pre-made quotes)",
     "flow": "quote → order flow",
-    "list_small": "GET /v1/events, small catalog",
-    "list_100k": "GET /v1/events, 100,000 events",
 }
 
 
 def render_table(report: dict) -> str:
     lines = []
-    header = f"{'scenario':<36} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'ratio':>7} {'target':>8}  result"
+    header = f"{'scenario':<36} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'cpu ms':>7} {'ratio':>7} {'target':>8}  result"
     lines.append(header)
     lines.append("-" * len(header))
     for name, label in LABELS.items():
@@ -473,7 +542,7 @@ def render_table(report: dict) -> str:
         if entry is None:
             continue
         if entry.get("skipped"):
-            lines.append(f"{label:<36} {'not measured (endpoint missing)':>40}")
+            lines.append(f"{label:<36} {'not measured (endpoint missing)':>48}")
             continue
         ratio = entry.get("ratio_to_bare")
         target = entry.get("target")
@@ -481,17 +550,22 @@ def render_table(report: dict) -> str:
         result = "" if target is None else ("met" if entry["met"] else "MISSED")
         if entry["failed_requests"]:
             result += f" ({entry['failed_requests']} failed: {entry['codes']})"
+        cpu = entry.get("web_cpu_ms_per_request")
         lines.append(
             f"{label:<36} {rps:>9} {entry['p50_ms']:>8.2f} {entry['p99_ms']:>8.2f} "
+            f"{(f'{cpu:.2f}' if cpu else ''):>7} "
             f"{(f'{ratio:.3f}' if ratio is not None else ''):>7} {(f'≥ {target}' if target else ''):>8}  {result}"
         )
     scale = report.get("scale")
     if scale:
         lines.append(
-            f"list p50 at {scale['events_big']} vs {scale['events_small']} events: "
-            f"{scale['p50_ms_big']} / {scale['p50_ms_small']} ms = {scale['ratio']}× "
-            f"(target ≤ {scale['target']}×) {'met' if scale['met'] else 'MISSED'}"
+            f"events list p50, {scale['events_big']} vs {scale['events_small']} events (target ≤ {scale['target']}×):"
         )
+        for v in scale["variants"]:
+            lines.append(
+                f"  {v['variant']:<34} {v['p50_ms_big']:>7.2f} / {v['p50_ms_small']:<7.2f} ms = {v['ratio']}×  "
+                f"{'met' if v['met'] else 'MISSED'}"
+            )
     memory = report.get("memory")
     if memory and "growth_mib" in memory:
         lines.append(
@@ -500,6 +574,7 @@ def render_table(report: dict) -> str:
         )
     elif memory:
         lines.append(f"memory: {memory.get('skipped')}")
+    lines.append("cpu ms: CPU time of the web workers per request (independent of other load on the machine)")
     return "\n".join(lines)
 
 

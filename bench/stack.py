@@ -102,6 +102,17 @@ class PeakRss:
         self.peak = max(self.peak, rss_kib(self.pid)[0])
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far, from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -216,10 +227,15 @@ class Stack:
         return self.manage("shell", "-c", code, capture=True)
 
     # --- processes ---------------------------------------------------------------------------------
-    def _spawn(self, args: list[str], log: Path) -> subprocess.Popen:
+    def _spawn(self, args: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
         handle = open(log, "ab")  # noqa: SIM115 - kept open for the child's lifetime
         process = subprocess.Popen(
-            args, cwd=ROOT, env=self.env(), stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+            args,
+            cwd=ROOT,
+            env={**self.env(), **(env or {})},
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.processes.append(process)
         return process
@@ -231,6 +247,7 @@ class Stack:
         workers: int | None = None,
         threads: int | None = None,
         worker_class: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> Server:
         port = free_port()
         workers = workers or self.workers
@@ -256,7 +273,7 @@ class Stack:
             *self.gunicorn_extra,
         ]
         log = self.run_dir / f"{name}.log"
-        server = Server(name=name, port=port, process=self._spawn(args, log), log=log)
+        server = Server(name=name, port=port, process=self._spawn(args, log, env), log=log)
         self.servers.append(server)
         self._wait_ready(server, workers)
         return server

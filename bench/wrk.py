@@ -33,6 +33,10 @@ class WrkResult:
     orders_created: int
     quotes_created: int
     quote_ids: list[str] = field(default_factory=list, repr=False)
+    # CPU time the web workers spent, per request (ms), and the busiest worker's share of it: the
+    # first does not depend on what else the machine runs, the second shows an unbalanced server.
+    cpu_ms_per_request: float | None = None
+    busiest_worker_share: float | None = None
 
     @property
     def rps(self) -> float:
@@ -57,6 +61,8 @@ class WrkResult:
             "orders_per_s": round(self.orders_per_s, 2),
             "quotes_created": self.quotes_created,
             "latency_ms": {k: round(v / 1000, 2) for k, v in self.latency_us.items()},
+            "web_cpu_ms_per_request": self.cpu_ms_per_request,
+            "busiest_worker_share": self.busiest_worker_share,
             "errors": self.errors,
             "statuses": self.statuses,
             "codes": self.codes,
