@@ -123,10 +123,8 @@ def refund_for_order(*, order) -> Charge | None:
             if result.status == pf.REFUND_SUCCEEDED:
                 charge.refund_status, charge.refunded_at = R.SUCCEEDED, now
             elif result.status == pf.REFUND_FAILED:
-                charge.refund_status = R.FAILED
-                charge.refund_failure_reason = (result.failure_reason or "The platform refused the refund.")[
-                    :255
-                ]
+                reason = result.failure_reason or "The platform refused the refund."
+                charge.refund_status, charge.refund_failure_reason = R.FAILED, reason[:255]
             # REFUND_PENDING: the platform is not done yet; the sweep asks it again later.
         charge.save()
     if unavailable is not None:
