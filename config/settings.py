@@ -174,7 +174,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.2,
 }
 CELERY_BEAT_SCHEDULE = {
-    "partners-publish-token-revocations": {"task": "partners.tasks.publish_token_revocations", "schedule": 60.0},
+    "partners-publish-token-revocations": {
+        "task": "partners.tasks.publish_token_revocations",
+        "schedule": 60.0,
+    },
     "quotes-purge-expired": {"task": "quotes.tasks.purge_expired_quotes", "schedule": 3600.0},
     "orders-sweep-unconfirmed": {"task": "orders.tasks.sweep_unconfirmed_orders", "schedule": 60.0},
     "orders-expire-overdue": {"task": "orders.tasks.expire_overdue_orders", "schedule": 300.0},

@@ -8,7 +8,14 @@ def test_json_lines_carry_the_request_id_and_extra_fields():
     token = request_id_var.set("req_abc")
     try:
         record = logging.getLogger("partners.services").makeRecord(
-            "partners.services", logging.INFO, __file__, 1, "credentials rotated", (), None, extra={"client_id": "cli_x"}
+            "partners.services",
+            logging.INFO,
+            __file__,
+            1,
+            "credentials rotated",
+            (),
+            None,
+            extra={"client_id": "cli_x"},
         )
     finally:
         request_id_var.reset(token)
