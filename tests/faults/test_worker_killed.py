@@ -10,7 +10,6 @@ import time_machine
 from django.conf import settings
 from django.core import mail
 from django.utils import timezone
-from kombu import pools as kombu_pools
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
@@ -26,18 +25,30 @@ from .live import FakeSmtp, production_env, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def _reset_router() -> None:
+    # Celery builds its router once per app and caches it; drop it so the routes set here apply.
+    celery_app.amqp._rtable = None
+    celery_app.amqp.__dict__.pop("router", None)
+
+
+def _route(queue: str) -> None:
+    celery_app.conf.task_routes = {"orders.tasks.confirm_order": {"queue": queue}}
+    _reset_router()
+
+
 @pytest.fixture
 def worker_queue(settings):
     """Confirmation tasks go through the real broker to a queue of this test's own."""
     if not settings.REDIS_URL:
         pytest.fail("this test needs REDIS_URL (make test sets it)")
     queue = f"faults-{uuid.uuid4().hex[:10]}"
-    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_default_queue)
-    kombu_pools.reset()
+    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_routes)
     celery_app.conf.task_always_eager = False
-    celery_app.conf.task_default_queue = queue
+    _route(queue)
     yield queue
-    celery_app.conf.task_always_eager, celery_app.conf.task_default_queue = previous
+    celery_app.conf.task_always_eager, routes = previous
+    celery_app.conf.task_routes = routes
+    _reset_router()
     # The killed worker's message stays "unacked" in Redis; drop it and the queue so nothing replays it.
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     client.delete(queue)
