@@ -33,7 +33,16 @@ from urllib.parse import urlsplit
 import requests
 
 from bench.client import PartnerClient, Target, discover_targets, make_pdf
-from bench.stack import RESULTS, ROOT, PeakRss, Stack, cpu_seconds, flush_redis, rss_kib
+from bench.stack import (
+    DEFAULT_GUNICORN_EXTRA,
+    RESULTS,
+    ROOT,
+    PeakRss,
+    Stack,
+    cpu_seconds,
+    flush_redis,
+    rss_kib,
+)
 from bench.wrk import WrkResult, median, run_wrk
 
 # name → (what the ratio is taken of, target ratio to the bare view's requests per second)
@@ -589,7 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKERS", 4)))
     parser.add_argument("--threads", type=int, default=int(os.environ.get("THREADS", 4)))
     parser.add_argument("--worker-class", default=os.environ.get("WORKER_CLASS", "gthread"))
-    parser.add_argument("--gunicorn-extra", default=os.environ.get("GUNICORN_EXTRA", ""))
+    parser.add_argument(
+        "--gunicorn-extra", default=os.environ.get("GUNICORN_EXTRA", " ".join(DEFAULT_GUNICORN_EXTRA))
+    )
     parser.add_argument("--small-events", type=int, default=200)
     parser.add_argument("--big-events", type=int, default=100_000)
     parser.add_argument("--targets", type=int, default=200, help="rows used by rows/quotes/orders")

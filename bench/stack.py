@@ -26,12 +26,16 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 RESULTS = ROOT / "bench" / "results"
 
-# Gunicorn settings of the production shape, chosen by measurement on the 2-core machine (README):
-# two processes per core, each with 4 threads, so a request waiting on PostgreSQL or Redis does not
-# idle a core. `make bench WORKERS=... THREADS=...` overrides them.
+# Gunicorn settings of the production shape, chosen with bench/sweep.py on the 2-core machine: gthread,
+# 4 processes of 4 threads. Threads overlap the waits of the write path (commits, Redis, the Celery
+# publish): the order flow ran 60% faster than with 4 sync workers, reads were within a few percent.
+# Keep-alive off: the proxy in front keeps the clients' connections; with it on, wrk's 16 long-lived
+# connections piled onto one or two workers (the busiest did up to 100% of the work) and the figures
+# swung from run to run. `make bench BENCH_ARGS="--workers N --threads N --gunicorn-extra ..."` overrides.
 DEFAULT_WORKERS = 4
 DEFAULT_THREADS = 4
 DEFAULT_WORKER_CLASS = "gthread"
+DEFAULT_GUNICORN_EXTRA = ("--keep-alive", "0")
 
 # Rate limits are raised far out of reach for the load run: the benchmark measures the request path,
 # not the limiter's refusals. The limiter still runs (and counts in Redis) on every request.
@@ -148,7 +152,7 @@ class Stack:
     threads: int = DEFAULT_THREADS
     worker_class: str = DEFAULT_WORKER_CLASS
     base_database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
-    gunicorn_extra: list[str] = field(default_factory=list)
+    gunicorn_extra: list[str] = field(default_factory=lambda: list(DEFAULT_GUNICORN_EXTRA))
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: list[subprocess.Popen] = field(default_factory=list)
     servers: list[Server] = field(default_factory=list)
