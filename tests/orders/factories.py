@@ -2,53 +2,35 @@
 
 from datetime import timedelta
 from decimal import Decimal
-from zoneinfo import ZoneInfo
 
 import factory
 from django.utils import timezone
 
-from catalog.models import Event, Row, Section, Venue
 from quotes.codec import encode_quote_id
 from quotes.models import Quote
+from tests.catalog import factories as catalog_factories
 
 
-class VenueFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Venue
-
+class VenueFactory(catalog_factories.VenueFactory):
     name = factory.Sequence(lambda n: f"Harbor Arena {n}")
     city = "Boston"
     state = "MA"
-    country = "US"
-    timezone = "America/New_York"
 
 
-class EventFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Event
-
+class EventFactory(catalog_factories.EventFactory):
     name = factory.Sequence(lambda n: f"The Midnight Owls Tour {n}")
     venue = factory.SubFactory(VenueFactory)
     starts_at = factory.LazyFunction(lambda: (timezone.now() + timedelta(days=30)).replace(microsecond=0))
-    timezone = factory.SelfAttribute("venue.timezone")
-    event_date = factory.LazyAttribute(lambda o: o.starts_at.astimezone(ZoneInfo(o.timezone)).date())
-    primary_site = "ticketmaster"
-    status = Event.Status.SCHEDULED
 
 
-class SectionFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Section
-
+class SectionFactory(catalog_factories.SectionFactory):
     event = factory.SubFactory(EventFactory)
     name = factory.Sequence(lambda n: f"{100 + n}")
     name_display = factory.LazyAttribute(lambda o: f"Section {o.name}")
-    general_admission = False
 
 
-class RowFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Row
+class RowFactory(catalog_factories.RowFactory):
+    """A row priced at 85.00 with one restriction, as the order tests expect."""
 
     section = factory.SubFactory(SectionFactory)
     name = "F"
