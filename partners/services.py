@@ -20,7 +20,7 @@ from .selectors import (
     SESSION_REVOKED,
     SESSION_SUSPENDED,
     cache_health,
-    credential_get_by_client_id,
+    credential_for_token,
     session_cache_key,
 )
 
@@ -168,20 +168,22 @@ def partner_reactivate(*, partner: Partner) -> Partner:
 
 def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = None) -> IssuedToken:
     """Spec 4.1: validate credentials, check the account status, create a session, sign a token."""
-    credential = credential_get_by_client_id(client_id=client_id)
+    credential = credential_for_token(client_id=client_id)
     expected = credential.secret_digest if credential else _DUMMY_DIGEST
     if not hmac.compare_digest(expected, _digest(client_secret)) or credential is None:
         raise errors.InvalidCredentials()
-    partner = credential.partner
-    if not partner.is_active:
+    if credential.partner_status != Partner.Status.ACTIVE:
         raise errors.AccountSuspended()
     ttl = settings.ACCESS_TOKEN_TTL_SECONDS
     expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
     session = TokenSession.objects.create(
-        partner=partner, scope=GRANTED_SCOPE, expires_at=expires_at, client_ip=client_ip or None
+        partner_id=credential.partner_pk,
+        scope=GRANTED_SCOPE,
+        expires_at=expires_at,
+        client_ip=client_ip or None,
     )
     access_token = tokens.sign(
-        partner_id=partner.public_id,
+        partner_id=credential.partner_id,
         session_id=session.session_id,
         expires_at=expires_at,
         scope=GRANTED_SCOPE,

@@ -42,6 +42,29 @@ def quote_create(
     ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. Reads the database, never the catalog cache. No quantity is
     reserved: the order takes it, under a row lock.
     """
+    row = _row_in_one_query(
+        event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
+    )
+    if row is not None:
+        # The usual case: the row exists (and, for best-row, can take the quantity). One query found it;
+        # the checks keep their order.
+        section, event = row.section, row.section.event
+        if event.is_canceled or event.has_started:
+            reason = "canceled" if event.is_canceled else "started"
+            raise errors.EventExpired(details={"event_id": event_id, "reason": reason})
+        if quantity > row.available_quantity:
+            raise errors.InsufficientQuantity(
+                details={"requested": quantity, "available": row.available_quantity}
+            )
+        return _quote_insert(
+            partner_pk=partner_pk,
+            event=event,
+            section=section,
+            row=row,
+            quantity=quantity,
+            user_metadata=user_metadata,
+        )
+    # Something is missing: find out what, step by step, in the order of the checks.
     event = Event.objects.filter(event_id=event_id).first()
     if event is None:
         raise errors.EventNotFound(details={"event_id": event_id})
@@ -61,6 +84,36 @@ def quote_create(
             raise errors.InsufficientQuantity(
                 details={"requested": quantity, "available": row.available_quantity}
             )
+    return _quote_insert(
+        partner_pk=partner_pk,
+        event=event,
+        section=section,
+        row=row,
+        quantity=quantity,
+        user_metadata=user_metadata,
+    )
+
+
+def _row_in_one_query(*, event_id: str, section_name: str, row_name: str | None, quantity: int) -> Row | None:
+    rows = Row.objects.select_related("section__event").filter(
+        section__event__event_id=event_id, section__name=section_name
+    )
+    if row_name is not None:
+        return next(iter(rows.filter(name=row_name)[:1]), None)
+    return next(
+        iter(rows.filter(available_quantity__gte=quantity).order_by("-offer_price", "name", "id")[:1]), None
+    )
+
+
+def _quote_insert(
+    *,
+    partner_pk: int,
+    event: Event,
+    section: Section,
+    row: Row,
+    quantity: int,
+    user_metadata: dict[str, Any] | None,
+) -> Quote:
     now = timezone.now()
     return Quote.objects.create(
         partner_id=partner_pk,
