@@ -244,6 +244,7 @@ class Bench:
         finally:
             main.stop()
             big.stop()
+        report["load_average_at_end"] = os.getloadavg()
         report["scenarios"] = self.summarise()
         report["notes"] = self.notes
         return report
@@ -617,6 +618,11 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args)
     report = bench.run()
     table = render_table(report)
+    if "machine" in report:
+        table += (
+            f"\nload average (1 min) at start {report['machine']['load_average_at_start'][0]:.1f}, "
+            f"at end {report['load_average_at_end'][0]:.1f} on {report['machine']['cores']} cores"
+        )
     print()
     print(table)
     for note in report["notes"]:
