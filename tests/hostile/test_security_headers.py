@@ -1,6 +1,8 @@
 """The production shape (DJANGO_ENV=production, collectstatic, gunicorn) sends the browser security
-headers on the portal and the API: HSTS over HTTPS, nosniff, a referrer policy and a frame policy."""
+headers on the portal and the API: HSTS over HTTPS, nosniff, a referrer policy and a frame policy; and
+header abuse past gunicorn's limits is refused before the application runs."""
 
+import socket
 import subprocess
 import sys
 
@@ -72,3 +74,27 @@ def test_api_answers_carry_the_same_headers(production_url):
     reply = http("GET", production_url + "/v1/events", headers=HTTPS)
     assert reply.status == 401 and reply.body["error"]["code"] == "UNAUTHORIZED"
     _assert_browser_headers(reply, "/v1/events")
+
+
+def _raw(url: str, request: bytes) -> bytes:
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(request)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    return data
+
+
+def test_header_abuse_is_refused_by_gunicorn_or_enveloped_by_the_app(production_url):
+    head = b"GET /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n"
+    # Within gunicorn's limits the application answers, in the envelope.
+    reply = _raw(production_url, head + b"Authorization: Bearer " + b"a" * 6000 + b"\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 401") and b'"code":"UNAUTHORIZED"' in reply
+    # Past them (8,190 bytes in one header, more than 100 headers) gunicorn refuses before the application
+    # runs: 431, its own small HTML page (documented in the README).
+    for abuse in (
+        b"Authorization: Bearer " + b"a" * 9000 + b"\r\n",
+        b"".join(b"X-H%d: 1\r\n" % i for i in range(120)),
+    ):
+        assert _raw(production_url, head + abuse + b"\r\n").startswith(b"HTTP/1.1 431")
