@@ -67,9 +67,28 @@ def token_revocations_publish() -> int:
         .exclude(revoked_at__isnull=True, partner__status=Partner.Status.ACTIVE)
         .values_list("session_id", "expires_at", "partner_id", "partner__public_id", "partner__status")
     )
+    session_states_cache(
+        [
+            (
+                session_id,
+                expires_at,
+                SESSION_SUSPENDED if status != Partner.Status.ACTIVE else SESSION_REVOKED,
+                pk,
+                pid,
+            )
+            for session_id, expires_at, pk, pid, status in rows
+        ],
+        now=now,
+    )
+    return len(rows)
+
+
+def session_states_cache(entries: list[tuple], *, now=None) -> None:
+    """Write ``(session_id, expires_at, state, partner_pk, partner_id)`` entries to the shared cache,
+    each kept until its session expires. Raises if the cache does not answer."""
+    now = now or timezone.now()
     by_ttl: dict[int, dict[str, tuple]] = {}
-    for session_id, expires_at, partner_pk, partner_id, status in rows:
-        state = SESSION_SUSPENDED if status != Partner.Status.ACTIVE else SESSION_REVOKED
+    for session_id, expires_at, state, partner_pk, partner_id in entries:
         ttl = max(1, int((expires_at - now).total_seconds()))
         # Round TTLs up to the minute so one set_many covers many sessions.
         by_ttl.setdefault(-(-ttl // 60) * 60, {})[session_cache_key(session_id)] = (
@@ -79,7 +98,6 @@ def token_revocations_publish() -> int:
         )
     for ttl, values in by_ttl.items():
         cache.set_many(values, timeout=ttl)
-    return len(rows)
 
 
 def _recover_after_cache_failure() -> None:

@@ -22,6 +22,7 @@ from .selectors import (
     cache_health,
     credential_for_token,
     session_cache_key,
+    session_states_cache,
 )
 
 logger = logging.getLogger(__name__)
@@ -95,31 +96,26 @@ def credentials_rotate(*, partner: Partner) -> IssuedCredentials:
 
 
 def sessions_revoke(*, partner: Partner, reason: str, state: str = SESSION_REVOKED) -> int:
-    """Revoke the partner's live sessions and overwrite their cached state in the shared cache."""
+    """Revoke the partner's live sessions and overwrite their cached state in the shared cache.
+
+    Every unexpired session is re-published, the ones revoked earlier too: a suspension must turn their
+    cached "revoked" into "suspended"."""
+    if partner.status != Partner.Status.ACTIVE:
+        state = SESSION_SUSPENDED  # e.g. rotating a suspended partner: its tokens still say suspended
     now = timezone.now()
-    live = list(
-        TokenSession.objects.filter(partner=partner, revoked_at__isnull=True, expires_at__gt=now).values_list(
+    unexpired = list(
+        TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(
             "session_id", "expires_at"
         )
     )
-    TokenSession.objects.filter(partner=partner, revoked_at__isnull=True).update(
+    revoked = TokenSession.objects.filter(partner=partner, revoked_at__isnull=True).update(
         revoked_at=now, revoked_reason=reason
     )
-    # Sessions revoked earlier may still be cached as revoked; a suspension must turn them into "suspended".
-    if state == SESSION_SUSPENDED:
-        live += list(
-            TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(
-                "session_id", "expires_at"
-            )
-        )
+    entries = [(sid, expires_at, state, partner.pk, partner.public_id) for sid, expires_at in unexpired]
 
     def publish() -> None:
-        values = {session_cache_key(sid): (state, partner.pk, partner.public_id) for sid, _ in live}
-        if not values:
-            return
-        ttl = max(int((max(exp for _, exp in live) - timezone.now()).total_seconds()), 1)
         try:
-            cache.set_many(values, timeout=ttl)
+            session_states_cache(entries)
         except Exception:
             # While the cache is down every token is checked in the database, which already says revoked;
             # the copies cached before the outage are overwritten when it answers again.
@@ -128,7 +124,7 @@ def sessions_revoke(*, partner: Partner, reason: str, state: str = SESSION_REVOK
 
     publish()  # at once, so a racing request sees it ...
     transaction.on_commit(publish)  # ... and again after commit, over anything cached meanwhile
-    return len(live)
+    return revoked
 
 
 @transaction.atomic
