@@ -148,7 +148,7 @@ class SectionListView(CatalogView):
         description=(
             "Sections ordered by name, each with the quantity the service still buys across its rows and "
             "the lowest per-ticket offer among rows with quantity available. General-admission sections "
-            "have rows too."
+            "have rows too. Quantities reflect every committed order, cancel and expiry at once."
         ),
         parameters=[_EVENT_ID, PageParamsSerializer],
         responses={
@@ -167,7 +167,7 @@ class SectionListView(CatalogView):
             return _page_data(page, section_data)
 
         key = cache.entry_key("sections", event_id, sorted(params.items()))
-        return Response(PreRendered(cache.cached(key, build)))
+        return Response(PreRendered(cache.cached_availability(key, build, event_id=event_id)))
 
 
 class RowListView(CatalogView):
@@ -177,7 +177,8 @@ class RowListView(CatalogView):
         summary="Rows of a section",
         description=(
             "Rows ordered by name with the quantity the service still buys, the per-ticket offer "
-            "(`offer_price`, a JSON number) and face value (`face_value`, a string with two decimals)."
+            "(`offer_price`, a JSON number) and face value (`face_value`, a string with two decimals). "
+            "`available_quantity` reflects every committed order, cancel and expiry at once."
         ),
         parameters=[_EVENT_ID, _SECTION_NAME, PageParamsSerializer],
         responses={
@@ -198,4 +199,4 @@ class RowListView(CatalogView):
             return _page_data(page, row_data)
 
         key = cache.entry_key("rows", event_id, name, sorted(params.items()))
-        return Response(PreRendered(cache.cached(key, build)))
+        return Response(PreRendered(cache.cached_availability(key, build, event_id=event_id)))

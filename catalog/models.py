@@ -176,3 +176,24 @@ class Row(models.Model):
 
     def __str__(self) -> str:
         return self.name_display or self.name
+
+
+class RowQuantityAdjustment(models.Model):
+    """A staff correction of a row's capacity: +/− ``delta`` tickets, applied relative to the quantity at
+    the moment it was saved (``catalog.services.row_quantity_adjust``), so it never undoes an order."""
+
+    row = models.ForeignKey(Row, on_delete=models.CASCADE, related_name="quantity_adjustments")
+    delta = models.IntegerField(help_text="Tickets added (positive) or removed (negative).")
+    reason = models.CharField(max_length=500)
+    actor = models.CharField(max_length=200, help_text="Who asked for it (staff:<username>).")
+    at = models.DateTimeField(db_index=True)
+    quantity_after = models.PositiveIntegerField(help_text="The row's available quantity right after it.")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~models.Q(delta=0), name="row_quantity_adjustment_delta_not_0")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.delta:+d} on {self.row} ({self.reason})"

@@ -36,3 +36,30 @@ def client_with_scope(partner, scope: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     return client
+
+
+def section_change_form(section) -> dict:
+    """The admin's section change form as its page shows it: the section and its rows, ordered by name."""
+    rows = list(section.rows.order_by("name"))
+    data = {
+        "name": section.name,
+        "name_display": section.name_display,
+        "event": section.event_id,
+        "rows-TOTAL_FORMS": str(len(rows)),
+        "rows-INITIAL_FORMS": str(len(rows)),
+    }
+    for i, row in enumerate(rows):
+        data.update(
+            {
+                f"rows-{i}-id": row.pk,
+                f"rows-{i}-section": section.pk,
+                f"rows-{i}-name": row.name,
+                f"rows-{i}-name_display": row.name_display,
+                f"rows-{i}-available_quantity": row.available_quantity,
+                f"rows-{i}-offer_price": row.offer_price,
+                f"rows-{i}-face_value": row.face_value,
+                f"rows-{i}-restrictions": "[]",
+                f"rows-{i}-restriction_detail": "",
+            }
+        )
+    return data

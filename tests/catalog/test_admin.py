@@ -10,6 +10,7 @@ from quotes.codec import encode_quote_id
 from quotes.services import quote_create
 from tests.conftest import assert_error
 
+from .conftest import section_change_form
 from .factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 
 pytestmark = pytest.mark.django_db
@@ -77,28 +78,8 @@ def test_admin_edit_row_inline_changes_the_price_for_new_quotes_only(
     old_quote = quote_create(
         partner_pk=partner.pk, event_id=event.event_id, section_name="Lower 101", row_name="A", quantity=1
     )
-    rows = list(section.rows.order_by("name"))
-    data = {
-        "name": section.name,
-        "name_display": section.name_display,
-        "event": event.pk,
-        "rows-TOTAL_FORMS": str(len(rows)),
-        "rows-INITIAL_FORMS": str(len(rows)),
-    }
-    for i, row in enumerate(rows):
-        data.update(
-            {
-                f"rows-{i}-id": row.pk,
-                f"rows-{i}-section": section.pk,
-                f"rows-{i}-name": row.name,
-                f"rows-{i}-name_display": row.name_display,
-                f"rows-{i}-available_quantity": row.available_quantity,
-                f"rows-{i}-offer_price": "150.00" if row.name == "A" else row.offer_price,
-                f"rows-{i}-face_value": row.face_value,
-                f"rows-{i}-restrictions": '["Limited view"]' if row.name == "A" else "[]",
-                f"rows-{i}-restriction_detail": "",
-            }
-        )
+    data = section_change_form(section)
+    data.update({"rows-0-offer_price": "150.00", "rows-0-restrictions": '["Limited view"]'})  # row A
     auth_client.get(f"/v1/events/{event.event_id}/sections/Lower%20101/rows")  # cache the rows page
     with django_capture_on_commit_callbacks(execute=True):
         response = admin_client.post(f"/admin/catalog/section/{section.pk}/change/", data)

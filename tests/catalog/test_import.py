@@ -100,7 +100,7 @@ def test_import_twice_changes_nothing_the_second_time(tmp_path):
     )
 
 
-def test_import_updates_an_event_by_external_id(tmp_path):
+def test_import_updates_an_event_by_external_id_and_keeps_the_row_quantity(tmp_path):
     first = tmp_path / "first.json"
     first.write_text(json.dumps([_item()]))
     run(first)
@@ -122,12 +122,15 @@ def test_import_updates_an_event_by_external_id(tmp_path):
     assert error is None, report["refused"]
     assert (report["events_created"], report["events_updated"]) == (0, 1)
     assert (report["rows_created"], report["rows_updated"]) == (1, 1)
+    assert report["rows_quantity_kept"] == 1
     event.refresh_from_db()
     assert event.event_id == Event.objects.get(external_id="AXS-9").event_id
     # 03:30 UTC is 20:30 the evening before in Denver.
     assert str(event.event_date) == "2031-09-01"
     row = Row.objects.get(section__event=event, name="GA")
-    assert (row.offer_price, row.available_quantity) == (Decimal("60.00"), 5)
+    # New price; the quantity stays the row's (orders may have taken tickets since the first import).
+    assert (row.offer_price, row.available_quantity) == (Decimal("60.00"), 50)
+    assert Row.objects.get(section__event=event, name="GA2").available_quantity == 50
     quote.refresh_from_db()
     assert quote.offer_price == Decimal("45.00")  # the quote keeps its snapshot
 

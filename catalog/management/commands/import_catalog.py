@@ -33,7 +33,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{prefix}Events: {report.events_created} created, {report.events_updated} updated, "
                 f"{report.events_unchanged} unchanged. Rows: {report.rows_created} created, "
-                f"{report.rows_updated} updated, {report.rows_unchanged} unchanged. "
+                f"{report.rows_updated} updated, {report.rows_unchanged} unchanged"
+                f" ({report.rows_quantity_kept} kept their quantity instead of the file's). "
                 f"Lines: {report.lines_applied} applied, {len(report.refused)} refused."
             )
             for line, error in report.refused:

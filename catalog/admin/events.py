@@ -1,16 +1,15 @@
-"""Staff admin for the catalog: search, filters, sections and rows inline, and canceling events.
-
-Edits to prices and quantities apply to quotes made afterwards: existing quotes keep their snapshot.
-Event saves go through ``catalog.services`` so the local ``event_date`` follows ``starts_at``.
-"""
+"""Venues, performers and events (with their sections inline)."""
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Sum
-from django.utils.html import format_html
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
-from . import services
-from .models import Event, Performer, Row, Section, Venue
+from .. import services
+from ..models import Event, Performer, Row, RowQuantityAdjustment, Section, Venue
+
+ADJUSTMENTS_ON_EVENT_PAGE = 20
 
 
 @admin.register(Venue)
@@ -33,20 +32,6 @@ class SectionInline(admin.TabularInline):
     fields = ("name", "name_display", "general_admission")
     extra = 0
     show_change_link = True  # rows are edited inline on the section's page
-
-
-class RowInline(admin.TabularInline):
-    model = Row
-    fields = (
-        "name",
-        "name_display",
-        "available_quantity",
-        "offer_price",
-        "face_value",
-        "restrictions",
-        "restriction_detail",
-    )
-    extra = 0
 
 
 class EventForm(forms.ModelForm):
@@ -94,11 +79,19 @@ class EventAdmin(admin.ModelAdmin):
     date_hierarchy = "event_date"
     list_select_related = ("venue",)
     autocomplete_fields = ("venue", "performers")
-    readonly_fields = ("event_id", "event_date", "canceled_at", "capacity", "created_at", "updated_at")
+    readonly_fields = (
+        "event_id",
+        "event_date",
+        "canceled_at",
+        "capacity",
+        "quantity_adjustments",
+        "created_at",
+        "updated_at",
+    )
     fieldsets = (
         (None, {"fields": ("name", "event_id", "external_id", "venue", "performers")}),
         ("When", {"fields": ("starts_at", "timezone", "event_date")}),
-        ("Sale", {"fields": ("primary_site", "status", "canceled_at", "capacity")}),
+        ("Sale", {"fields": ("primary_site", "status", "canceled_at", "capacity", "quantity_adjustments")}),
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     inlines = (SectionInline,)
@@ -123,6 +116,47 @@ class EventAdmin(admin.ModelAdmin):
         )
         return f"{totals['tickets'] or 0} tickets in {totals['rows']} rows"
 
+    @admin.display(description="Quantity adjustments")
+    def quantity_adjustments(self, obj: Event) -> str:
+        if obj.pk is None:
+            return "—"
+        latest = list(
+            RowQuantityAdjustment.objects.filter(row__section__event=obj)
+            .select_related("row__section")
+            .order_by("-at", "-id")[: ADJUSTMENTS_ON_EVENT_PAGE + 1]
+        )
+        if not latest:
+            return "None: the quantities changed through orders only."
+        lines = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    a.at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                    a.row.section.name,
+                    a.row.name,
+                    f"{a.delta:+d}",
+                    a.quantity_after,
+                    a.reason,
+                    a.actor,
+                )
+                for a in latest[:ADJUSTMENTS_ON_EVENT_PAGE]
+            ),
+        )
+        more = ""
+        if len(latest) > ADJUSTMENTS_ON_EVENT_PAGE:
+            more = format_html(
+                '<p><a href="{}?q={}">All adjustments of this event</a></p>',
+                reverse("admin:catalog_rowquantityadjustment_changelist"),
+                obj.event_id,
+            )
+        return format_html(
+            "<table><thead><tr><th>At</th><th>Section / row</th><th>Change</th><th>After</th>"
+            "<th>Reason</th><th>By</th></tr></thead><tbody>{}</tbody></table>{}",
+            lines,
+            more,
+        )
+
     def save_model(self, request, obj: Event, form, change: bool) -> None:
         services.event_save(event=obj)
 
@@ -138,29 +172,3 @@ class EventAdmin(admin.ModelAdmin):
             f"Canceled {canceled} event(s); {queryset.count() - canceled} were already canceled.",
             messages.SUCCESS,
         )
-
-
-@admin.register(Section)
-class SectionAdmin(admin.ModelAdmin):
-    list_display = ("name", "name_display", "event", "general_admission")
-    search_fields = ("name", "event__name", "event__event_id")
-    list_filter = ("general_admission",)
-    list_select_related = ("event",)
-    autocomplete_fields = ("event",)
-    inlines = (RowInline,)
-
-    def save_related(self, request, form, formsets, change: bool) -> None:
-        super().save_related(request, form, formsets, change)
-        services.catalog_changed()
-
-
-@admin.register(Row)
-class RowAdmin(admin.ModelAdmin):
-    list_display = ("name", "section", "available_quantity", "offer_price", "face_value")
-    search_fields = ("name", "section__name", "section__event__name")
-    list_select_related = ("section", "section__event")
-    autocomplete_fields = ("section",)
-
-    def save_model(self, request, obj, form, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        services.catalog_changed()

@@ -1,188 +1,25 @@
-"""Every write on the catalog: events (with their local date), cancellation, and catalog imports.
+"""Catalog imports (``manage.py import_catalog``): upsert events, sections and rows from validated lines.
 
-``Event.event_date`` is derived here from ``starts_at`` in the event's time zone; nothing else writes
-events, so the stored date that the list filters on always matches the start instant.
+A line for a row that already exists updates its description and prices but never its quantity: orders
+may have taken tickets from the row since its quantity was last set, and writing the file's figure over it
+would put sold tickets back on sale (DECISIONS, "Catalog availability after writes"). A new row starts with
+the file's quantity; an existing row's quantity changes through orders and staff adjustments only. Lines
+whose quantity differs from the row's current one are counted in ``rows_quantity_kept``.
 """
 
-import logging
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
-from decimal import Decimal
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import cache as catalog_cache
-from .importing import ImportLineSerializer, Item, line_errors
-from .models import Event, Performer, Row, Section, Venue
-
-logger = logging.getLogger(__name__)
+from ..importing import ImportLineSerializer, Item, line_errors
+from ..models import Event, Row, Section, Venue
+from .events import catalog_changed, local_event_date, performers_get_or_create, venue_get_or_create
 
 
-def local_event_date(*, starts_at: datetime, tz_name: str) -> date:
-    """The calendar date of ``starts_at`` on the wall clock of ``tz_name``."""
-    return starts_at.astimezone(ZoneInfo(tz_name)).date()
-
-
-def _announce_change() -> None:
-    # Cached catalog pages are dropped once the write is visible to other connections.
-    transaction.on_commit(catalog_cache.bump_version)
-
-
-def catalog_changed() -> None:
-    """Tell the read API that sections or rows were edited directly (the admin's inlines)."""
-    _announce_change()
-
-
-@transaction.atomic
-def venue_get_or_create(
-    *, name: str, city: str, state: str = "", country: str = "US", tz_name: str
-) -> tuple[Venue, bool]:
-    """Venues are matched on name and city (case-insensitive)."""
-    venue = Venue.objects.filter(name__iexact=name, city__iexact=city).first()
-    if venue is not None:
-        changed = False
-        for field, value in (("state", state), ("country", country.upper()), ("timezone", tz_name)):
-            if value and getattr(venue, field) != value:
-                setattr(venue, field, value)
-                changed = True
-        if changed:
-            venue.full_clean()
-            venue.save()
-        return venue, False
-    venue = Venue(name=name, city=city, state=state, country=country.upper(), timezone=tz_name)
-    venue.full_clean()
-    venue.save()
-    return venue, True
-
-
-def performers_get_or_create(*, names: Iterable[str]) -> list[Performer]:
-    """Performers are matched on their exact name; order follows ``names``."""
-    wanted = [n.strip() for n in names if n and n.strip()]
-    existing = {p.name: p for p in Performer.objects.filter(name__in=wanted)}
-    result = []
-    for name in dict.fromkeys(wanted):
-        performer = existing.get(name) or Performer.objects.create(name=name)
-        result.append(performer)
-    return result
-
-
-@transaction.atomic
-def event_create(
-    *,
-    name: str,
-    venue: Venue,
-    starts_at: datetime,
-    primary_site: str,
-    performers: Iterable[Performer] = (),
-    tz_name: str | None = None,
-    external_id: str | None = None,
-    status: str = Event.Status.SCHEDULED,
-) -> Event:
-    tz_name = tz_name or venue.timezone
-    event = Event(
-        name=name,
-        venue=venue,
-        starts_at=starts_at,
-        timezone=tz_name,
-        event_date=local_event_date(starts_at=starts_at, tz_name=tz_name),
-        primary_site=primary_site.strip().lower(),
-        external_id=external_id or None,
-        status=status,
-        canceled_at=timezone.now() if status == Event.Status.CANCELED else None,
-    )
-    event.full_clean(exclude=["performers"])
-    event.save()
-    performers = list(performers)
-    if performers:
-        event.performers.set(performers)
-    _announce_change()
-    return event
-
-
-@transaction.atomic
-def event_save(*, event: Event) -> Event:
-    """Save an edited event (admin, import): recompute its local date and normalise the site."""
-    event.primary_site = event.primary_site.strip().lower()
-    event.event_date = local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
-    if event.status == Event.Status.CANCELED and event.canceled_at is None:
-        event.canceled_at = timezone.now()
-        if event.pk is not None:
-            _cancel_open_orders_after_commit(event_pk=event.pk)
-    elif event.status != Event.Status.CANCELED:
-        event.canceled_at = None
-    event.save()
-    _announce_change()
-    return event
-
-
-@transaction.atomic
-def event_cancel(*, event: Event) -> bool:
-    """Cancel an event: no new quote or order is accepted for it. Returns False if it already was."""
-    # Conditional update: two staff canceling at once record one cancellation time.
-    updated = (
-        Event.objects.filter(pk=event.pk)
-        .exclude(status=Event.Status.CANCELED)
-        .update(status=Event.Status.CANCELED, canceled_at=timezone.now(), updated_at=timezone.now())
-    )
-    event.refresh_from_db(fields=["status", "canceled_at", "updated_at"])
-    if updated:
-        _announce_change()
-        _cancel_open_orders_after_commit(event_pk=event.pk)
-    return bool(updated)
-
-
-def _cancel_open_orders_after_commit(*, event_pk: int) -> None:
-    """The event's open orders are canceled by a task; the periodic expiry run catches a lost message."""
-
-    def publish() -> None:
-        from orders.tasks import cancel_orders_of_canceled_events
-
-        try:
-            cancel_orders_of_canceled_events.delay(event_pk)
-        except Exception:
-            logger.warning(
-                "Could not publish the cancellation of event pk=%s's orders", event_pk, exc_info=True
-            )
-
-    transaction.on_commit(publish)
-
-
-@transaction.atomic
-def row_upsert(
-    *,
-    section: Section,
-    name: str,
-    name_display: str,
-    available_quantity: int,
-    offer_price: Decimal,
-    face_value: Decimal,
-    restrictions: list[str],
-    restriction_detail: str | None,
-) -> Row:
-    """New prices and quantities apply to quotes made from now on; existing quotes keep their snapshot."""
-    values = {
-        "name_display": name_display,
-        "available_quantity": available_quantity,
-        "offer_price": offer_price,
-        "face_value": face_value,
-        "restrictions": list(restrictions),
-        "restriction_detail": restriction_detail or None,
-    }
-    row, created = Row.objects.get_or_create(section=section, name=name, defaults=values)
-    if not created:
-        for field, value in values.items():
-            setattr(row, field, value)
-        row.save(update_fields=list(values))
-    _announce_change()
-    return row
-
-
-# --- catalog import ------------------------------------------------------------------------------------------
 @dataclass
 class ImportReport:
     events_created: int = 0
@@ -191,6 +28,7 @@ class ImportReport:
     rows_created: int = 0
     rows_updated: int = 0
     rows_unchanged: int = 0
+    rows_quantity_kept: int = 0  # lines for existing rows whose quantity was not applied (see above)
     lines_applied: int = 0
     refused: list[tuple[int, str]] = field(default_factory=list)
 
@@ -218,6 +56,7 @@ class _LineResult:
     row_key: tuple[str, str, str]
     row_outcome: str  # created | updated | unchanged
     section_changed: bool
+    quantity_kept: bool = False
 
 
 class _Importer:
@@ -265,7 +104,7 @@ class _Importer:
                     tz_name=data["timezone"],
                 )
             event, created, changed = self._event(data, venue)
-        section_changed, row_outcome = self._row(event, data)
+        section_changed, row_outcome, quantity_kept = self._row(event, data)
         return _LineResult(
             external_id=external_id,
             event=event,
@@ -277,6 +116,7 @@ class _Importer:
             row_key=row_key,
             row_outcome=row_outcome,
             section_changed=section_changed,
+            quantity_kept=quantity_kept,
         )
 
     def _event(self, data: dict[str, Any], venue: Venue) -> tuple[Event, bool, bool]:
@@ -300,7 +140,7 @@ class _Importer:
             changed = True
         return event, created, changed and not created
 
-    def _row(self, event: Event, data: dict[str, Any]) -> tuple[bool, str]:
+    def _row(self, event: Event, data: dict[str, Any]) -> tuple[bool, str, bool]:
         section, section_created = Section.objects.get_or_create(
             event=event,
             name=data["section_name"],
@@ -320,7 +160,6 @@ class _Importer:
             section_changed = True
         values = {
             "name_display": data["row_name_display"],
-            "available_quantity": data["quantity"],
             "offer_price": data["offer_price"],
             "face_value": data["face_value"],
             "restrictions": data["restrictions"],
@@ -328,19 +167,24 @@ class _Importer:
         }
         row = Row.objects.filter(section=section, name=data["row_name"]).first()
         if row is None:
-            Row.objects.create(section=section, name=data["row_name"], **values)
-            return section_changed, "created"
+            Row.objects.create(
+                section=section, name=data["row_name"], available_quantity=data["quantity"], **values
+            )
+            return section_changed, "created", False
+        quantity_kept = row.available_quantity != data["quantity"]
         if any(getattr(row, k) != v for k, v in values.items()):
             for k, v in values.items():
                 setattr(row, k, v)
+            # Only the listed fields: the quantity is never written back from what was read.
             row.save(update_fields=list(values))
-            return section_changed, "updated"
-        return section_changed, "unchanged"
+            return section_changed, "updated", quantity_kept
+        return section_changed, "unchanged", quantity_kept
 
     def remember(self, line: int, result: _LineResult) -> None:
         self.venues.setdefault(result.venue_key, result.venue)
         self.events.setdefault(result.external_id, (result.event, line, result.event_fields))
         self.rows_seen[result.row_key] = line
+        self.report.rows_quantity_kept += result.quantity_kept
         if result.event_created:
             self.created_events.add(result.external_id)
         elif result.external_id not in self.created_events and (
@@ -398,5 +242,5 @@ def catalog_import(*, items: Iterable[Item], dry_run: bool = False) -> ImportRep
         if dry_run:
             transaction.set_rollback(True)
         elif report.lines_applied:
-            _announce_change()
+            catalog_changed()
     return report

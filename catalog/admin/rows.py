@@ -1,0 +1,254 @@
+"""Sections (with their rows inline), rows, and the quantity adjustments of rows."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from .. import services
+from ..models import Row, RowQuantityAdjustment, Section
+
+
+class QuantityDisplay(forms.Widget):
+    """The quantity as text, not an input: nothing on the page suggests it can be typed over."""
+
+    def render(self, name, value, attrs=None, renderer=None) -> str:
+        return format_html('<span class="readonly" id="{}">{}</span>', (attrs or {}).get("id", ""), value)
+
+
+class RowForm(forms.ModelForm):
+    """The quantity can be set when a row is added, and is read-only after (see ``services.row_save``)."""
+
+    class Meta:
+        model = Row
+        fields = (
+            "section",
+            "name",
+            "name_display",
+            "available_quantity",
+            "offer_price",
+            "face_value",
+            "restrictions",
+            "restriction_detail",
+        )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        quantity = self.fields.get("available_quantity")
+        if quantity is not None and self.instance.pk is not None:
+            # Disabled: the posted value is ignored, and row_save never writes the field anyway.
+            quantity.disabled = True
+            quantity.widget = QuantityDisplay()
+            quantity.help_text = "Changed by orders; correct it with “Adjust quantity”."
+
+
+def _adjust_link(row: Row) -> str:
+    if row.pk is None:
+        return "—"
+    return format_html(
+        '<a href="{}">Adjust quantity</a>', reverse("admin:catalog_row_adjust_quantity", args=[row.pk])
+    )
+
+
+class RowInline(admin.TabularInline):
+    model = Row
+    form = RowForm
+    fields = (
+        "name",
+        "name_display",
+        "available_quantity",
+        "adjust",
+        "offer_price",
+        "face_value",
+        "restrictions",
+        "restriction_detail",
+    )
+    readonly_fields = ("adjust",)
+    extra = 0
+
+    @admin.display(description="Quantity")
+    def adjust(self, obj: Row) -> str:
+        return _adjust_link(obj)
+
+
+def _save_row_formsets(formset) -> None:
+    """Rows edited inline go through ``services.row_save`` (never their quantity once they exist)."""
+    for row in formset.save(commit=False):
+        services.row_save(row=row)
+    for row in formset.deleted_objects:
+        row.delete()
+    formset.save_m2m()
+
+
+@admin.register(Section)
+class SectionAdmin(admin.ModelAdmin):
+    list_display = ("name", "name_display", "event", "general_admission")
+    search_fields = ("name", "event__name", "event__event_id")
+    list_filter = ("general_admission",)
+    list_select_related = ("event",)
+    autocomplete_fields = ("event",)
+    inlines = (RowInline,)
+
+    def save_formset(self, request, form, formset, change: bool) -> None:
+        if formset.model is Row:
+            _save_row_formsets(formset)
+        else:
+            super().save_formset(request, form, formset, change)
+
+    def save_related(self, request, form, formsets, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        services.catalog_changed()
+
+
+class RowQuantityAdjustmentInline(admin.TabularInline):
+    """The row's adjustment history, newest first; adjustments are made with "Adjust quantity" only."""
+
+    model = RowQuantityAdjustment
+    fields = ("at", "delta", "quantity_after", "reason", "actor")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name_plural = "Quantity adjustments"
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class QuantityAdjustmentForm(forms.Form):
+    delta = forms.IntegerField(
+        label="Change",
+        min_value=-1_000_000,
+        max_value=1_000_000,
+        help_text="Tickets to add (e.g. 5) or to remove (e.g. -5), relative to the quantity when you confirm.",
+    )
+    reason = forms.CharField(max_length=500, help_text="Why: kept with the adjustment.")
+
+    def clean_delta(self) -> int:
+        delta = self.cleaned_data["delta"]
+        if delta == 0:
+            raise forms.ValidationError("An adjustment of 0 changes nothing.")
+        return delta
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"].strip()
+        if not reason:
+            raise forms.ValidationError("Give a reason for the adjustment.")
+        return reason
+
+
+@admin.register(Row)
+class RowAdmin(admin.ModelAdmin):
+    form = RowForm
+    list_display = ("name", "section", "available_quantity", "offer_price", "face_value")
+    search_fields = ("name", "section__name", "section__event__name")
+    list_select_related = ("section", "section__event")
+    autocomplete_fields = ("section",)
+    inlines = (RowQuantityAdjustmentInline,)
+
+    def save_model(self, request, obj, form, change: bool) -> None:
+        services.row_save(row=obj)
+
+    def get_urls(self):
+        custom = [
+            path(
+                "<int:pk>/adjust-quantity/",
+                self.admin_site.admin_view(self.adjust_quantity_view),
+                name="catalog_row_adjust_quantity",
+            )
+        ]
+        return custom + super().get_urls()
+
+    def adjust_quantity_view(self, request: HttpRequest, pk: int):
+        """Two steps: the change and its reason, then a confirmation; applied relatively on confirm."""
+        row = get_object_or_404(Row.objects.select_related("section__event"), pk=pk)
+        if not self.has_change_permission(request, row):
+            raise PermissionDenied
+        form = QuantityAdjustmentForm(request.POST if request.method == "POST" else None)
+        confirming = False
+        if request.method == "POST" and form.is_valid():
+            delta, reason = form.cleaned_data["delta"], form.cleaned_data["reason"]
+            if request.POST.get("confirmed") == "yes":
+                try:
+                    adjustment = services.row_quantity_adjust(
+                        row_pk=row.pk,
+                        delta=delta,
+                        reason=reason,
+                        actor=f"staff:{request.user.get_username()}",
+                    )
+                except services.QuantityAdjustmentRefused as exc:
+                    form.add_error(None, str(exc))
+                    row.refresh_from_db(fields=["available_quantity"])
+                else:
+                    self.log_change(
+                        request, row, f"Quantity {delta:+d} ({reason}); {adjustment.quantity_after} available"
+                    )
+                    messages.success(
+                        request,
+                        f"Quantity of {row} adjusted by {delta:+d}: {adjustment.quantity_after} available now.",
+                    )
+                    return HttpResponseRedirect(reverse("admin:catalog_row_change", args=[row.pk]))
+            elif row.available_quantity + delta < 0:
+                form.add_error(
+                    "delta",
+                    f"Cannot remove {-delta} tickets: the row has only {row.available_quantity} available.",
+                )
+            else:
+                confirming = True
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Adjust the quantity of {row.section.event.name} — {row.section} — {row}",
+            "row": row,
+            "form": form,
+            "confirming": confirming,
+            "question": _question(row, form.cleaned_data["delta"]) if confirming else "",
+            "opts": self.model._meta,
+            "original": row,
+        }
+        return TemplateResponse(request, "admin/catalog/row/adjust_quantity.html", context)
+
+
+def _question(row: Row, delta: int) -> str:
+    change = f"Add {delta} tickets to" if delta > 0 else f"Remove {-delta} tickets from"
+    return (
+        f"{change} {row.section.event.name}, {row.section}, {row}? {row.available_quantity} are available now, "
+        f"so about {row.available_quantity + delta} after, depending on the orders taken until you confirm."
+    )
+
+
+@admin.register(RowQuantityAdjustment)
+class RowQuantityAdjustmentAdmin(admin.ModelAdmin):
+    """Every adjustment, read-only: search by event id or name, section or row."""
+
+    list_display = ("at", "row", "section", "event", "delta", "quantity_after", "reason", "actor")
+    list_select_related = ("row__section__event",)
+    search_fields = (
+        "row__section__event__event_id",
+        "row__section__event__name",
+        "row__section__name",
+        "reason",
+    )
+    date_hierarchy = "at"
+
+    @admin.display(description="Section")
+    def section(self, obj: RowQuantityAdjustment) -> str:
+        return str(obj.row.section)
+
+    @admin.display(description="Event")
+    def event(self, obj: RowQuantityAdjustment) -> str:
+        return str(obj.row.section.event)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

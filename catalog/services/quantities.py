@@ -1,0 +1,90 @@
+"""The one writer of a row's ``available_quantity`` once the row exists (DECISIONS, "Catalog availability
+after writes").
+
+Every change is relative (an ``F()`` update computed by the database), so no writer ever puts back a figure
+it read earlier: an order taken between a staff member opening a page and saving it stays taken. Each change
+tells the read API after commit, so the next read of the event's sections and rows, in any web process,
+shows the new quantity.
+"""
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .. import cache as catalog_cache
+from ..models import Row, RowQuantityAdjustment
+
+
+class QuantityAdjustmentRefused(Exception):
+    """A staff adjustment that cannot apply; the message says why, for the person who asked."""
+
+
+def _availability_changed_on_commit(*, row_pk: int) -> None:
+    event_id = Row.objects.filter(pk=row_pk).values_list("section__event__event_id", flat=True).first()
+    if event_id is not None:
+        transaction.on_commit(lambda: catalog_cache.availability_changed(event_ids={event_id}))
+
+
+# No savepoint: inside the caller's transaction (an order's), the change is one more statement of it.
+@transaction.atomic(savepoint=False)
+def row_quantity_take(*, row_pk: int, quantity: int) -> bool:
+    """Take ``quantity`` tickets of the row's capacity; False (nothing taken) if it has fewer left."""
+    if quantity <= 0:
+        raise ValueError(f"quantity must be positive, not {quantity}")
+    # Race: orders for different quotes on one row — the conditional decrement never oversells.
+    taken = Row.objects.filter(pk=row_pk, available_quantity__gte=quantity).update(
+        available_quantity=F("available_quantity") - quantity
+    )
+    if taken:
+        _availability_changed_on_commit(row_pk=row_pk)
+    return bool(taken)
+
+
+# No savepoint: inside the caller's transaction (an order's), the change is one more statement of it.
+@transaction.atomic(savepoint=False)
+def row_quantity_release(*, row_pk: int, quantity: int) -> None:
+    """Give ``quantity`` tickets back to the row (a canceled or expired order)."""
+    if quantity <= 0:
+        raise ValueError(f"quantity must be positive, not {quantity}")
+    # Relative: releases and takes of other orders on this row interleave without losing either.
+    if Row.objects.filter(pk=row_pk).update(available_quantity=F("available_quantity") + quantity):
+        _availability_changed_on_commit(row_pk=row_pk)
+
+
+@transaction.atomic
+def row_quantity_adjust(*, row_pk: int, delta: int, reason: str, actor: str) -> RowQuantityAdjustment:
+    """A staff correction of the row's capacity by ``delta`` tickets (+ or −), recorded with its reason.
+
+    Applied relative to the quantity at the moment it commits, so it never undoes orders taken meanwhile.
+    Refused (``QuantityAdjustmentRefused``, nothing written) when ``delta`` is 0, the reason is empty, the
+    row does not exist, or a negative ``delta`` would drive the quantity below zero.
+    """
+    reason = (reason or "").strip()
+    if not reason:
+        raise QuantityAdjustmentRefused("Give a reason for the adjustment.")
+    if delta == 0:
+        raise QuantityAdjustmentRefused("An adjustment of 0 changes nothing.")
+    # Race: an order taking tickets while staff remove some — the condition is checked by the UPDATE
+    # itself under the row lock, so the two can never together go below zero.
+    changed = Row.objects.filter(pk=row_pk, available_quantity__gte=max(0, -delta)).update(
+        available_quantity=F("available_quantity") + delta
+    )
+    if not changed:
+        available = Row.objects.filter(pk=row_pk).values_list("available_quantity", flat=True).first()
+        if available is None:
+            raise QuantityAdjustmentRefused("The row no longer exists.")
+        raise QuantityAdjustmentRefused(
+            f"Cannot remove {-delta} tickets: the row has only {available} available."
+        )
+    # The UPDATE holds the row lock until commit, so this is the quantity our change left.
+    after = Row.objects.filter(pk=row_pk).values_list("available_quantity", flat=True).get()
+    adjustment = RowQuantityAdjustment.objects.create(
+        row_id=row_pk,
+        delta=delta,
+        reason=reason[:500],
+        actor=actor[:200],
+        at=timezone.now(),
+        quantity_after=after,
+    )
+    _availability_changed_on_commit(row_pk=row_pk)
+    return adjustment

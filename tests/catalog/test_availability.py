@@ -1,0 +1,140 @@
+"""DECISIONS, "Catalog availability after writes": the rows and sections pages show every committed order,
+cancel and expiry on the very next read, in every web process, while unchanged events stay cached."""
+
+from unittest import mock
+
+import pytest
+
+from catalog import cache as catalog_cache
+from catalog.models import Row
+from orders.models import Order
+from orders.services import order_transition
+
+pytestmark = pytest.mark.django_db
+
+ORDER_FORM = {"delivery_type": "mobile_transfer", "is_ready_to_deliver": "true"}
+
+
+@pytest.fixture
+def local_tier(settings):
+    """The production default: pages kept 5 s in the shared cache and 1 s inside the process."""
+    settings.CATALOG_CACHE_SECONDS = 5
+    settings.CATALOG_LOCAL_CACHE_SECONDS = 1
+    catalog_cache.local.clear()
+    yield
+    catalog_cache.local.clear()
+
+
+def rows_of(client, event, section="Lower%20101") -> dict[str, int]:
+    response = client.get(f"/v1/events/{event.event_id}/sections/{section}/rows")
+    assert response.status_code == 200, response.content
+    return {r["row_name"]: r["available_quantity"] for r in response.json()["data"]["results"]}
+
+
+def sections_of(client, event) -> dict[str, int]:
+    response = client.get(f"/v1/events/{event.event_id}/sections")
+    assert response.status_code == 200, response.content
+    return {s["section_name"]: s["available_quantity"] for s in response.json()["data"]["results"]}
+
+
+def order(client, event, *, row="A", quantity=2) -> dict:
+    body = {"event_id": event.event_id, "section_name": "Lower 101", "row_name": row, "quantity": quantity}
+    quote = client.post("/v1/quotes", body, format="json")
+    assert quote.status_code == 201, quote.content
+    response = client.post("/v1/orders", {"quote_id": quote.json()["data"]["quote_id"], **ORDER_FORM})
+    assert response.status_code == 201, response.content
+    return response.json()["data"]
+
+
+def test_rows_and_sections_show_an_order_a_cancel_and_an_expiry_at_once(
+    auth_client, event, local_tier, django_capture_on_commit_callbacks
+):
+    assert rows_of(auth_client, event) == {"A": 8, "B": 16}
+    assert sections_of(auth_client, event)["Lower 101"] == 24
+
+    with django_capture_on_commit_callbacks(execute=True):
+        first = order(auth_client, event, quantity=2)
+    assert rows_of(auth_client, event) == {"A": 6, "B": 16}
+    assert sections_of(auth_client, event)["Lower 101"] == 22
+
+    with django_capture_on_commit_callbacks(execute=True):
+        canceled = auth_client.post(f"/v1/orders/{first['order_id']}/cancel")
+    assert canceled.status_code == 200, canceled.content
+    assert rows_of(auth_client, event) == {"A": 8, "B": 16}
+    assert sections_of(auth_client, event)["Lower 101"] == 24
+
+    with django_capture_on_commit_callbacks(execute=True):
+        second = order(auth_client, event, row="B", quantity=3)
+    assert rows_of(auth_client, event) == {"A": 8, "B": 13}
+    with django_capture_on_commit_callbacks(execute=True):
+        order_transition(
+            order=Order.objects.get(order_id=second["order_id"]), to=Order.Status.EXPIRED, actor="system"
+        )
+    assert Order.objects.get(order_id=second["order_id"]).status == Order.Status.EXPIRED
+    assert rows_of(auth_client, event) == {"A": 8, "B": 16}
+    assert sections_of(auth_client, event)["Lower 101"] == 24
+
+
+def test_an_unchanged_event_is_still_served_from_the_cache(
+    auth_client, event, local_tier, django_assert_num_queries, django_capture_on_commit_callbacks
+):
+    from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
+
+    other = EventFactory(name="Other Show")
+    RowFactory(section=SectionFactory(event=other, name="Lower 101"), name="A", available_quantity=5)
+    assert rows_of(auth_client, event) == {"A": 8, "B": 16}
+    assert sections_of(auth_client, event)["Lower 101"] == 24
+    with django_capture_on_commit_callbacks(execute=True):
+        order(auth_client, other, quantity=1)
+
+    # An order on another event leaves this event's pages current: no catalog query, one round trip.
+    catalog_cache.local.clear()  # the shared tier alone (another process's view)
+    with django_assert_num_queries(0):
+        assert rows_of(auth_client, event) == {"A": 8, "B": 16}
+        assert sections_of(auth_client, event)["Lower 101"] == 24
+    with (
+        django_assert_num_queries(0),
+        mock.patch.object(catalog_cache.cache, "get_many", wraps=catalog_cache.cache.get_many) as trips,
+    ):
+        assert rows_of(auth_client, event) == {"A": 8, "B": 16}  # the local tier
+    assert trips.call_count == 1
+    # The event that changed is rebuilt from the database.
+    with django_assert_num_queries(2):
+        assert rows_of(auth_client, other) == {"A": 4}
+
+
+def test_event_pages_keep_their_local_hits_without_a_round_trip(auth_client, event, local_tier):
+    auth_client.get("/v1/events")
+    with mock.patch.object(catalog_cache.cache, "get_many", side_effect=AssertionError("round trip")):
+        assert auth_client.get("/v1/events").status_code == 200
+
+
+def test_rows_read_from_the_database_when_the_cache_is_down(auth_client, event, local_tier):
+    assert rows_of(auth_client, event) == {"A": 8, "B": 16}
+    Row.objects.filter(section__event=event, name="A").update(available_quantity=3)
+    # Without the versions, not even this process's copy is trusted.
+    with (
+        mock.patch.object(catalog_cache.cache, "get_many", side_effect=ConnectionError("redis down")),
+        mock.patch.object(catalog_cache.cache, "set", side_effect=ConnectionError("redis down")),
+    ):
+        assert rows_of(auth_client, event) == {"A": 3, "B": 16}
+
+
+def test_a_page_built_before_a_change_committed_is_not_served_after_it(event, local_tier):
+    """The stamp is read before the build: a page that missed a change is stored under an old stamp."""
+    key = catalog_cache.entry_key("test", event.event_id)
+    built = []
+
+    def build(value):
+        def run():
+            built.append(value)
+            if value == "old":  # the change commits while this page is being built
+                catalog_cache.availability_changed(event_ids={event.event_id})
+            return value
+
+        return run
+
+    assert catalog_cache.cached_availability(key, build("old"), event_id=event.event_id) == "old"
+    assert catalog_cache.cached_availability(key, build("new"), event_id=event.event_id) == "new"
+    assert catalog_cache.cached_availability(key, build("unused"), event_id=event.event_id) == "new"
+    assert built == ["old", "new"]
