@@ -9,11 +9,12 @@ from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from . import errors, services
-from .models import Order, OrderStatusHistory
+from . import errors, outbox, services
+from .models import Notification, Order, OrderStatusHistory
 
 
 class OrderStatusHistoryInline(admin.TabularInline):
@@ -31,20 +32,39 @@ class OrderStatusHistoryInline(admin.TabularInline):
         return False
 
 
+class NotificationInline(admin.TabularInline):
+    """The notifications the order produced (what partners got on the feed and their webhooks), read-only."""
+
+    model = Notification
+    fields = ("notification_id", "type", "created_at", "dispatched_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("id",)
+    verbose_name_plural = "Notifications"
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Order)
 class OrderAdmin(admin.ModelAdmin):
     list_display = (
         "order_id",
         "status",
         "partner_name",
+        "reference",
         "event_name",
-        "section_row",
-        "quantity",
-        "total_price",
-        "delivery_type",
-        "in_hand_date",
-        "created_at",
+        "event_date",
+        "tickets",
+        "total",
+        "in_hand",
     )
+    # The list fits a 1280 px screen beside the filters: quantity and seat share a column, and the creation time
+    # is left to the date hierarchy and the newest-first order.
     list_filter = (
         "status",
         ("partner", admin.RelatedOnlyFieldListFilter),
@@ -54,12 +74,22 @@ class OrderAdmin(admin.ModelAdmin):
         "created_at",
         "in_hand_date",
     )
-    search_fields = ("=order_id", "transfer_address", "partner_reference")
+    # Identifiers match exactly (they are pasted from an e-mail or a partner's ticket); names and addresses match
+    # on a fragment.
+    search_fields = (
+        "=order_id",
+        "=partner__public_id",
+        "partner__name",
+        "partner_reference",
+        "transfer_address",
+        "seller_email",
+        "event__name",
+    )
     date_hierarchy = "created_at"
     list_select_related = ("partner", "event")
     ordering = ("-created_at", "-id")
     actions = ("mark_ticket_received", "cancel_orders")
-    inlines = (OrderStatusHistoryInline,)
+    inlines = (OrderStatusHistoryInline, NotificationInline)
     fieldsets = (
         (
             None,
@@ -116,7 +146,10 @@ class OrderAdmin(admin.ModelAdmin):
                 "fields": (
                     "confirmation_started_at",
                     "confirmation_requeued_at",
+                    "confirmation_email_claimed_at",
+                    "confirmation_email_handed_over_at",
                     "confirmation_email_sent_at",
+                    "confirmation_email_unconfirmed",
                     "confirmation_email_to",
                 )
             },
@@ -146,6 +179,23 @@ class OrderAdmin(admin.ModelAdmin):
     def event_name(self, obj: Order) -> str:
         return obj.event.name
 
+    # Short headers and ISO dates keep the list within 1280 px (Django's headers do not wrap).
+    @admin.display(description="Partner ref.", ordering="partner_reference")
+    def reference(self, obj: Order) -> str:
+        return obj.partner_reference or "—"
+
+    @admin.display(description="Event date", ordering="event__event_date")
+    def event_date(self, obj: Order) -> str:
+        return obj.event.event_date.isoformat()
+
+    @admin.display(description="Total", ordering="total_price")
+    def total(self, obj: Order) -> str:
+        return str(obj.total_price)
+
+    @admin.display(description="In hand", ordering="in_hand_date")
+    def in_hand(self, obj: Order) -> str:
+        return obj.in_hand_date.isoformat() if obj.in_hand_date else "—"
+
     @admin.display(description="Event")
     def event_link(self, obj: Order) -> str:
         label = f"{obj.event.name} ({obj.event.event_id})"
@@ -155,9 +205,9 @@ class OrderAdmin(admin.ModelAdmin):
             return label
         return format_html('<a href="{}">{}</a>', url, label)
 
-    @admin.display(description="Section / row")
-    def section_row(self, obj: Order) -> str:
-        return f"{obj.section_name_display} / {obj.row_name_display}"
+    @admin.display(description="Tickets", ordering="quantity")
+    def tickets(self, obj: Order) -> str:
+        return f"{obj.quantity} × {obj.section_name_display} / {obj.row_name_display}"
 
     @admin.display(description="quote_id")
     def quote_id_display(self, obj: Order) -> str:
@@ -209,7 +259,13 @@ class OrderAdmin(admin.ModelAdmin):
         moved, refused = [], []
         for order in queryset.order_by("pk"):
             try:
-                services.order_transition(order=order, to=to, actor=actor, reason=reason)
+                services.order_transition(
+                    order=order,
+                    to=to,
+                    actor=actor,
+                    reason=reason,
+                    reason_code=outbox.REASON_CANCELED_BY_STAFF if to == Order.Status.CANCELED else None,
+                )
             except errors.IllegalTransition as exc:
                 refused.append(f"{order.order_id} ({exc.from_status})")
             else:
@@ -235,6 +291,26 @@ class OrderAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel orders", permissions=["change"])
     def cancel_orders(self, request, queryset):
-        self._transition_selected(
-            request, queryset, to=Order.Status.CANCELED, verb="Canceled", reason="Canceled by staff"
-        )
+        # A cancellation refunds a card and e-mails a seller, so staff first see what it does and give a reason;
+        # the reason goes into each order's status history.
+        reason = request.POST.get("reason", "").strip()[:255]
+        if request.POST.get("confirmed") != "yes" or not reason:
+            return self._confirm_cancel(
+                request,
+                queryset,
+                error="Give a reason for the cancellation." if request.POST.get("confirmed") else "",
+            )
+        self._transition_selected(request, queryset, to=Order.Status.CANCELED, verb="Canceled", reason=reason)
+
+    def _confirm_cancel(self, request, queryset, *, error: str) -> TemplateResponse:
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Cancel these orders?",
+            "orders": list(queryset.select_related("partner", "event").order_by("pk")),
+            "action_name": request.POST.get("action", ""),
+            "select_across": request.POST.get("select_across", "0"),
+            "reason": request.POST.get("reason", ""),
+            "error": error,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/orders/order/confirm_cancel.html", context)

@@ -1,4 +1,5 @@
-"""``/v1/orders``: create an order from a quote (multipart), list, read and cancel the partner's orders."""
+"""``/v1/orders``: create an order from a quote (multipart), list, read and cancel the partner's orders;
+``/v1/notifications``: the feed of the partner's order notifications."""
 
 from django.conf import settings
 from django.core.exceptions import TooManyFilesSent
@@ -13,6 +14,8 @@ from partners.authentication import HasRequiredScope, PayoutConfigured
 
 from . import errors, examples, selectors, services
 from .serializers import (
+    NotificationListParamsSerializer,
+    NotificationListSerializer,
     OrderCancelSerializer,
     OrderCreateSerializer,
     OrderDetailSerializer,
@@ -105,7 +108,9 @@ class OrderListCreateView(APIView):
         summary="List your orders",
         description=(
             "The caller's orders, newest first, cursor-paginated. Filters: `status`, `event_id`, "
-            "`created_from`, `created_to` (YYYY-MM-DD for whole UTC days, or ISO 8601 datetimes; inclusive)."
+            "`created_from`, `created_to` (YYYY-MM-DD for whole UTC days, or ISO 8601 datetimes; inclusive), "
+            "`updated_from` (an ISO 8601 datetime with Z or an offset: orders whose `status_changed_at`, set at "
+            "creation too, is at or after it)."
         ),
         parameters=[OrderListParamsSerializer],
         responses={200: OrderListSerializer, **error_responses(api_errors.ValidationFailed)},
@@ -122,6 +127,7 @@ class OrderListCreateView(APIView):
                 event_id=p.get("event_id"),
                 created_from=p.get("created_from"),
                 created_before=p.get("created_before"),
+                updated_from=p.get("updated_from"),
             ),
             limit=p["limit"],
             cursor=p.get("cursor"),
@@ -199,3 +205,43 @@ class OrderCancelView(APIView):
         order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
         return Response(OrderDetailSerializer(order).data)
+
+
+class NotificationListView(APIView):
+    """GET /v1/notifications."""
+
+    required_scope = "orders:write"
+    permission_classes = [HasRequiredScope]
+
+    @extend_schema(
+        operation_id="notifications_list",
+        tags=["Notifications"],
+        summary="List your notifications (the pull path of webhooks)",
+        description=examples.NOTIFICATIONS_DESCRIPTION,
+        parameters=[NotificationListParamsSerializer],
+        responses={
+            200: NotificationListSerializer,
+            **error_responses(api_errors.ValidationFailed, api_errors.Forbidden),
+        },
+        examples=examples.NOTIFICATION_LIST_EXAMPLES,
+    )
+    def get(self, request):
+        params = NotificationListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        p = params.validated_data
+        page = selectors.notification_list(
+            partner_pk=request.user.pk,
+            livemode=request.user.livemode,
+            filters=selectors.NotificationFilters(
+                type=p.get("type"), order_id=p.get("order_id"), after=p.get("after")
+            ),
+            limit=p["limit"],
+            cursor=p.get("cursor"),
+        )
+        return Response(
+            {
+                "results": [notification.payload for notification in page.results],
+                "has_more": page.has_more,
+                "next_cursor": page.next_cursor,
+            }
+        )

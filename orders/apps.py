@@ -4,3 +4,18 @@ from django.apps import AppConfig
 class OrdersConfig(AppConfig):
     name = "orders"
     verbose_name = "Orders"
+
+    def ready(self) -> None:
+        from catalog.events import subscribe_event_canceled
+
+        subscribe_event_canceled("orders", _cancel_orders_of_canceled_event)
+
+
+def _cancel_orders_of_canceled_event(event_pk: int) -> None:
+    """After the event's cancel committed: its open orders are canceled by a task (the periodic expiry run
+    catches one whose message was lost)."""
+    from config.publish import publish
+
+    from .tasks import cancel_orders_of_canceled_events
+
+    publish(cancel_orders_of_canceled_events, event_pk)

@@ -107,7 +107,12 @@ DETAIL_EXAMPLES = [
     OpenApiExample(
         "Order",
         response_only=True,
-        value={**ORDER_EXAMPLE, "status": "awaiting_transfer", "status_history": HISTORY_EXAMPLE},
+        value={
+            **ORDER_EXAMPLE,
+            "status": "awaiting_transfer",
+            "status_changed_at": "2026-11-21T18:31:09Z",
+            "status_history": HISTORY_EXAMPLE,
+        },
     )
 ]
 
@@ -131,6 +136,7 @@ CANCEL_EXAMPLES = [
         value={
             **ORDER_EXAMPLE,
             "status": "canceled",
+            "status_changed_at": "2026-11-22T09:00:00Z",
             "status_history": [
                 *HISTORY_EXAMPLE,
                 {
@@ -143,4 +149,50 @@ CANCEL_EXAMPLES = [
             ],
         },
     ),
+]
+
+
+NOTIFICATIONS_DESCRIPTION = """\
+The caller's notifications of the token's mode, **oldest first**, cursor-paginated: every change of an order
+(`order.created`, `order.status_changed` for each transition) and `webhook.ping`, written in the same
+transaction as the change and kept 30 days. This is the pull path: a partner that missed a webhook catches
+up here. Scope `orders:write`.
+
+Each notification is `{id, type, created_at, livemode, data}`; for order notifications `data` is
+`{order, previous_status, reason}`: `order` is the order exactly as `GET /v1/orders/{order_id}` returned it
+at the change (its `status` and `status_history` included), `previous_status` is null for `order.created`,
+and `reason` is the transition's machine reason where it has one (`card_declined`, `canceled_by_partner`,
+`canceled_by_staff`, `event_canceled`, `in_hand_date_passed`), else null.
+
+Filters: `type`, `order_id`, and `after` — one of your notification ids: only the notifications after it,
+for resuming a poll (an id that is not yours, or was purged, is 400 VALIDATION_ERROR on `after`).
+"""
+
+NOTIFICATION_EXAMPLE = {
+    "id": "ntf_5Hq8ZtR2mVb7Lc0Xk3Pw",
+    "type": "order.status_changed",
+    "created_at": "2026-11-21T18:31:09Z",
+    "livemode": True,
+    "data": {
+        "order": {
+            **ORDER_EXAMPLE,
+            "status": "awaiting_transfer",
+            "status_changed_at": "2026-11-21T18:31:09Z",
+            "status_history": HISTORY_EXAMPLE,
+        },
+        "previous_status": "accepted",
+        "reason": None,
+    },
+}
+
+NOTIFICATION_LIST_EXAMPLES = [
+    OpenApiExample(
+        "One page",
+        response_only=True,
+        value={
+            "results": [NOTIFICATION_EXAMPLE],
+            "has_more": True,
+            "next_cursor": "eyJvIjpbImlkIl0sInYiOls0Ml19",
+        },
+    )
 ]

@@ -98,8 +98,18 @@ class Order(models.Model):
     confirmation_requeued_at = models.DateTimeField(
         null=True, blank=True, help_text="When the sweeper last re-enqueued the confirmation."
     )
+    # The seller's confirmation e-mail, at most once (see orders.services.order_confirmation_email): claimed,
+    # then marked as handed to the mail server just before the message goes out, then recorded as sent.
     confirmation_email_claimed_at = models.DateTimeField(null=True, blank=True)
+    confirmation_email_handed_over_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the message was handed to the mail server (just before DATA)."
+    )
     confirmation_email_sent_at = models.DateTimeField(null=True, blank=True)
+    confirmation_email_unconfirmed = models.BooleanField(
+        default=False,
+        help_text="The message was handed to the mail server but its acceptance was never recorded: it was "
+        "probably sent, and is never sent again automatically.",
+    )
     confirmation_email_to = models.EmailField(blank=True)
 
     created_at = models.DateTimeField(default=timezone.now)
@@ -179,3 +189,67 @@ class OrderStatusHistory(models.Model):
     def actor_kind(self) -> str:
         """What partners see: the kind of actor that moved the order (partner, staff, system), never a name."""
         return self.actor.split(":", 1)[0]
+
+
+def new_notification_id() -> str:
+    return new_public_id("ntf")
+
+
+class Notification(models.Model):
+    """The outbox: one row per change a partner cares about, written in the transaction of that change.
+
+    ``payload`` is the notification object exactly as the feed and the webhooks send it (``id``, ``type``,
+    ``created_at``, ``livemode``, ``data``), rendered when the change happens. ``dispatched_at`` is set once
+    the in-process subscribers (``orders.events``) have been handed the notification; a periodic sweep
+    hands over again whatever never reached the broker.
+    """
+
+    class Type(models.TextChoices):
+        ORDER_CREATED = "order.created", "Order created"
+        ORDER_STATUS_CHANGED = "order.status_changed", "Order status changed"
+        WEBHOOK_PING = "webhook.ping", "Webhook ping"
+
+    notification_id = models.CharField(
+        "notification id", max_length=32, unique=True, default=new_notification_id, editable=False
+    )
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="notifications")
+    livemode = models.BooleanField(default=True)
+    type = models.CharField(max_length=40, choices=Type.choices)
+    order = models.ForeignKey(
+        Order, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+    )
+    payload = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # The feed: a partner's notifications of one mode, oldest first, resumable after an id.
+            models.Index(fields=["partner", "livemode", "id"], name="ntf_partner_feed"),
+            models.Index(fields=["order", "id"], name="ntf_order"),
+            # The outbox sweep walks only what was never handed over.
+            models.Index(
+                fields=["created_at"], condition=Q(dispatched_at__isnull=True), name="ntf_undispatched"
+            ),
+            models.Index(fields=["created_at"], name="ntf_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.notification_id} {self.type}"
+
+
+class NotificationReceipt(models.Model):
+    """A subscriber of ``orders.events`` finished handling a notification: a repeat delivery is skipped."""
+
+    notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="receipts")
+    subscriber = models.CharField(max_length=64)
+    handled_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["notification", "subscriber"], name="ntf_receipt_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.notification_id} → {self.subscriber}"

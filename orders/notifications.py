@@ -45,19 +45,37 @@ def _context(order: Order) -> dict:
     }
 
 
-def _send(*, template: str, subject: str, order: Order, to: str) -> None:
+def confirmation_message_id(order: Order) -> str:
+    """The confirmation's Message-ID, derived from the order: any copy of it is recognisably the same e-mail."""
+    return f"<confirmation.{order.order_id}@{settings.ORDER_TRANSFER_ADDRESS_DOMAIN}>"
+
+
+def _send(
+    *, template: str, subject: str, order: Order, to: str, headers: dict | None = None, connection=None
+) -> None:
     context = _context(order)
     text = render_to_string(f"emails/{template}.txt", context)
     html = render_to_string(f"emails/{template}.html", context)
-    message = EmailMultiAlternatives(subject=subject, body=text, to=[to])
+    message = EmailMultiAlternatives(
+        subject=subject, body=text, to=[to], headers=headers, connection=connection
+    )
     message.attach_alternative(html, "text/html")
     message.send()
 
 
-def send_order_confirmation(*, order: Order, to: str) -> None:
-    """The seller's confirmation (spec 3.2, 6): event details, what to deliver, how, by when, and where."""
+def send_order_confirmation(*, order: Order, to: str, connection=None) -> None:
+    """The seller's confirmation (spec 3.2, 6): event details, what to deliver, how, by when, and where.
+
+    ``connection``: an already opened mail connection (the sender opens it before the hand-over)."""
     subject = f"Your tickets for {order.event.name}: order {order.order_id} confirmed"
-    _send(template="order_confirmation", subject=subject, order=order, to=to)
+    _send(
+        template="order_confirmation",
+        subject=subject,
+        order=order,
+        to=to,
+        headers={"Message-ID": confirmation_message_id(order)},
+        connection=connection,
+    )
 
 
 def send_order_canceled(*, order: Order, to: str) -> None:

@@ -6,7 +6,7 @@ from datetime import datetime
 from config.api.pagination import Page, paginate
 
 from . import errors
-from .models import Order, OrderStatusHistory
+from .models import Notification, Order, OrderStatusHistory
 
 LIST_ORDERING = ("-created_at", "-id")
 
@@ -17,6 +17,7 @@ class OrderFilters:
     event_id: str | None = None
     created_from: datetime | None = None  # inclusive
     created_before: datetime | None = None  # exclusive
+    updated_from: datetime | None = None  # inclusive, on status_changed_at
 
 
 def order_get_for_partner(*, partner_pk: int, order_id: str) -> Order:
@@ -38,8 +39,44 @@ def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: st
         qs = qs.filter(created_at__gte=filters.created_from)
     if filters.created_before is not None:
         qs = qs.filter(created_at__lt=filters.created_before)
+    if filters.updated_from is not None:
+        qs = qs.filter(status_changed_at__gte=filters.updated_from)
     return paginate(qs, ordering=LIST_ORDERING, limit=limit, cursor=cursor)
 
 
 def order_status_history(*, order: Order) -> list[OrderStatusHistory]:
     return list(OrderStatusHistory.objects.filter(order=order).order_by("at", "id"))
+
+
+# --- notifications ----------------------------------------------------------------------------------------
+NOTIFICATION_ORDERING = ("id",)
+
+
+@dataclass(frozen=True)
+class NotificationFilters:
+    type: str | None = None
+    order_id: str | None = None
+    after: str | None = None  # a notification id of the caller's
+
+
+def notification_list(
+    *, partner_pk: int, livemode: bool, filters: NotificationFilters, limit: int, cursor: str | None
+) -> Page:
+    """The partner's notifications of one mode, oldest first, cursor-paginated.
+
+    ``after`` must name one of the caller's notifications of that mode; anything else (unknown, purged,
+    another partner's) is VALIDATION_ERROR on ``after``, so a poller learns its bookmark is gone.
+    """
+    qs = Notification.objects.filter(partner_id=partner_pk, livemode=livemode)
+    if filters.after:
+        after_pk = qs.filter(notification_id=filters.after).values_list("pk", flat=True).first()
+        if after_pk is None:
+            raise errors.ValidationFailed(
+                "after is not one of your notification ids.", field="after", issue="invalid"
+            )
+        qs = qs.filter(pk__gt=after_pk)
+    if filters.type:
+        qs = qs.filter(type=filters.type)
+    if filters.order_id:
+        qs = qs.filter(order__order_id=filters.order_id)
+    return paginate(qs.only("id", "payload"), ordering=NOTIFICATION_ORDERING, limit=limit, cursor=cursor)

@@ -13,7 +13,7 @@ from rest_framework.exceptions import ErrorDetail
 from config.api.pagination import PageParamsSerializer
 
 from . import errors
-from .models import Order, OrderStatusHistory
+from .models import Notification, Order, OrderStatusHistory
 from .uploads import is_pdf
 
 EXP_DT_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
@@ -118,23 +118,19 @@ def too_large_error(field: str) -> errors.ValidationFailed:
     )
 
 
-@extend_schema_field(
-    {
-        "oneOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
-        "example": "2026-11-21",
-    }
-)
-class CreatedBoundField(serializers.Field):
-    """``YYYY-MM-DD`` (a whole UTC day) or an ISO 8601 / RFC 3339 datetime with a zone."""
+@extend_schema_field({"type": "string", "format": "date-time", "example": "2026-11-21T18:30:00Z"})
+class ZonedDateTimeField(serializers.Field):
+    """An ISO 8601 / RFC 3339 datetime with ``Z`` or an offset (a date alone, or no zone, is invalid)."""
 
-    default_error_messages = {"invalid": "Use YYYY-MM-DD or an ISO 8601 datetime with a zone."}
+    default_error_messages = {"invalid": "Use an ISO 8601 datetime with Z or an offset."}
+    accepts_dates = False
 
     def to_internal_value(self, data):
         if not isinstance(data, str) or len(data) > 64:
             self.fail("invalid")
         text = data.strip().upper()  # RFC 3339 allows a lower-case "t" and "z"
         try:
-            if len(text) == 10:
+            if self.accepts_dates and len(text) == 10:
                 return date.fromisoformat(text)
             value = parse_datetime(text)
             if value is None or value.tzinfo is None:
@@ -147,7 +143,33 @@ class CreatedBoundField(serializers.Field):
         return value.isoformat()
 
 
-class OrderListParamsSerializer(PageParamsSerializer):
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
+        "example": "2026-11-21",
+    }
+)
+class CreatedBoundField(ZonedDateTimeField):
+    """``YYYY-MM-DD`` (a whole UTC day) or an ISO 8601 / RFC 3339 datetime with a zone."""
+
+    default_error_messages = {"invalid": "Use YYYY-MM-DD or an ISO 8601 datetime with a zone."}
+    accepts_dates = True
+
+
+class ListParamsSerializer(PageParamsSerializer):
+    """Query parameters of a list: an empty value (``?status=``) is a mistake worth reporting."""
+
+    def to_internal_value(self, data):
+        # DRF drops an empty query value as if it were absent.
+        blank = [name for name in self.fields if name in data and data.get(name) == ""]
+        if blank:
+            raise serializers.ValidationError(
+                {name: [ErrorDetail("May not be blank.", code="invalid")] for name in blank}
+            )
+        return super().to_internal_value(data)
+
+
+class OrderListParamsSerializer(ListParamsSerializer):
     status = serializers.ChoiceField(choices=Order.Status.choices, required=False)
     event_id = serializers.CharField(required=False, max_length=32)
     created_from = CreatedBoundField(
@@ -157,15 +179,11 @@ class OrderListParamsSerializer(PageParamsSerializer):
         required=False,
         help_text="Orders created at or before this instant (a date includes the whole UTC day).",
     )
-
-    def to_internal_value(self, data):
-        # DRF drops an empty query value as if it were absent; "?status=" is a mistake worth reporting.
-        blank = [name for name in self.fields if name in data and data.get(name) == ""]
-        if blank:
-            raise serializers.ValidationError(
-                {name: [ErrorDetail("May not be blank.", code="invalid")] for name in blank}
-            )
-        return super().to_internal_value(data)
+    updated_from = ZonedDateTimeField(
+        required=False,
+        help_text="Orders whose status changed (or that were created) at or after this instant: ISO 8601 "
+        "with Z or an offset.",
+    )
 
     def validate(self, attrs):
         start = attrs.get("created_from")
@@ -262,10 +280,64 @@ class OrderStatusChangeSerializer(serializers.Serializer):
 
 
 class OrderDetailSerializer(OrderSerializer):
+    # The single order (GET, cancel, notifications) says when its status last changed, so a receiver of
+    # notifications delivered out of order can drop a stale one (DECISIONS: notifications).
+    status_changed_at = serializers.DateTimeField(
+        help_text="When the status last changed (creation included)."
+    )
     status_history = OrderStatusChangeSerializer(many=True, source="history_rows")
 
 
 class OrderListSerializer(serializers.Serializer):
     results = OrderSerializer(many=True)
+    has_more = serializers.BooleanField()
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+# --- notifications ----------------------------------------------------------------------------------------
+class NotificationListParamsSerializer(ListParamsSerializer):
+    type = serializers.ChoiceField(choices=Notification.Type.choices, required=False)
+    order_id = serializers.CharField(
+        required=False, max_length=32, help_text="Only this order's notifications."
+    )
+    after = serializers.CharField(
+        required=False,
+        max_length=32,
+        help_text="A notification id (`ntf_…`) of yours: only the notifications after it (resuming a poll).",
+    )
+
+
+class NotificationDataSerializer(serializers.Serializer):
+    order = OrderDetailSerializer(
+        help_text="The order as GET /v1/orders/{order_id} returned it at the change."
+    )
+    previous_status = serializers.ChoiceField(
+        choices=Order.Status.choices, allow_null=True, help_text="null for order.created."
+    )
+    reason = serializers.ChoiceField(
+        choices=[
+            "card_declined",
+            "canceled_by_partner",
+            "canceled_by_staff",
+            "event_canceled",
+            "in_hand_date_passed",
+        ],
+        allow_null=True,
+        help_text="The transition's machine reason, where it has one.",
+    )
+
+
+class NotificationSerializer(serializers.Serializer):
+    """Schema of the stored notification object (the feed returns ``Notification.payload`` as is)."""
+
+    id = serializers.CharField(help_text="`ntf_…`, also the webhook-id of its webhook deliveries.")
+    type = serializers.ChoiceField(choices=Notification.Type.choices)
+    created_at = serializers.DateTimeField()
+    livemode = serializers.BooleanField()
+    data = NotificationDataSerializer()
+
+
+class NotificationListSerializer(serializers.Serializer):
+    results = NotificationSerializer(many=True)
     has_more = serializers.BooleanField()
     next_cursor = serializers.CharField(allow_null=True)

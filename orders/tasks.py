@@ -1,37 +1,55 @@
-"""Background work on orders: confirmation, the sweeper that re-publishes lost confirmations, expiry."""
+"""Background work on orders: delivering notifications to subscribers, the outbox sweep and purge, the
+cancel e-mail, expiry."""
 
 import logging
 import random
-import smtplib
 
 from celery import shared_task
 
-from payouts.errors import PlatformUnavailable
-
-from . import services
+from . import events, outbox, services
 
 logger = logging.getLogger(__name__)
 
-# Transient: the payment platform or the mail server did not answer. Anything else is a bug or a permanent
-# refusal and is not retried blindly.
-TRANSIENT_ERRORS = (PlatformUnavailable, smtplib.SMTPException, ConnectionError, TimeoutError)
+# Transient: the database connection, the network or the mail server failed for now. Anything else is a
+# bug or a permanent refusal and is not retried blindly.
+TRANSIENT_ERRORS = events.TRANSIENT_ERRORS
 MAX_RETRIES = 8
 
 
 def backoff_seconds(retries: int) -> int:
-    """10 s, 20 s, 40 s … capped at 10 minutes, with jitter so a platform outage does not end in a stampede."""
+    """10 s, 20 s, 40 s … capped at 10 minutes, with jitter so an outage does not end in a stampede."""
     base = min(600, 10 * 2**retries)
     return base + random.randint(0, base // 4)
 
 
-@shared_task(bind=True, name="orders.tasks.confirm_order", acks_late=True, max_retries=MAX_RETRIES)
-def confirm_order(self, order_pk: int) -> str | None:
+@shared_task(bind=True, name="orders.tasks.deliver_notification", acks_late=True, max_retries=MAX_RETRIES)
+def deliver_notification(self, notification_pk: int, subscriber_name: str) -> bool:
+    """One notification to one subscriber of ``orders.events``; its transient errors are retried."""
+    subscriber = events.subscriber(subscriber_name)
+    transient = subscriber.transient if subscriber is not None else TRANSIENT_ERRORS
     try:
-        order = services.order_confirm(order_pk=order_pk)
-    except TRANSIENT_ERRORS as exc:
-        logger.warning("Confirmation of order pk=%s failed for now (%s); retrying", order_pk, exc)
+        return outbox.notification_deliver(notification_pk=notification_pk, subscriber_name=subscriber_name)
+    except transient as exc:
+        logger.warning(
+            "Notification pk=%s to %s failed for now (%r); retrying", notification_pk, subscriber_name, exc
+        )
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
-    return order.status if order is not None else None
+
+
+@shared_task(name="orders.tasks.dispatch_pending_notifications")
+def dispatch_pending_notifications() -> int:
+    dispatched = outbox.notifications_dispatch_pending()
+    if dispatched:
+        logger.info("Handed over %d notification(s) that had not reached the broker", dispatched)
+    return dispatched
+
+
+@shared_task(name="orders.tasks.purge_notifications")
+def purge_notifications() -> int:
+    purged = outbox.notifications_purge()
+    if purged:
+        logger.info("Purged %d notification(s) past their retention", purged)
+    return purged
 
 
 @shared_task(bind=True, name="orders.tasks.notify_order_canceled", acks_late=True, max_retries=MAX_RETRIES)
@@ -40,14 +58,6 @@ def notify_order_canceled(self, order_pk: int) -> None:
         services.order_canceled_email(order_pk=order_pk)
     except TRANSIENT_ERRORS as exc:
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
-
-
-@shared_task(name="orders.tasks.sweep_unconfirmed_orders")
-def sweep_unconfirmed_orders() -> int:
-    published = services.orders_requeue_unconfirmed()
-    if published:
-        logger.info("Re-published the confirmation of %d order(s)", len(published))
-    return len(published)
 
 
 @shared_task(name="orders.tasks.expire_overdue_orders")

@@ -6,6 +6,7 @@ from django.contrib.auth.models import Permission
 from django.contrib.messages import get_messages
 from django.test import Client
 
+from catalog.models import Row
 from orders.models import Order
 from orders.services import order_transition
 
@@ -34,6 +35,33 @@ def test_changelist_searches_by_order_id_transfer_address_and_reference(staff_cl
         assert expected.order_id in content
         other = b if expected is a else a
         assert other.order_id not in content
+
+
+def test_changelist_searches_by_partner_seller_and_event(staff_client, partner, other_partner_creds):
+    mine = create_order(partner)
+    theirs = create_order(other_partner_creds.partner)
+    Order.objects.filter(pk=mine.pk).update(seller_email="seller.one@example.com")
+    Order.objects.filter(pk=theirs.pk).update(seller_email="other.seller@example.com")
+    theirs.event.name = "Unique Symphony Night"
+    theirs.event.save(update_fields=["name"])
+    assert mine.event_id != theirs.event_id
+    cases = (
+        (partner.public_id, mine, theirs),
+        (other_partner_creds.partner.name, theirs, mine),
+        ("seller.one@", mine, theirs),
+        ("Symphony Night", theirs, mine),
+    )
+    for term, shown, hidden in cases:
+        content = staff_client.get(CHANGELIST, {"q": term}).content.decode()
+        assert shown.order_id in content and hidden.order_id not in content, term
+
+
+def test_changelist_lists_partner_reference_and_event_date(staff_client, partner):
+    order = create_order(partner, partner_reference="REF-LISTED")
+    content = staff_client.get(CHANGELIST).content.decode()
+    assert "REF-LISTED" in content
+    assert "column-event_date" in content and "column-reference" in content
+    assert f'<td class="field-event_date">{order.event.event_date.isoformat()}</td>' in content
 
 
 def test_changelist_filters(staff_client, partner, other_partner_creds):
@@ -129,20 +157,75 @@ def test_bulk_mark_ticket_received_goes_through_the_life_cycle(staff_client, par
     assert any(too_early.order_id in m and "accepted" in m and "Not" in m for m in messages)
 
 
+def _cancel(client, orders, **extra):
+    data = {"action": "cancel_orders", "_selected_action": [o.pk for o in orders], **extra}
+    return client.post(CHANGELIST, data, follow=True)
+
+
+def test_bulk_cancel_asks_for_confirmation_first_and_changes_nothing(staff_client, partner):
+    order = create_order(partner)
+
+    response = _cancel(staff_client, [order])
+
+    content = response.content.decode()
+    assert 'data-testid="confirm-cancel"' in content
+    assert order.order_id in content
+    assert (
+        "quantity goes back to the row" in content
+        and "refunded" in content
+        and "seller is e-mailed" in content
+    )
+    assert Order.objects.get(pk=order.pk).status == "accepted"
+    assert order.status_history.count() == 1  # only the creation
+
+
+def test_bulk_cancel_without_a_reason_is_asked_again(staff_client, partner):
+    order = create_order(partner)
+
+    response = _cancel(staff_client, [order], confirmed="yes", reason="   ")
+
+    content = response.content.decode()
+    assert 'data-testid="confirm-cancel"' in content and "Give a reason" in content
+    assert Order.objects.get(pk=order.pk).status == "accepted"
+
+
+def test_bulk_cancel_with_a_reason_cancels_and_keeps_the_reason(staff_client, partner):
+    order = create_order(partner)
+    row_before = Row.objects.get(pk=order.row_id).available_quantity
+
+    _cancel(staff_client, [order], confirmed="yes", reason="Seller asked by phone")
+
+    order.refresh_from_db()
+    assert order.status == "canceled"
+    last = order.status_history.order_by("-at", "-id").first()
+    assert (last.to_status, last.actor, last.reason) == ("canceled", "staff:root", "Seller asked by phone")
+    assert Row.objects.get(pk=order.row_id).available_quantity == row_before + order.quantity
+    notification = order.notifications.order_by("-id").first()
+    assert notification.payload["data"]["reason"] == "canceled_by_staff"
+
+
 def test_bulk_cancel_refuses_orders_past_awaiting_transfer(staff_client, partner):
     open_order = create_order(partner)
     received = create_order(partner)
     for step in ("awaiting_transfer", "ticket_received"):
         order_transition(order=received, to=step, actor="staff:x")
 
-    response = staff_client.post(
-        CHANGELIST, {"action": "cancel_orders", "_selected_action": [open_order.pk, received.pk]}, follow=True
-    )
+    response = _cancel(staff_client, [open_order, received], confirmed="yes", reason="Duplicate")
 
     assert Order.objects.get(pk=open_order.pk).status == "canceled"
     assert Order.objects.get(pk=received.pk).status == "ticket_received"
     messages = [str(m) for m in get_messages(response.wsgi_request)]
     assert any(received.order_id in m and "ticket_received" in m for m in messages)
+
+
+def test_order_page_lists_its_notifications(staff_client, partner):
+    order = create_order(partner)
+    order_transition(order=order, to="canceled", actor="staff:x")
+    content = staff_client.get(f"{CHANGELIST}{order.pk}/change/").content.decode()
+    for notification in order.notifications.all():
+        assert notification.notification_id in content
+    assert "order.status_changed" in content or "Order status changed" in content
+    assert order.notifications.count() >= 2
 
 
 def test_orders_cannot_be_added_edited_or_deleted_as_raw_rows(staff_client, partner):

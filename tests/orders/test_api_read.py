@@ -17,12 +17,14 @@ from .factories import RowFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_detail_has_the_creation_shape_plus_status_history(auth_client, quote):
+def test_detail_has_the_creation_shape_plus_status_changed_at_and_status_history(auth_client, quote):
     created = post_order(auth_client, order_form(quote, partner_reference="R-1")).json()["data"]
     response = auth_client.get(f"/v1/orders/{created['order_id']}")
     assert response.status_code == 200
     data = response.json()["data"]
     history = data.pop("status_history")
+    # DECISIONS (notifications): the order object carries status_changed_at, set at creation too.
+    assert data.pop("status_changed_at") == created["created_at"]
     assert data == created
     assert history == [
         {

@@ -1,4 +1,4 @@
-"""Nothing is lost when the broker is down: 201 at once, and the sweeper publishes the confirmation later."""
+"""Nothing is lost when the broker is down: 201 at once, and the sweepers publish the confirmation later."""
 
 import time
 from datetime import timedelta
@@ -13,7 +13,8 @@ from kombu import pools as kombu_pools
 
 from config.celery import app as celery_app
 from orders import services, tasks
-from orders.models import Order
+from orders.models import Notification, NotificationReceipt, Order
+from payouts import tasks as payouts_tasks
 from payouts.models import Charge
 
 from .conftest import order_form, post_order
@@ -72,21 +73,27 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
     assert order.confirmation_started_at is None
     assert mail.outbox == []
 
+    created = Notification.objects.get(order=order, type="order.created")
+    assert created.dispatched_at is None  # its delivery never reached the broker
+
     _use_broker(real_broker)
     _purge_queue()
-    # Within the grace period the sweeper leaves the order alone (its message may still be on the way).
-    assert tasks.sweep_unconfirmed_orders() == 0
+    # Within the grace period the sweepers leave it alone (its message may still be on the way).
+    assert tasks.dispatch_pending_notifications() == 0
+    assert payouts_tasks.sweep_unconfirmed_orders() == 0
 
-    later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 30)
+    # Past the outbox's grace (but not yet the confirmation sweep's): the outbox hands order.created over.
+    later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 5)
+    assert later < timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS)
     with time_machine.travel(later, tick=True):
-        assert tasks.sweep_unconfirmed_orders() == 1
-        assert tasks.sweep_unconfirmed_orders() == 0  # published once, not every minute
+        assert tasks.dispatch_pending_notifications() == 1
+        assert tasks.dispatch_pending_notifications() == 0  # published once, not every minute
         with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
             assert _wait_for(lambda: len(mail.outbox) == 1)
             assert _wait_for(
                 lambda: Order.objects.filter(pk=order.pk, confirmation_email_sent_at__isnull=False).exists()
             )
-        assert tasks.sweep_unconfirmed_orders() == 0
+        assert payouts_tasks.sweep_unconfirmed_orders() == 0
 
     order.refresh_from_db()
     assert order.status == Order.Status.AWAITING_TRANSFER
@@ -95,21 +102,73 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
     assert mail.outbox[0].to == ["seller@example.org"]
 
 
-def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, real_broker, monkeypatch):
+def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, real_broker):
     _use_broker(DEAD_BROKER)
     response = post_order(auth_client, order_form(quote))
     order = Order.objects.get(order_id=response.json()["data"]["order_id"])
     # An attempt began (a worker took the message) and then died without finishing.
     Order.objects.filter(pk=order.pk).update(confirmation_started_at=timezone.now())
     published = []
-    monkeypatch.setattr(
-        services, "order_confirmation_enqueue", lambda *, order_pk: published.append(order_pk) or True
-    )
 
-    assert services.orders_requeue_unconfirmed() == []
+    def requeue(now=None):
+        return services.orders_requeue_unconfirmed(
+            publish_confirmation=lambda order_pk: published.append(order_pk) or True, now=now
+        )
+
+    assert requeue() == []
     grace = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 1)
-    assert services.orders_requeue_unconfirmed(now=grace) == []  # started recently: not stale yet
+    assert requeue(now=grace) == []  # started recently: not stale yet
     stale = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS + 1)
-    assert services.orders_requeue_unconfirmed(now=stale) == [order.pk]
+    assert requeue(now=stale) == [order.pk]
     assert published == [order.pk]
-    assert services.orders_requeue_unconfirmed(now=stale + timedelta(seconds=60)) == []
+    assert requeue(now=stale + timedelta(seconds=60)) == []
+
+
+def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notification(
+    auth_client, quote, real_broker
+):
+    from orders import events
+    from orders.services import order_transition
+
+    received = []
+    events.subscribe(
+        "tests.recorder", handler=lambda n: received.append((n.type, n.payload["data"]["previous_status"]))
+    )
+    try:
+        _use_broker(DEAD_BROKER)
+        data = post_order(auth_client, order_form(quote)).json()["data"]
+        order = Order.objects.get(order_id=data["order_id"])
+        order_transition(order=order, to="awaiting_transfer", actor="staff:test", reason="Checked by hand")
+        assert auth_client.post(f"/v1/orders/{data['order_id']}/cancel").status_code == 200
+        assert Notification.objects.filter(order=order, dispatched_at__isnull=True).count() == 3
+
+        _use_broker(real_broker)
+        _purge_queue()
+        later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 5)
+        with time_machine.travel(later, tick=True):
+            assert tasks.dispatch_pending_notifications() == 3
+            assert tasks.dispatch_pending_notifications() == 0
+            with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+                assert _wait_for(lambda: len(received) >= 3)
+                # Published again (as after a lost acknowledgement): the subscriber is not run twice.
+                for n in Notification.objects.filter(order=order):
+                    services_outbox_dispatch(n)
+                assert _wait_for(
+                    lambda: NotificationReceipt.objects.filter(subscriber="tests.recorder").count() == 3
+                )
+                time.sleep(0.5)  # let the repeat deliveries finish (they must change nothing)
+        assert sorted(received) == [
+            ("order.created", None),
+            ("order.status_changed", "accepted"),
+            ("order.status_changed", "awaiting_transfer"),
+        ]
+        assert not Notification.objects.filter(order=order, dispatched_at__isnull=True).exists()
+        assert not Charge.objects.filter(order=order).exists()  # canceled before any confirmation ran
+    finally:
+        events.unsubscribe("tests.recorder")
+
+
+def services_outbox_dispatch(notification) -> None:
+    from orders import outbox
+
+    assert outbox.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)

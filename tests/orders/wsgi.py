@@ -64,7 +64,10 @@ class WsgiResponse:
         return json.loads(self.content)
 
 
-def wsgi_post(path: str, body_path: Path, *, token: str) -> WsgiResponse:
+def wsgi_post(
+    path: str, body_path: Path, *, token: str, headers: dict[str, str] | None = None
+) -> WsgiResponse:
+    """POST the body file through the WSGI handler; ``headers`` are extra WSGI environ entries (HTTP_…)."""
     status_holder = {}
 
     def start_response(status, headers, exc_info=None):
@@ -90,6 +93,7 @@ def wsgi_post(path: str, body_path: Path, *, token: str) -> WsgiResponse:
             "wsgi.multithread": False,
             "wsgi.multiprocess": False,
             "wsgi.run_once": False,
+            **(headers or {}),
         }
         # As Django's test client does: keep the test's transaction (and its connection) across the request.
         request_started.disconnect(close_old_connections)

@@ -1,26 +1,29 @@
-"""Every write on orders: creation from a quote, the life cycle, confirmation, expiry.
+"""Every write on orders: creation from a quote, the life cycle, expiry (the confirmation's steps are in
+``orders.services.confirmation``).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
-payouts app all go through it (DECISIONS: order life cycle).
+apps that react to order events all go through it (DECISIONS: order life cycle). Creation and every
+transition write their notification (``orders.outbox``) in the same transaction.
 """
 
 import logging
 from datetime import date, timedelta
 
-from django.conf import settings
 from django.core.files import File
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row
+from catalog.services import row_quantity_release, row_quantity_take
 from config.api.envelope import utc_iso
+from config.publish import publish_after_commit
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
 
-from . import errors, notifications
-from .models import Order, OrderStatusHistory
-from .uploads import ticket_pdf_delete, ticket_pdf_store
+from .. import errors, outbox
+from ..models import Notification, Order, OrderStatusHistory
+from ..uploads import ticket_pdf_delete, ticket_pdf_store
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +45,6 @@ RELEASES_QUANTITY = frozenset({S.CANCELED, S.EXPIRED})
 CANCELABLE = frozenset(s for s, targets in LEGAL_TRANSITIONS.items() if S.CANCELED in targets)
 
 IN_HAND_MIN_DAYS_BEFORE_EVENT = 2
-# A claimed but unrecorded confirmation e-mail is tried again after this long (the sender died mid-way).
-EMAIL_CLAIM_LEASE = timedelta(minutes=10)
 
 
 # --- creation ----------------------------------------------------------------------------------------------
@@ -147,10 +148,8 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
             # Race: N requests with one quote — only the UPDATE that finds consumed_at still NULL wins.
             if not Quote.objects.filter(pk=quote.pk, consumed_at__isnull=True).update(consumed_at=now):
                 raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token})
-            # Race: orders for different quotes on one row — the conditional decrement never oversells.
-            taken = Row.objects.filter(pk=quote.row_id, available_quantity__gte=quote.quantity).update(
-                available_quantity=F("available_quantity") - quote.quantity
-            )
+            # The catalog's conditional decrement never oversells and refreshes the catalog pages on commit.
+            taken = row_quantity_take(row_pk=quote.row_id, quantity=quote.quantity)
             if not taken:
                 available = (
                     Row.objects.filter(pk=quote.row_id).values_list("available_quantity", flat=True).first()
@@ -163,7 +162,10 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
             OrderStatusHistory.objects.create(
                 order=order, from_status="", to_status=S.ACCEPTED, at=now, actor=actor, reason="Order created"
             )
-            transaction.on_commit(lambda: order_confirmation_enqueue(order_pk=order.pk))
+            # The confirmation (charge, e-mail) reacts to this notification after commit.
+            outbox.order_notification_record(
+                order=order, type=Notification.Type.ORDER_CREATED, previous_status=None, reason=None, at=now
+            )
     except IntegrityError as exc:
         # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.
         if "quote" in str(exc):
@@ -172,12 +174,17 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
 
 
 # --- life cycle -------------------------------------------------------------------------------------------
-def order_transition(*, order: Order, to: str, actor: str, reason: str = "") -> Order:
-    """Move ``order`` to ``to`` if the life cycle allows it; write the history row; return the fresh order.
+def order_transition(
+    *, order: Order, to: str, actor: str, reason: str = "", reason_code: str | None = None
+) -> Order:
+    """Move ``order`` to ``to`` if the life cycle allows it; write the history row and the
+    ``order.status_changed`` notification; return the fresh order.
 
-    Raises ``orders.errors.IllegalTransition`` for any move the life cycle does not have (including a move
-    to the status the order already has). Canceling or expiring gives the quantity back to the row in the
-    same transaction; notifications leave after commit.
+    ``reason`` is the human reason kept in the history; ``reason_code`` the machine one partners get as the
+    notification's ``data.reason`` (``orders.outbox.REASON_CODES``). Raises ``orders.errors.IllegalTransition``
+    for any move the life cycle does not have (including a move to the status the order already has).
+    Canceling or expiring gives the quantity back to the row in the same transaction; whatever reacts to the
+    change (e-mails, refunds, webhooks) leaves after commit.
     """
     if to not in S.values:
         raise ValueError(f"Unknown order status {to!r}")
@@ -195,162 +202,36 @@ def order_transition(*, order: Order, to: str, actor: str, reason: str = "") -> 
             order=locked, from_status=from_status, to_status=to, at=now, actor=actor, reason=reason[:500]
         )
         if to in RELEASES_QUANTITY:
-            Row.objects.filter(pk=locked.row_id).update(
-                available_quantity=F("available_quantity") + locked.quantity
-            )
+            row_quantity_release(row_pk=locked.row_id, quantity=locked.quantity)
+        outbox.order_notification_record(
+            order=locked,
+            type=Notification.Type.ORDER_STATUS_CHANGED,
+            previous_status=from_status,
+            reason=reason_code,
+            at=now,
+        )
         if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            transaction.on_commit(lambda: _enqueue("notify_order_canceled", locked.pk))
-        if to == S.CANCELED:
-            _refund_if_charged(order_pk=locked.pk)
+            from ..tasks import notify_order_canceled  # the tasks module imports this one
+
+            publish_after_commit(notify_order_canceled, locked.pk)
     order.status = locked.status
     order.status_changed_at = locked.status_changed_at
     return locked
 
 
-def _refund_if_charged(*, order_pk: int) -> None:
-    """A canceled order's succeeded card charge is refunded after commit (an expired one keeps it: the charge
-    covers the tickets that were never delivered). Publishing never fails the cancel: the refund sweep in
-    ``payouts.tasks.progress_payouts`` refunds it if the message is lost."""
-    from payouts.services import refund_enqueue, refund_request
-
-    if refund_request(order_pk=order_pk):
-        transaction.on_commit(lambda: refund_enqueue(order_pk=order_pk))
-
-
-def order_cancel(*, order: Order, actor: str, reason: str = "") -> Order:
+def order_cancel(
+    *, order: Order, actor: str, reason: str = "", reason_code: str = outbox.REASON_CANCELED_BY_PARTNER
+) -> Order:
     """Cancel from ``accepted`` or ``awaiting_transfer``; anything later is 409 ORDER_NOT_CANCELABLE."""
     try:
-        return order_transition(order=order, to=S.CANCELED, actor=actor, reason=reason or "Canceled")
+        return order_transition(
+            order=order, to=S.CANCELED, actor=actor, reason=reason or "Canceled", reason_code=reason_code
+        )
     except errors.IllegalTransition as exc:
         raise errors.OrderNotCancelable(
             f"An order in status {exc.from_status} can no longer be canceled.",
             details={"order_id": order.order_id, "status": exc.from_status},
         ) from exc
-
-
-# --- confirmation (Celery) ---------------------------------------------------------------------------------
-def _enqueue(task_name: str, order_pk: int) -> bool:
-    """Publish a task; a broker outage is logged, never raised: the sweeper publishes it again later."""
-    from . import tasks
-
-    try:
-        getattr(tasks, task_name).delay(order_pk)
-    except Exception:
-        logger.warning(
-            "Could not publish %s for order pk=%s; the sweeper will publish it again",
-            task_name,
-            order_pk,
-            exc_info=True,
-        )
-        return False
-    return True
-
-
-def order_confirmation_enqueue(*, order_pk: int) -> bool:
-    return _enqueue("confirm_order", order_pk)
-
-
-def order_confirm(*, order_pk: int) -> Order | None:
-    """Charge the partner's card for the order, move it to ``awaiting_transfer`` and e-mail the seller.
-
-    Idempotent: a retry or a second delivery charges once (``charge_for_order`` is idempotent per order, and
-    only an ``accepted`` order is charged, under its row lock) and mails once (``order_confirmation_email``).
-    ``payouts.errors.PlatformUnavailable`` and mail-server errors propagate for the task to retry.
-    """
-    from payouts.services import charge_for_order
-
-    # Recorded outside the transaction below, so it survives a failed attempt: the sweeper reads it.
-    if not Order.objects.filter(pk=order_pk).update(confirmation_started_at=timezone.now()):
-        return None
-    with transaction.atomic():
-        # Race: a cancel arriving while the card is charged — the order's lock makes one wait for the other,
-        # so an order is never charged after it was canceled.
-        order = Order.objects.select_for_update().get(pk=order_pk)
-        if (
-            order.status == S.ACCEPTED
-            and Event.objects.filter(pk=order.event_id, status=Event.Status.CANCELED).exists()
-        ):
-            # The event was canceled between the order and its confirmation: never charge for it.
-            return order_transition(
-                order=order, to=S.CANCELED, actor="system:catalog", reason=EVENT_CANCELED_REASON
-            )
-        if order.status == S.ACCEPTED:
-            charge = charge_for_order(order=order)
-            if charge.status == "succeeded":
-                order = order_transition(
-                    order=order, to=S.AWAITING_TRANSFER, actor="system:confirmation", reason="Card charged"
-                )
-            else:
-                reason = f"Card declined: {charge.failure_reason or 'no reason given'}"
-                return order_transition(order=order, to=S.CANCELED, actor="system:payment", reason=reason)
-    if order.status == S.AWAITING_TRANSFER:
-        order_confirmation_email(order_pk=order.pk)
-    return order
-
-
-def order_confirmation_email(*, order_pk: int) -> bool:
-    """Send the seller's confirmation once; returns whether this call sent it."""
-    now = timezone.now()
-    # Race: two deliveries of the confirmation task — only the one whose UPDATE claims the unsent e-mail
-    # sends it. A claim left by a sender that died expires after EMAIL_CLAIM_LEASE.
-    claimed = (
-        Order.objects.filter(pk=order_pk, status=S.AWAITING_TRANSFER, confirmation_email_sent_at__isnull=True)
-        .filter(
-            Q(confirmation_email_claimed_at__isnull=True)
-            | Q(confirmation_email_claimed_at__lt=now - EMAIL_CLAIM_LEASE)
-        )
-        .update(confirmation_email_claimed_at=now)
-    )
-    if not claimed:
-        return False
-    order = Order.objects.select_related("partner", "event__venue", "quote").get(pk=order_pk)
-    recipient = notifications.seller_recipient(order)
-    if not recipient:
-        logger.warning(
-            "Order %s has no seller, quote or partner e-mail: confirmation not sent", order.order_id
-        )
-    else:
-        try:
-            notifications.send_order_confirmation(order=order, to=recipient)
-        except BaseException:
-            Order.objects.filter(pk=order_pk).update(confirmation_email_claimed_at=None)
-            raise
-    Order.objects.filter(pk=order_pk).update(
-        confirmation_email_sent_at=timezone.now(), confirmation_email_to=recipient
-    )
-    return bool(recipient)
-
-
-def order_canceled_email(*, order_pk: int) -> None:
-    order = Order.objects.select_related("partner", "event__venue", "quote").filter(pk=order_pk).first()
-    if order is None or order.status != S.CANCELED or not order.confirmation_email_to:
-        return
-    notifications.send_order_canceled(order=order, to=order.confirmation_email_to)
-
-
-def orders_requeue_unconfirmed(*, now=None, limit: int = 500) -> list[int]:
-    """Publish again the confirmations whose message never reached a worker (broker down at creation) or
-    whose attempts stalled. Returns the pks it published."""
-    now = now or timezone.now()
-    grace = now - timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS)
-    stale = now - timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS)
-    never_started = Q(status=S.ACCEPTED, confirmation_started_at__isnull=True, created_at__lt=grace) & (
-        Q(confirmation_requeued_at__isnull=True) | Q(confirmation_requeued_at__lt=grace)
-    )
-    stalled = (
-        (Q(status=S.ACCEPTED) | Q(status=S.AWAITING_TRANSFER, confirmation_email_sent_at__isnull=True))
-        & Q(confirmation_started_at__lt=stale)
-        & (Q(confirmation_requeued_at__isnull=True) | Q(confirmation_requeued_at__lt=stale))
-    )
-    pks = list(
-        Order.objects.filter(never_started | stalled)
-        .order_by("created_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-    published = [pk for pk in pks if order_confirmation_enqueue(order_pk=pk)]
-    if published:
-        Order.objects.filter(pk__in=published).update(confirmation_requeued_at=now)
-    return published
 
 
 # --- expiry -----------------------------------------------------------------------------------------------
@@ -376,7 +257,14 @@ def orders_expire_overdue(*, now=None) -> list[str]:
         else:
             reason = "The event started before the tickets arrived"
         try:
-            order_transition(order=order, to=S.EXPIRED, actor="system:expiry", reason=reason)
+            order_transition(
+                order=order,
+                to=S.EXPIRED,
+                actor="system:expiry",
+                reason=reason,
+                # The event start is the delivery deadline of a ready order without an in-hand date.
+                reason_code=outbox.REASON_IN_HAND_DATE_PASSED,
+            )
         except errors.IllegalTransition:
             continue  # moved on meanwhile (ticket received, canceled)
         expired.append(order.order_id)
@@ -401,8 +289,23 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
     canceled = []
     for order in candidates.iterator(chunk_size=200):
         try:
-            order_transition(order=order, to=S.CANCELED, actor="system:catalog", reason=EVENT_CANCELED_REASON)
+            order_transition(
+                order=order,
+                to=S.CANCELED,
+                actor="system:catalog",
+                reason=EVENT_CANCELED_REASON,
+                reason_code=outbox.REASON_EVENT_CANCELED,
+            )
         except errors.IllegalTransition:
             continue  # moved on meanwhile
         canceled.append(order.order_id)
     return canceled
+
+
+from .confirmation import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
+    EMAIL_CLAIM_LEASE,
+    order_canceled_email,
+    order_confirmation_email,
+    order_confirmation_started,
+    orders_requeue_unconfirmed,
+)

@@ -1,0 +1,72 @@
+"""The order-event registry: how a change of an order reaches the rest of the system.
+
+``orders`` owns it and imports no subscriber; other apps subscribe in their ``AppConfig.ready``. A
+subscriber receives the ``Notification`` the change wrote in its own transaction, the same object the feed
+and the webhooks carry, so there is one way an order change travels (``orders.outbox`` hands it over).
+
+Handlers run after commit, in a worker, at least once per notification: they must be idempotent. Once a
+handler returns, its receipt is recorded and a repeat delivery of that notification to that subscriber is
+skipped. A handler that raises one of its ``transient`` errors is retried with backoff; any other error is
+logged and left to the subscriber's own periodic sweep.
+"""
+
+import smtplib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db import InterfaceError, OperationalError
+
+from .models import Notification
+
+Handler = Callable[[Notification], None]
+
+# Worth another try for every subscriber: the database, the network or the mail server did not answer.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OperationalError,
+    InterfaceError,
+    ConnectionError,
+    TimeoutError,
+    smtplib.SMTPException,
+)
+
+
+@dataclass(frozen=True)
+class Subscriber:
+    name: str
+    types: frozenset[str] | None  # None: every type
+    handler: Handler
+    transient: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
+
+
+_subscribers: dict[str, Subscriber] = {}
+
+
+def subscribe(
+    name: str,
+    *,
+    handler: Handler,
+    types: Iterable[str] | None = None,
+    transient: Iterable[type[BaseException]] = (),
+) -> None:
+    """Register ``handler`` under ``name`` (unique; registering the same name again replaces it).
+
+    ``transient``: the subscriber's own errors that mean "try again later", on top of ``TRANSIENT_ERRORS``.
+    """
+    _subscribers[name] = Subscriber(
+        name=name,
+        types=frozenset(types) if types is not None else None,
+        handler=handler,
+        transient=TRANSIENT_ERRORS + tuple(transient),
+    )
+
+
+def unsubscribe(name: str) -> None:
+    _subscribers.pop(name, None)
+
+
+def subscribers_for(notification_type: str) -> list[Subscriber]:
+    return [s for s in _subscribers.values() if s.types is None or notification_type in s.types]
+
+
+def subscriber(name: str) -> Subscriber | None:
+    return _subscribers.get(name)

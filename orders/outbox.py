@@ -1,0 +1,176 @@
+"""The notification outbox: every order change a partner cares about, written in the change's transaction.
+
+``order_notification_record`` renders the notification (DECISIONS: "Notifications: webhooks and the feed")
+and inserts it in the caller's transaction, so there is no change without its notification and no
+notification without its change. After commit ``notification_dispatch`` publishes one delivery task per
+subscriber of ``orders.events`` (so one failing subscriber never re-runs another) and marks the row
+dispatched once the broker took them all. ``notifications_dispatch_pending`` (beat) publishes again what
+never reached the broker; ``notification_deliver`` skips a subscriber that already handled the
+notification (its ``NotificationReceipt``). Retention: ``notifications_purge`` deletes rows older than
+``NOTIFICATION_RETENTION_DAYS`` in batches.
+"""
+
+import json
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.utils.encoders import JSONEncoder
+
+from config.api.envelope import utc_iso
+from config.publish import publish
+
+from . import events
+from .models import Notification, NotificationReceipt, Order, OrderStatusHistory
+
+logger = logging.getLogger(__name__)
+
+T = Notification.Type
+
+# The transition's machine reason, as ``data.reason`` of ``order.status_changed`` (DECISIONS).
+REASON_CARD_DECLINED = "card_declined"
+REASON_CANCELED_BY_PARTNER = "canceled_by_partner"
+REASON_CANCELED_BY_STAFF = "canceled_by_staff"
+REASON_EVENT_CANCELED = "event_canceled"
+REASON_IN_HAND_DATE_PASSED = "in_hand_date_passed"
+REASON_CODES = frozenset(
+    {
+        REASON_CARD_DECLINED,
+        REASON_CANCELED_BY_PARTNER,
+        REASON_CANCELED_BY_STAFF,
+        REASON_EVENT_CANCELED,
+        REASON_IN_HAND_DATE_PASSED,
+    }
+)
+
+# How many rows one sweep publishes again, and one purge statement deletes.
+DISPATCH_BATCH = 500
+PURGE_BATCH = 1000
+
+
+def _json_ready(data) -> dict:
+    # The same encoding the API renderer applies (money as JSON numbers, dates as strings), stored as JSON.
+    return json.loads(json.dumps(data, cls=JSONEncoder))
+
+
+def order_payload(*, order: Order) -> dict:
+    """The order object exactly as ``GET /v1/orders/{order_id}`` returns it."""
+    from .serializers import OrderDetailSerializer  # serializers import the API layer's errors
+
+    fresh = Order.objects.select_related("event").get(pk=order.pk)
+    fresh.history_rows = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
+    return _json_ready(OrderDetailSerializer(fresh).data)
+
+
+def order_notification_record(
+    *, order: Order, type: str, previous_status: str | None, reason: str | None, at: datetime
+) -> Notification:
+    """Write the notification of a change of ``order`` in the caller's transaction; dispatch after commit."""
+    if reason is not None and reason not in REASON_CODES:
+        raise ValueError(f"Unknown notification reason {reason!r}")
+    notification = Notification(
+        partner_id=order.partner_id, livemode=True, type=type, order_id=order.pk, created_at=at
+    )
+    notification.payload = {
+        "id": notification.notification_id,
+        "type": type,
+        "created_at": utc_iso(at),
+        "livemode": notification.livemode,
+        "data": {"order": order_payload(order=order), "previous_status": previous_status, "reason": reason},
+    }
+    notification.save(force_insert=True)
+    notification_dispatch_after_commit(notification=notification)
+    return notification
+
+
+def notification_dispatch_after_commit(*, notification: Notification) -> None:
+    """Hand ``notification`` to the subscribers once the transaction that wrote it commits."""
+    pk, notification_type = notification.pk, notification.type
+    transaction.on_commit(
+        lambda: notification_dispatch(notification_pk=pk, notification_type=notification_type)
+    )
+
+
+def notification_dispatch(*, notification_pk: int, notification_type: str) -> bool:
+    """Publish one delivery per subscriber; mark the row dispatched once the broker took every one.
+
+    Returns whether it did. A failed publish leaves the row undispatched for ``notifications_dispatch_pending``.
+    """
+    from . import tasks
+
+    for subscriber in events.subscribers_for(notification_type):
+        # A failed publish means the broker is down: the others would only wait for it too. The sweep
+        # publishes them all again later (a subscriber that already handled it skips it by its receipt).
+        if not publish(tasks.deliver_notification, notification_pk, subscriber.name):
+            return False
+    Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
+        dispatched_at=timezone.now()
+    )
+    return True
+
+
+def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> int:
+    """Beat: publish again the notifications never handed over past the grace. Returns how many it did.
+
+    Stops at the first failed publish: the broker is still down, and the next beat tries again.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS)
+    pending = (
+        Notification.objects.filter(dispatched_at__isnull=True, created_at__lt=cutoff)
+        .order_by("created_at", "id")
+        .values_list("pk", "type")[:limit]
+    )
+    dispatched = 0
+    for pk, notification_type in pending:
+        if not notification_dispatch(notification_pk=pk, notification_type=notification_type):
+            break
+        dispatched += 1
+    return dispatched
+
+
+def notification_deliver(*, notification_pk: int, subscriber_name: str) -> bool:
+    """Run one subscriber's handler on one notification unless it already did; returns whether it ran.
+
+    The handler's errors propagate (the task retries the transient ones); its receipt is written only once
+    it returned, so a crash mid-way means one more delivery, never a lost one.
+    """
+    subscriber = events.subscriber(subscriber_name)
+    if subscriber is None:
+        logger.warning("No subscriber %r for notification pk=%s", subscriber_name, notification_pk)
+        return False
+    notification = Notification.objects.filter(pk=notification_pk).first()
+    if notification is None:
+        return False  # purged after its retention
+    if NotificationReceipt.objects.filter(
+        notification_id=notification_pk, subscriber=subscriber_name
+    ).exists():
+        return False
+    subscriber.handler(notification)
+    # Two concurrent deliveries may both finish: the unique receipt keeps one row, neither fails.
+    NotificationReceipt.objects.bulk_create(
+        [NotificationReceipt(notification_id=notification_pk, subscriber=subscriber_name)],
+        ignore_conflicts=True,
+    )
+    return True
+
+
+def notifications_purge(*, now: datetime | None = None, batch: int = PURGE_BATCH) -> int:
+    """Beat: delete notifications older than the retention, ``batch`` rows per statement. Returns the count."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.NOTIFICATION_RETENTION_DAYS)
+    purged = 0
+    while True:
+        pks = list(
+            Notification.objects.filter(created_at__lt=cutoff)
+            .order_by("created_at", "id")
+            .values_list("pk", flat=True)[:batch]
+        )
+        if not pks:
+            return purged
+        # Receipts go with their notification; each batch is its own short transaction.
+        with transaction.atomic():
+            NotificationReceipt.objects.filter(notification_id__in=pks).delete()
+            purged += Notification.objects.filter(pk__in=pks).delete()[1].get("orders.Notification", 0)

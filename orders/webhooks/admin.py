@@ -1,0 +1,120 @@
+"""Staff admin for webhooks: endpoints and deliveries (with their attempts), read-only.
+
+Secrets never appear here, not even encrypted. Search by partner (name or id), endpoint id or URL, and
+notification id.
+"""
+
+from django.contrib import admin
+
+from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(ReadOnlyAdmin):
+    list_display = ("endpoint_id", "partner", "url", "status", "disabled_reason", "livemode", "created_at")
+    list_filter = ("status", "livemode", "disabled_reason")
+    search_fields = ("endpoint_id", "url", "partner__name", "partner__public_id")
+    list_select_related = ("partner",)
+    fields = (
+        "endpoint_id",
+        "partner",
+        "livemode",
+        "url",
+        "event_types",
+        "description",
+        "status",
+        "disabled_reason",
+        "disabled_at",
+        "failing_since",
+        "last_success_at",
+        "previous_secret_expires_at",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+
+
+class WebhookAttemptInline(admin.TabularInline):
+    model = WebhookAttempt
+    fields = (
+        "number",
+        "status",
+        "attempted_at",
+        "response_status",
+        "error",
+        "duration_ms",
+        "next_attempt_at",
+        "request_body",
+        "response_body_excerpt",
+    )
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    ordering = ("number",)
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = (
+        "delivery_id",
+        "notification_id",
+        "endpoint_id",
+        "partner",
+        "kind",
+        "state",
+        "attempts_count",
+        "next_attempt_at",
+        "created_at",
+    )
+    list_filter = ("state", "kind", "endpoint__livemode")
+    search_fields = (
+        "delivery_id",
+        "notification__notification_id",
+        "endpoint__endpoint_id",
+        "endpoint__partner__name",
+        "endpoint__partner__public_id",
+    )
+    list_select_related = ("notification", "endpoint__partner")
+    fields = (
+        "delivery_id",
+        "endpoint",
+        "notification",
+        "kind",
+        "state",
+        "attempts_count",
+        "next_attempt_at",
+        "last_error",
+        "created_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    inlines = [WebhookAttemptInline]
+
+    @admin.display(description="notification", ordering="notification__notification_id")
+    def notification_id(self, delivery: WebhookDelivery) -> str:
+        return delivery.notification.notification_id
+
+    @admin.display(description="endpoint", ordering="endpoint__endpoint_id")
+    def endpoint_id(self, delivery: WebhookDelivery) -> str:
+        return delivery.endpoint.endpoint_id
+
+    @admin.display(description="partner")
+    def partner(self, delivery: WebhookDelivery) -> str:
+        return delivery.endpoint.partner.name

@@ -1,0 +1,262 @@
+"""Every write on webhook endpoints and deliveries: the API, the portal, the admin and the tasks call these."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from orders.models import Notification
+from partners.models import Partner
+
+from . import errors
+from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from .signing_secrets import secret_encrypt, secret_generate
+from .targets import TargetNotAllowed, target_resolve
+
+logger = logging.getLogger(__name__)
+
+ROTATION_GRACE_MAX_SECONDS = 86400
+SWEEP_GRACE_SECONDS = 60
+# A retry further away than this gets no countdown message: Redis would hand an unacknowledged ETA message
+# out again after the broker's visibility timeout (an hour), so the sweep sends those when they are due.
+COUNTDOWN_MAX_SECONDS = 3600
+
+
+# --- endpoints ---------------------------------------------------------------------------------------------
+def endpoint_url_check(*, url: str) -> None:
+    """The SSRF guard at registration: 400 VALIDATION_ERROR on ``url`` (``not_allowed`` and friends)."""
+    try:
+        target_resolve(url)
+    except TargetNotAllowed as exc:
+        raise errors.ValidationFailed(str(exc), field="url", issue=exc.issue) from exc
+
+
+def endpoint_create(
+    *, partner_pk: int, livemode: bool, url: str, event_types: list[str], description: str = ""
+) -> tuple[WebhookEndpoint, str]:
+    """A new enabled endpoint and its secret, in clear: the only time the secret leaves the service."""
+    endpoint_url_check(url=url)
+    secret = secret_generate()
+    with transaction.atomic():
+        # Locked: two registrations at once must not both pass the limit of 10 per partner and mode.
+        Partner.objects.select_for_update().get(pk=partner_pk)
+        count = WebhookEndpoint.objects.filter(partner_id=partner_pk, livemode=livemode).count()
+        if count >= settings.WEBHOOK_MAX_ENDPOINTS:
+            raise errors.ValidationFailed(
+                f"At most {settings.WEBHOOK_MAX_ENDPOINTS} webhook endpoints per partner and mode; delete one "
+                "first.",
+                field="url",
+                issue="too_many_endpoints",
+                details={"max_endpoints": settings.WEBHOOK_MAX_ENDPOINTS},
+            )
+        endpoint = WebhookEndpoint.objects.create(
+            partner_id=partner_pk,
+            livemode=livemode,
+            url=url,
+            event_types=event_types,
+            description=description,
+            secret_encrypted=secret_encrypt(secret),
+        )
+    return endpoint, secret
+
+
+def endpoint_update(
+    *,
+    endpoint: WebhookEndpoint,
+    url: str | None = None,
+    event_types: list[str] | None = None,
+    description: str | None = None,
+    status: str | None = None,
+) -> WebhookEndpoint:
+    if url is not None and url != endpoint.url:
+        endpoint_url_check(url=url)
+    with transaction.atomic():
+        # Locked: a delivery's outcome may be disabling this endpoint at the same moment.
+        locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+        if url is not None:
+            locked.url = url
+        if event_types is not None:
+            locked.event_types = event_types
+        if description is not None:
+            locked.description = description
+        if status == WebhookEndpoint.Status.DISABLED and locked.status != status:
+            locked.status = status
+            locked.disabled_reason = WebhookEndpoint.DisabledReason.BY_PARTNER
+            locked.disabled_at = timezone.now()
+        elif status == WebhookEndpoint.Status.ENABLED and locked.status != status:
+            # A fresh start: the 3-day failure clock begins again with the next failure.
+            locked.status = status
+            locked.disabled_reason = ""
+            locked.disabled_at = None
+            locked.failing_since = None
+        locked.save()
+    return locked
+
+
+def endpoint_delete(*, endpoint: WebhookEndpoint) -> None:
+    """Deletes the endpoint with its deliveries and attempts; pending attempts are never sent."""
+    endpoint.delete()
+
+
+def endpoint_rotate_secret(*, endpoint: WebhookEndpoint, expire_previous_in_seconds: int = 86400) -> str:
+    """A new secret; the current one keeps signing (as a second signature) for the grace period given."""
+    secret = secret_generate()
+    now = timezone.now()
+    with transaction.atomic():
+        # Locked: two rotations at once would otherwise both keep the same "previous" secret.
+        locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+        if expire_previous_in_seconds > 0:
+            locked.previous_secret_encrypted = locked.secret_encrypted
+            locked.previous_secret_expires_at = now + timedelta(seconds=expire_previous_in_seconds)
+        else:
+            locked.previous_secret_encrypted = ""
+            locked.previous_secret_expires_at = None
+        locked.secret_encrypted = secret_encrypt(secret)
+        locked.save()
+    endpoint.refresh_from_db()
+    return secret
+
+
+def endpoint_disable(*, endpoint: WebhookEndpoint, reason: str, notify: bool) -> None:
+    """Disable an endpoint the service gave up on, and tell the partner's contact e-mail after commit.
+
+    Called inside the transaction that holds the endpoint's row lock.
+    """
+    endpoint.status = WebhookEndpoint.Status.DISABLED
+    endpoint.disabled_reason = reason
+    endpoint.disabled_at = timezone.now()
+    endpoint.save(update_fields=["status", "disabled_reason", "disabled_at", "updated_at"])
+    logger.warning("Webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
+    if notify:
+        pk = endpoint.pk
+        transaction.on_commit(lambda: _enqueue("email_endpoint_disabled", pk))
+
+
+# --- deliveries --------------------------------------------------------------------------------------------
+def _enqueue(task_name: str, pk: int, *, countdown: float | None = None) -> bool:
+    """Publish a task; a broker outage is logged, never raised: the sweep sends due deliveries anyway."""
+    from . import tasks
+
+    try:
+        getattr(tasks, task_name).apply_async(args=[pk], countdown=countdown)
+    except Exception:
+        logger.warning(
+            "Could not publish %s for pk=%s; the sweep will catch up", task_name, pk, exc_info=True
+        )
+        return False
+    return True
+
+
+def delivery_enqueue(*, delivery_pk: int, countdown: float | None = None) -> bool:
+    if countdown is not None and countdown > COUNTDOWN_MAX_SECONDS:
+        return False  # the sweep sends it when due (next_attempt_at is the truth)
+    return _enqueue("send_delivery", delivery_pk, countdown=countdown)
+
+
+def _delivery_create(*, notification: Notification, endpoint: WebhookEndpoint, kind: str) -> WebhookDelivery:
+    delivery = WebhookDelivery.objects.create(
+        notification=notification, endpoint=endpoint, kind=kind, next_attempt_at=timezone.now()
+    )
+    transaction.on_commit(lambda: delivery_enqueue(delivery_pk=delivery.pk))
+    return delivery
+
+
+def notification_fan_out(notification: Notification) -> list[WebhookDelivery]:
+    """The ``orders.events`` handler: one delivery per enabled endpoint of the partner and mode that
+    subscribes to the type. Called at least once per notification, so a second call creates nothing."""
+    endpoints = WebhookEndpoint.objects.filter(
+        partner_id=notification.partner_id,
+        livemode=notification.livemode,
+        status=WebhookEndpoint.Status.ENABLED,
+    ).order_by("id")
+    created = []
+    for endpoint in endpoints:
+        if not endpoint.subscribes_to(notification.type):
+            continue
+        try:
+            with transaction.atomic():
+                created.append(
+                    _delivery_create(
+                        notification=notification, endpoint=endpoint, kind=WebhookDelivery.Kind.EVENT
+                    )
+                )
+        except IntegrityError:
+            continue  # delivered already by an earlier call (the unique constraint decides, even in a race)
+    return created
+
+
+def ping_payload(*, notification_id: str, created_at: datetime, livemode: bool, endpoint_id: str) -> dict:
+    return {
+        "id": notification_id,
+        "type": Notification.Type.WEBHOOK_PING.value,
+        "created_at": created_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "livemode": livemode,
+        "data": {"endpoint_id": endpoint_id},
+    }
+
+
+def endpoint_ping(*, endpoint: WebhookEndpoint) -> WebhookDelivery:
+    """A ``webhook.ping`` notification, delivered to this endpoint only, whatever its event types."""
+    with transaction.atomic():
+        notification = Notification(
+            partner_id=endpoint.partner_id, livemode=endpoint.livemode, type=Notification.Type.WEBHOOK_PING
+        )
+        notification.payload = ping_payload(
+            notification_id=notification.notification_id,
+            created_at=notification.created_at,
+            livemode=endpoint.livemode,
+            endpoint_id=endpoint.endpoint_id,
+        )
+        # Handed to this endpoint here: the registry's subscribers never see pings.
+        notification.dispatched_at = notification.created_at
+        notification.save()
+        return _delivery_create(notification=notification, endpoint=endpoint, kind=WebhookDelivery.Kind.PING)
+
+
+def delivery_resend(*, endpoint: WebhookEndpoint, notification_id: str) -> WebhookDelivery:
+    """One more delivery of one of the partner's notifications (same mode) to this endpoint, now."""
+    notification = Notification.objects.filter(
+        notification_id=notification_id, partner_id=endpoint.partner_id, livemode=endpoint.livemode
+    ).first()
+    if notification is None:
+        raise errors.NotificationNotFound(details={"notification_id": notification_id})
+    with transaction.atomic():
+        return _delivery_create(
+            notification=notification, endpoint=endpoint, kind=WebhookDelivery.Kind.RESEND
+        )
+
+
+def deliveries_send_due(
+    *, now: datetime | None = None, grace_seconds: float | None = None, limit: int = 500
+) -> list[int]:
+    """The sweep: publish every delivery whose attempt has been due for ``grace_seconds`` (its message was
+    lost, never published, or not published because the wait was long). The grace leaves an attempt that is
+    due right now to its own countdown message, so a busy queue does not fill up with copies."""
+    now = now or timezone.now()
+    grace = SWEEP_GRACE_SECONDS if grace_seconds is None else grace_seconds
+    pks = list(
+        WebhookDelivery.objects.filter(next_attempt_at__lte=now - timedelta(seconds=grace))
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    return [pk for pk in pks if delivery_enqueue(delivery_pk=pk)]
+
+
+def deliveries_purge(*, now: datetime | None = None, batch_size: int = 1000, max_batches: int = 50) -> int:
+    """Delete deliveries (and their attempts) older than the retention, in batches that keep locks short."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.WEBHOOK_RETENTION_DAYS)
+    deleted = 0
+    for _ in range(max_batches):
+        pks = list(
+            WebhookDelivery.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[:batch_size]
+        )
+        if not pks:
+            break
+        with transaction.atomic():
+            WebhookAttempt.objects.filter(delivery_id__in=pks).delete()
+            deleted += WebhookDelivery.objects.filter(pk__in=pks).delete()[0]
+    return deleted

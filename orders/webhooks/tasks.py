@@ -1,0 +1,42 @@
+"""Celery wrappers of the webhook services; every task here is routed to the ``webhooks`` queue."""
+
+import logging
+import smtplib
+
+from celery import shared_task
+
+from . import emails, sending, services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="orders.webhooks.tasks.send_delivery", acks_late=True)
+def send_delivery(delivery_pk: int) -> str | None:
+    # No Celery retry: a failed attempt schedules the next one itself (the row's next_attempt_at).
+    attempt = sending.delivery_attempt(delivery_pk=delivery_pk)
+    return attempt.status if attempt is not None else None
+
+
+@shared_task(name="orders.webhooks.tasks.send_due_deliveries")
+def send_due_deliveries() -> int:
+    published = services.deliveries_send_due()
+    if published:
+        logger.info("Published %d due webhook deliveries", len(published))
+    return len(published)
+
+
+@shared_task(name="orders.webhooks.tasks.purge_old_deliveries")
+def purge_old_deliveries() -> int:
+    deleted = services.deliveries_purge()
+    if deleted:
+        logger.info("Purged %d webhook deliveries past retention", deleted)
+    return deleted
+
+
+@shared_task(bind=True, name="orders.webhooks.tasks.email_endpoint_disabled", acks_late=True, max_retries=8)
+def email_endpoint_disabled(self, endpoint_pk: int) -> None:
+    try:
+        emails.send_endpoint_disabled(endpoint_pk=endpoint_pk)
+    except (smtplib.SMTPException, ConnectionError, TimeoutError) as exc:
+        # The mail server did not answer: try again later (1, 2, 4 … minutes).
+        raise self.retry(exc=exc, countdown=60 * 2**self.request.retries)
