@@ -5,12 +5,31 @@ from dataclasses import asdict
 
 from celery import shared_task
 
-from orders.tasks import MAX_RETRIES, backoff_seconds
+from orders.tasks import MAX_RETRIES, TRANSIENT_ERRORS, backoff_seconds
 
 from . import services
 from .errors import PlatformUnavailable
 
 logger = logging.getLogger(__name__)
+
+
+@shared_task(bind=True, name="payouts.tasks.confirm_order", acks_late=True, max_retries=MAX_RETRIES)
+def confirm_order(self, order_pk: int) -> str | None:
+    """An order's confirmation published again by the sweeper (the first run reacts to ``order.created``)."""
+    try:
+        order = services.order_confirm(order_pk=order_pk)
+    except (PlatformUnavailable, *TRANSIENT_ERRORS) as exc:
+        logger.warning("Confirmation of order pk=%s failed for now (%r); retrying", order_pk, exc)
+        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
+    return order.status if order is not None else None
+
+
+@shared_task(name="payouts.tasks.sweep_unconfirmed_orders")
+def sweep_unconfirmed_orders() -> int:
+    published = services.orders_requeue_unconfirmed()
+    if published:
+        logger.info("Re-published the confirmation of %d order(s)", len(published))
+    return len(published)
 
 
 @shared_task(name="payouts.tasks.progress_payouts", ignore_result=True)
@@ -32,7 +51,17 @@ def refund_order_charge(self, order_pk: int) -> str | None:
         return None
     try:
         charge = services.refund_for_order(order=order)
-    except PlatformUnavailable as exc:
-        logger.warning("Refund of order pk=%s failed for now (%s); retrying", order_pk, exc)
+    except (PlatformUnavailable, *TRANSIENT_ERRORS) as exc:
+        logger.warning("Refund of order pk=%s failed for now (%r); retrying", order_pk, exc)
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
     return charge.refund_status if charge is not None else None
+
+
+@shared_task(bind=True, name="payouts.tasks.send_payment_alert", acks_late=True, max_retries=MAX_RETRIES)
+def send_payment_alert(self, kind: str, pk: int) -> bool:
+    """E-mail the partner about a declined charge, a failed payout or a failed refund (once per failure)."""
+    try:
+        return services.payment_alert_send(kind=kind, pk=pk)
+    except TRANSIENT_ERRORS as exc:
+        logger.warning("Payment alert %s pk=%s not sent for now (%r); retrying", kind, pk, exc)
+        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))

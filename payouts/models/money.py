@@ -58,6 +58,15 @@ class Charge(models.Model):
     refund_last_error = models.CharField(
         max_length=255, blank=True, help_text="Last transient platform error of the refund."
     )
+    # When the partner's contact address was e-mailed about the failure: claimed by a conditional UPDATE so
+    # two workers never send the same alert; a staff retry of the refund clears its stamp (a new failure is
+    # a new event).
+    decline_alerted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the partner was e-mailed that this charge was declined."
+    )
+    refund_failure_alerted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the partner was e-mailed that this refund failed."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -65,11 +74,20 @@ class Charge(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [
             models.Index(fields=["status", "created_at"], name="charge_status_created"),
+            # The portal dashboard reads each partner's latest charge (was it declined?).
+            models.Index(fields=["partner", "-created_at"], name="charge_partner_created"),
             # The refund sweep reads the few refunds still owed; settled ones stay out of the index.
             models.Index(
                 fields=["refund_attempted_at"],
                 name="charge_refund_open",
                 condition=Q(refund_status="pending"),
+            ),
+            # The staff dashboard: money refunded per period, and the queue of refunds that failed.
+            models.Index(
+                fields=["refunded_at"], name="charge_refunded_at", condition=Q(refund_status="succeeded")
+            ),
+            models.Index(
+                fields=["created_at"], name="charge_refund_failed", condition=Q(refund_status="failed")
             ),
         ]
         constraints = [
@@ -133,6 +151,10 @@ class Payout(models.Model):
     failure_reason = models.CharField(max_length=255, blank=True)
     last_error = models.CharField(max_length=255, blank=True, help_text="Last transient platform error.")
     last_checked_at = models.DateTimeField(null=True, blank=True)
+    # Claimed by a conditional UPDATE (one e-mail per failure); a staff retry clears it with the failure.
+    failure_alerted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the partner was e-mailed that this payout failed."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -141,6 +163,8 @@ class Payout(models.Model):
         indexes = [
             models.Index(fields=["status", "created_at"], name="payout_status_created"),
             models.Index(fields=["partner", "-created_at"], name="payout_partner_created"),
+            # The staff dashboard: money paid out per period and per week.
+            models.Index(fields=["paid_at"], name="payout_paid_at", condition=Q(status="paid")),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(amount__gte=0), name="payout_amount_gte_0"),

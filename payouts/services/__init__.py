@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from config.publish import publish_after_commit
 from partners.models import Partner
 
 from .. import platform as pf
@@ -18,6 +19,13 @@ from ..errors import PlatformError, PlatformUnavailable, ReplaceNeedsConfirmatio
 from ..models import Charge, CreditCard, Payout, PayoutAccount
 from ..platform import get_platform
 from ..selectors import partner_has_active_orders
+from .alerts import (  # noqa: F401
+    CHARGE_DECLINED,
+    PAYOUT_FAILED,
+    REFUND_FAILED,
+    payment_alert_enqueue,
+    payment_alert_send,
+)
 
 # Refunds live in their own module; callers use them as ``payouts.services.<name>`` like everything else here.
 from .refunds import (  # noqa: F401
@@ -220,6 +228,7 @@ def charge_for_order(*, order) -> Charge:
             charge.status = Charge.Status.FAILED
             charge.failure_reason = "No credit card on file."
             charge.save(update_fields=["status", "failure_reason", "updated_at"])
+            payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
             return charge
         charge.attempts += 1
         charge.card_brand, charge.card_last4 = card.brand, card.last4
@@ -245,6 +254,8 @@ def charge_for_order(*, order) -> Charge:
                 charge.status = Charge.Status.FAILED
                 charge.failure_reason = (result.failure_reason or "The card was declined.")[:255]
         charge.save()
+        if charge.status == Charge.Status.FAILED:
+            payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
     if unavailable is not None:
         raise unavailable
     logger.info(
@@ -408,6 +419,8 @@ def _fail(payout: Payout, reason: str) -> tuple[bool, int, bool]:
     payout.failure_reason = reason[:255]
     payout.last_checked_at = timezone.now()
     payout.save()
+    # Every caller holds the payout's lock in a transaction: the alert is published once the failure commits.
+    payment_alert_enqueue(kind=PAYOUT_FAILED, pk=payout.pk)
     logger.warning("payout failed", extra={"order_id": payout.order.order_id, "reason": reason})
     return (True, 0, True)
 
@@ -461,18 +474,21 @@ def payout_retry(*, payout: Payout, actor: str) -> bool:
         last_error="",
         scheduled_for=None,
         paid_at=None,
+        failure_alerted_at=None,  # the next failure is a new event with its own alert
         updated_at=timezone.now(),
     )
     if updated:
         logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})
-        transaction.on_commit(_enqueue_progress)
+        from ..tasks import progress_payouts
+
+        publish_after_commit(progress_payouts)  # lost with the broker: the next beat runs it anyway
     return bool(updated)
 
 
-def _enqueue_progress() -> None:
-    from ..tasks import progress_payouts
-
-    try:
-        progress_payouts.delay()
-    except Exception:  # the broker is down: the next beat picks the payout up anyway
-        logger.warning("could not enqueue payout progression; the next beat will run it")
+# The reactions to order events; imported last, they call the charges above.
+from .confirmation import (  # noqa: E402, F401
+    on_order_created,
+    on_order_status_changed,
+    order_confirm,
+    orders_requeue_unconfirmed,
+)

@@ -1,9 +1,11 @@
 """Refunds: the card charge of an order canceled after it was charged goes back to the partner's card.
 
 Every cancel goes through ``orders.services.order_transition(..., to="canceled")`` (partner, staff, a canceled
-event). In that transaction ``refund_request`` marks the order's succeeded charge as owing a refund
-(``refund_status = pending``); after commit ``refund_enqueue`` publishes ``payouts.tasks.refund_order_charge``,
-which calls ``refund_for_order`` and retries it with backoff while the platform is unavailable. The beat's
+event), which writes an ``order.status_changed`` notification in the cancel's transaction. Payouts' subscriber
+(``confirmation.on_order_status_changed``) then runs ``refund_request``, which marks the order's succeeded charge
+as owing a refund (``refund_status = pending``), and ``refund_enqueue`` publishes
+``payouts.tasks.refund_order_charge``, which calls ``refund_for_order`` and retries it with backoff while the
+platform is unavailable. The beat's
 ``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
 refund the platform left pending.
 
@@ -22,10 +24,13 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.publish import publish, publish_after_commit
+
 from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
 from ..models import Charge
 from ..platform import get_platform
+from .alerts import REFUND_FAILED, payment_alert_enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +46,10 @@ REFUND_SWEEP_BATCH = 200
 
 
 def refund_request(*, order_pk: int) -> bool:
-    """In the cancel's transaction: the order's succeeded charge now owes a refund. Returns whether it does.
+    """The canceled order's succeeded charge now owes a refund. Returns whether this call marked it.
 
-    The caller holds the order's row lock and publishes the task after commit (``refund_enqueue``).
+    Idempotent: a repeat finds the charge already marked and returns False. The caller publishes the task
+    (``refund_enqueue``).
     """
     now = timezone.now()
     # Race: the sweep finding the same canceled order — only the UPDATE that still finds "none" marks it.
@@ -57,16 +63,7 @@ def refund_enqueue(*, order_pk: int) -> bool:
     """Publish the refund task; a broker outage is logged, never raised: the refund sweep runs it later."""
     from ..tasks import refund_order_charge
 
-    try:
-        refund_order_charge.delay(order_pk)
-    except Exception:
-        logger.warning(
-            "Could not publish the refund of order pk=%s; the refund sweep will run it",
-            order_pk,
-            exc_info=True,
-        )
-        return False
-    return True
+    return publish(refund_order_charge, order_pk)
 
 
 def refund_for_order(*, order) -> Charge | None:
@@ -127,6 +124,8 @@ def refund_for_order(*, order) -> Charge | None:
                 charge.refund_status, charge.refund_failure_reason = R.FAILED, reason[:255]
             # REFUND_PENDING: the platform is not done yet; the sweep asks it again later.
         charge.save()
+        if charge.refund_status == R.FAILED:  # only a refund that was owed gets here: a new failure
+            payment_alert_enqueue(kind=REFUND_FAILED, pk=charge.pk)  # published once this commits
     if unavailable is not None:
         raise unavailable
     log = logger.warning if charge.refund_status == R.FAILED else logger.info
@@ -153,12 +152,14 @@ def refund_retry(*, charge: Charge, actor: str) -> bool:
         refund_failure_reason="",
         refund_last_error="",
         refund_attempted_at=None,
+        refund_failure_alerted_at=None,  # the next failure is a new event with its own alert
         updated_at=now,
     )
     if updated:
         logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
-        order_pk = charge.order_id
-        transaction.on_commit(lambda: refund_enqueue(order_pk=order_pk))
+        from ..tasks import refund_order_charge
+
+        publish_after_commit(refund_order_charge, charge.order_id)
     return bool(updated)
 
 
@@ -170,12 +171,17 @@ class RefundSweepSummary:
 
 
 def refunds_sweep(*, now=None) -> RefundSweepSummary:
-    """Beat: refund what the task did not. Canceled orders whose succeeded charge has no refund yet, owed refunds
-    no worker tried within ``REFUND_SWEEP_GRACE``, and refunds still pending ``REFUND_RECHECK_AFTER`` after
+    """Beat: refund what the task did not. Canceled orders whose succeeded charge has no refund requested
+    ``REFUND_SWEEP_GRACE`` after the cancel, owed refunds no worker tried within ``REFUND_SWEEP_GRACE``, and refunds still pending ``REFUND_RECHECK_AFTER`` after
     their last try. One refund's trouble never stops the others."""
     now = now or timezone.now()
+    # Canceled past the grace and still not requested: the subscriber's delivery was lost (or the order was
+    # canceled before refunds were requested); within the grace the subscriber is probably on its way.
     never_requested = Charge.objects.filter(
-        status=Charge.Status.SUCCEEDED, refund_status=R.NONE, order__status=ORDER_CANCELED
+        status=Charge.Status.SUCCEEDED,
+        refund_status=R.NONE,
+        order__status=ORDER_CANCELED,
+        order__status_changed_at__lt=now - REFUND_SWEEP_GRACE,
     ).order_by("pk")
     stalled = (
         Charge.objects.filter(refund_status=R.PENDING)

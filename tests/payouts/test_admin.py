@@ -4,13 +4,14 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
 from partners.models import PortalUser
-from payouts.models import Payout
+from payouts.models import Charge, Payout
 from payouts.services import charge_for_order, payment_methods_create_sandbox, payouts_progress
 from tests.conftest import make_partner
 
@@ -83,15 +84,29 @@ def failed_payout(db):
     return creds, payout
 
 
-def test_failed_payouts_are_visible_and_retried_by_action(staff, failed_payout):
+def _last_log(payout) -> str:
+    return LogEntry.objects.filter(object_id=str(payout.pk)).order_by("-id").first().get_change_message()
+
+
+def test_failed_payouts_are_visible_and_retried_by_action_after_confirmation(staff, failed_payout):
     creds, payout = failed_payout
     body = staff.get("/admin/payouts/payout/", {"attention": "failed"}).content.decode()
     assert payout.order.order_id in body
     assert "account is closed" in body
     payment_methods_create_sandbox(partner=creds.partner)  # the partner fixed the account
+    selection = {"action": "retry_action", "_selected_action": [payout.pk]}
+
+    confirm = staff.post("/admin/payouts/payout/", selection).content.decode()
+    assert 'data-testid="confirm-retry"' in confirm and payout.order.order_id in confirm
+    assert "attempt number goes up by one" in confirm
+    without_reason = staff.post("/admin/payouts/payout/", {**selection, "confirmed": "yes", "reason": " "})
+    assert "Give a reason" in without_reason.content.decode()
+    payout.refresh_from_db()
+    assert (payout.attempt, payout.status) == (1, "failed")  # nothing happened yet
+
     response = staff.post(
         "/admin/payouts/payout/",
-        {"action": "retry_action", "_selected_action": [payout.pk]},
+        {**selection, "confirmed": "yes", "reason": "Partner fixed the account"},
         follow=True,
     )
     assert "1 payout(s) will be retried" in response.content.decode()
@@ -99,20 +114,65 @@ def test_failed_payouts_are_visible_and_retried_by_action(staff, failed_payout):
     # The retry runs the progression on commit: the new attempt is already at the platform.
     assert payout.attempt == 2
     assert payout.status in ("pending", "in_process")
+    assert _last_log(payout) == "Retry requested: Partner fixed the account"
 
 
-def test_retry_button_on_a_failed_payout(staff, failed_payout):
+def test_retry_button_on_a_failed_payout_asks_for_confirmation(staff, failed_payout):
     _, payout = failed_payout
+    url = f"/admin/payouts/payout/{payout.pk}/retry/"
     page = staff.get(f"/admin/payouts/payout/{payout.pk}/change/").content.decode()
-    assert "Retry payout" in page
-    assert staff.get(f"/admin/payouts/payout/{payout.pk}/retry/").status_code == 302
+    assert "Retry payout" in page and url in page
+    assert staff.get(url).status_code == 302
+    confirm = staff.post(url).content.decode()
+    assert 'data-testid="confirm-retry"' in confirm and f'action="{url}"' in confirm
     payout.refresh_from_db()
-    assert payout.status == "failed"  # a GET changes nothing
-    staff.post(f"/admin/payouts/payout/{payout.pk}/retry/")
+    assert payout.status == "failed"  # a GET or an unconfirmed POST changes nothing
+    staff.post(url, {"confirmed": "yes", "reason": "Bank confirmed the account"})
     payout.refresh_from_db()
     assert payout.attempt == 2
-    again = staff.post(f"/admin/payouts/payout/{payout.pk}/retry/", follow=True)
+    assert _last_log(payout) == "Retry requested: Bank confirmed the account"
+    again = staff.post(url, {"confirmed": "yes", "reason": "again"}, follow=True)
     assert "Only a failed payout can be retried." in again.content.decode()
+
+
+def test_a_payouts_row_opens_its_read_only_record(staff, failed_payout):
+    _, payout = failed_payout
+    record = f"/admin/payouts/payout/{payout.pk}/change/"
+    listing = staff.get("/admin/payouts/payout/").content.decode()
+    assert f'<a href="{record}">{payout.order.order_id}</a>' in listing.replace("?_changelist_filters=", "")
+    page = staff.get(record)
+    assert page.status_code == 200
+    content = page.content.decode()
+    assert f'href="/admin/orders/order/{payout.order.pk}/change/"' in content
+    assert 'name="_save"' not in content  # read-only
+
+
+def test_a_charges_row_opens_its_read_only_record(staff, partner):
+    order = make_order(partner)
+    charge_for_order(order=order)
+    charge = Charge.objects.get(order=order)
+    record = f"/admin/payouts/charge/{charge.pk}/change/"
+    listing = staff.get("/admin/payouts/charge/").content.decode()
+    assert f'<a href="{record}">{order.order_id}</a>' in listing
+    content = staff.get(record).content.decode()
+    assert "Visa ••••4242" in content or "4242" in content
+    assert f'href="/admin/orders/order/{order.pk}/change/"' in content
+    assert 'name="_save"' not in content
+
+
+def test_order_page_shows_its_charge_and_payout(staff, failed_payout):
+    _, payout = failed_payout
+    order = payout.order
+    charge_for_order(order=order)
+    charge = Charge.objects.get(order=order)
+    content = staff.get(f"/admin/orders/order/{order.pk}/change/").content.decode()
+    assert f'href="/admin/payouts/charge/{charge.pk}/change/"' in content
+    assert f'href="/admin/payouts/payout/{payout.pk}/change/"' in content
+    assert "••••" + charge.card_last4 in content
+    assert "account is closed" in content  # the payout's failure
+    assert str(payout.amount) in content and str(charge.amount) in content
+    for notification in order.notifications.all():
+        assert notification.notification_id in content
 
 
 def test_admin_pages_render(staff, failed_payout):

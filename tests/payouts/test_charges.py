@@ -6,10 +6,9 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from orders.services import order_confirm
 from payouts.errors import PlatformUnavailable
 from payouts.models import Charge, SandboxCharge
-from payouts.services import charge_for_order, payment_methods_create_sandbox
+from payouts.services import charge_for_order, order_confirm, payment_methods_create_sandbox
 from tests.conftest import make_partner
 
 from .factories import make_order

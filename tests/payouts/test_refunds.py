@@ -21,13 +21,13 @@ from kombu import pools as kombu_pools
 from catalog import services as catalog_services
 from config.celery import app as celery_app
 from orders.models import Order
-from orders.services import order_cancel, order_confirm, order_create, orders_expire_overdue
+from orders.services import order_cancel, order_create, orders_expire_overdue
 from payouts import tasks
 from payouts.errors import PlatformError, PlatformUnavailable
 from payouts.models import Charge, CreditCard, SandboxCard, SandboxCharge, SandboxRefund
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
-from payouts.services import payment_methods_create_sandbox, refunds_sweep
+from payouts.services import order_confirm, payment_methods_create_sandbox, refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import QuoteFactory, RowFactory, quote_token
 from tests.payouts.test_stripe_platform import FakeStripe
@@ -292,7 +292,8 @@ def test_concurrent_refund_runs_for_one_order_refund_once_at_the_platform(db, ca
         _use_broker(previous_broker)
         celery_app.conf.task_always_eager = True
     charge = Charge.objects.get(order=order)
-    assert (charge.refund_status, charge.refund_attempted_at) == ("pending", None)
+    # The notification of the cancel never reached its subscriber: the refund was not even requested.
+    assert (charge.refund_status, charge.refund_attempted_at) == ("none", None)
     assert refunds_of(order) == []
 
     caplog.set_level(logging.INFO, logger="payouts.platform")
@@ -426,7 +427,8 @@ def test_a_lost_refund_message_is_refunded_by_the_sweep_after_a_grace_period(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:  # published never
         cancel_order(order)
     assert callbacks
-    assert Charge.objects.get(order=order).refund_status == "pending"
+    # The cancel's notification never reached the refund subscriber: nothing requested yet.
+    assert Charge.objects.get(order=order).refund_status == "none"
     assert refunds_sweep().refunded == 0  # its message may still be on the way
     with time_machine.travel(timezone.now() + timedelta(minutes=3)):
         assert refunds_sweep().refunded == 1
@@ -440,7 +442,8 @@ def test_the_sweep_refunds_orders_canceled_before_refunds_were_requested(partner
     cancel_order(order)
     # As for an order canceled before this release: canceled, charged, no refund recorded.
     Charge.objects.filter(order=order).update(refund_status="none", refund_requested_at=None)
-    summary = refunds_sweep()
+    with time_machine.travel(timezone.now() + timedelta(minutes=3)):  # past the sweep's grace
+        summary = refunds_sweep()
     assert summary.refunded == 1
     charge = Charge.objects.get(order=order)
     assert charge.refund_status == "succeeded" and charge.refund_requested_at is not None
@@ -473,7 +476,14 @@ def test_staff_cancel_in_the_admin_refunds_the_charge(staff, partner, django_cap
     order = charged_order(partner)
     with django_capture_on_commit_callbacks(execute=True):
         response = staff.post(
-            "/admin/orders/order/", {"action": "cancel_orders", "_selected_action": [order.pk]}, follow=True
+            "/admin/orders/order/",
+            {
+                "action": "cancel_orders",
+                "_selected_action": [order.pk],
+                "confirmed": "yes",
+                "reason": "Fraud",
+            },
+            follow=True,
         )
     assert response.status_code == 200
     assert Order.objects.get(pk=order.pk).status == "canceled"
@@ -501,10 +511,15 @@ def test_failed_refund_is_listed_and_staff_retry_refunds_it_once(staff, django_c
     assert other.order_id in not_refunded and order.order_id not in not_refunded
 
     set_card_behavior(creds.partner, SandboxCard.Behavior.SUCCEED)  # the issuer can take refunds again
+    selection = {"action": "retry_refund_action", "_selected_action": [charge.pk, charge_pk(other)]}
+    with django_capture_on_commit_callbacks(execute=True):
+        confirm = staff.post("/admin/payouts/charge/", selection)
+    assert 'data-testid="confirm-retry"' in confirm.content.decode()  # a confirmation first, nothing retried
+    assert Charge.objects.get(pk=charge.pk).refund_attempt == charge.refund_attempt
     with django_capture_on_commit_callbacks(execute=True):
         response = staff.post(
             "/admin/payouts/charge/",
-            {"action": "retry_refund_action", "_selected_action": [charge.pk, charge_pk(other)]},
+            {**selection, "confirmed": "yes", "reason": "Issuer reopened the card"},
             follow=True,
         )
     page = response.content.decode()
@@ -524,7 +539,12 @@ def test_failed_refund_is_listed_and_staff_retry_refunds_it_once(staff, django_c
     with django_capture_on_commit_callbacks(execute=True):
         again = staff.post(
             "/admin/payouts/charge/",
-            {"action": "retry_refund_action", "_selected_action": [charge.pk]},
+            {
+                "action": "retry_refund_action",
+                "_selected_action": [charge.pk],
+                "confirmed": "yes",
+                "reason": "x",
+            },
             follow=True,
         )
     assert "0 refund(s) will be retried now." in again.content.decode()
@@ -571,6 +591,7 @@ def test_portal_order_page_shows_the_refund_state(django_capture_on_commit_callb
     pending = charged_order(creds.partner)
     with django_capture_on_commit_callbacks(execute=False):
         cancel_order(pending)
+    refund_request(order_pk=pending.pk)  # the subscriber's request ran; its refund task is not done yet
     assert "being refunded to your card" in portal.get(f"/portal/orders/{pending.order_id}").content.decode()
 
     expired = charged_order(creds.partner)

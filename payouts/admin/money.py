@@ -1,124 +1,27 @@
-"""Staff admin for payment methods (masked), charges and payouts (with the retry of failed payouts), and the
-sandbox platform's records. Everything here is read-only except what goes through a service."""
+"""Charges and payouts: read-only records that open from their lists, and the confirmed retries of failed
+refunds and payouts."""
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from . import services
-from .models import (
+from .. import services
+from ..models import (
     Charge,
-    CreditCard,
     Payout,
-    PayoutAccount,
-    SandboxAccount,
-    SandboxCard,
-    SandboxCharge,
-    SandboxPayout,
-    SandboxRefund,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
-def _order_link(order) -> str:
-    return format_html(
-        '<a href="{}">{}</a>', reverse("admin:orders_order_change", args=[order.pk]), order.order_id
-    )
-
-
-# --- payment methods: masked, and only ever written from the portal ---------------------------------------------
-@admin.register(PayoutAccount)
-class PayoutAccountAdmin(ReadOnlyAdmin):
-    list_display = (
-        "partner",
-        "masked",
-        "method",
-        "platform",
-        "platform_account_id",
-        "connected_at",
-        "updated_at",
-    )
-    list_filter = ("method", "platform")
-    search_fields = ("partner__name", "partner__public_id", "platform_account_id")
-    list_select_related = ("partner",)
-    fields = ("partner", "masked", "method", "platform", "platform_account_id", "connected_at", "updated_at")
-    readonly_fields = fields
-
-    @admin.display(description="Account")
-    def masked(self, obj: PayoutAccount) -> str:
-        return f"{obj.bank_name} ••••{obj.last4}" if obj.last4 else "—"
-
-
-@admin.register(CreditCard)
-class CreditCardAdmin(ReadOnlyAdmin):
-    list_display = ("partner", "masked", "expiry", "platform", "added_at", "updated_at")
-    list_filter = ("brand", "platform")
-    search_fields = ("partner__name", "partner__public_id")
-    list_select_related = ("partner",)
-    fields = ("partner", "masked", "expiry", "platform", "platform_card_token", "added_at", "updated_at")
-    readonly_fields = fields
-
-    @admin.display(description="Card")
-    def masked(self, obj: CreditCard) -> str:
-        return f"{obj.brand} ••••{obj.last4}" if obj.last4 else "—"
-
-    @admin.display(description="Expires")
-    def expiry(self, obj: CreditCard) -> str:
-        return f"{obj.exp_month:02d}/{obj.exp_year}" if obj.exp_month else "—"
-
-
-class PayoutAccountInline(admin.StackedInline):
-    """On the partner page: the payout method, masked, read-only (partners connect it in the portal)."""
-
-    model = PayoutAccount
-    fields = ("masked", "method", "platform", "platform_account_id", "updated_at")
-    readonly_fields = fields
-    can_delete = False
-    extra = 0
-    max_num = 0
-    verbose_name = verbose_name_plural = "Payout method"
-
-    @admin.display(description="Account")
-    def masked(self, obj: PayoutAccount) -> str:
-        return f"{obj.bank_name} ••••{obj.last4}" if obj.last4 else "—"
-
-
-class CreditCardInline(admin.StackedInline):
-    model = CreditCard
-    fields = ("masked", "expiry", "platform", "updated_at")
-    readonly_fields = fields
-    can_delete = False
-    extra = 0
-    max_num = 0
-    verbose_name = verbose_name_plural = "Credit card on file"
-
-    @admin.display(description="Card")
-    def masked(self, obj: CreditCard) -> str:
-        return f"{obj.brand} ••••{obj.last4}" if obj.last4 else "—"
-
-    @admin.display(description="Expires")
-    def expiry(self, obj: CreditCard) -> str:
-        return f"{obj.exp_month:02d}/{obj.exp_year}" if obj.exp_month else "—"
+from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_reason
 
 
 # --- charges and payouts ----------------------------------------------------------------------------------------------
 @admin.register(Charge)
 class ChargeAdmin(ReadOnlyAdmin):
     list_display = (
-        "order_id_link",
+        "order_ref",
         "partner",
         "amount",
         "currency",
@@ -138,12 +41,18 @@ class ChargeAdmin(ReadOnlyAdmin):
         "platform_refund_id",
     )
     list_select_related = ("order", "partner")
-    readonly_fields = [f.name for f in Charge._meta.fields]
+    readonly_fields = ["order_id_link", *(f.name for f in Charge._meta.fields if f.name != "order")]
     actions = ("retry_refund_action",)
 
+    # The first column opens the charge (read-only); the order is linked from the charge's page. An order link
+    # in the first column would swallow the row's own link.
     @admin.display(description="Order", ordering="order__order_id")
+    def order_ref(self, obj: Charge) -> str:
+        return obj.order.order_id
+
+    @admin.display(description="Order")
     def order_id_link(self, obj: Charge) -> str:
-        return _order_link(obj.order)
+        return order_link(obj.order)
 
     @admin.display(description="Card")
     def card(self, obj: Charge) -> str:
@@ -170,12 +79,24 @@ class ChargeAdmin(ReadOnlyAdmin):
         return actions
 
     @admin.action(description="Retry failed refunds (a new refund attempt at the payment platform)")
-    def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        # A retry moves money at the platform: staff confirm it and say why, and the reason is logged.
+        reason = retry_reason(request)
+        if request.POST.get("confirmed") != "yes" or not reason:
+            return confirm_retry(
+                request,
+                self,
+                list(queryset.select_related("order", "partner").order_by("pk")),
+                what="these refunds",
+                effect="Each charge whose refund failed gets a new refund attempt at the payment platform now; "
+                "the others are left alone.",
+                action_url=reverse("admin:payouts_charge_changelist"),
+            )
         actor = f"staff:{request.user.get_username()}"
         retried = 0
         for charge in queryset.filter(refund_status=Charge.RefundStatus.FAILED):
             if services.refund_retry(charge=charge, actor=actor):
-                self.log_change(request, charge, "Refund retry requested")
+                self.log_change(request, charge, f"Refund retry requested: {reason}")
                 retried += 1
         skipped = queryset.count() - retried
         messages.success(request, f"{retried} refund(s) will be retried now.")
@@ -183,6 +104,7 @@ class ChargeAdmin(ReadOnlyAdmin):
             messages.warning(
                 request, f"{skipped} selected charge(s) had no failed refund and were left alone."
             )
+        return None
 
 
 class FailedFirstFilter(admin.SimpleListFilter):
@@ -203,7 +125,7 @@ class FailedFirstFilter(admin.SimpleListFilter):
 @admin.register(Payout)
 class PayoutAdmin(ReadOnlyAdmin):
     list_display = (
-        "order_id_link",
+        "order_ref",
         "partner",
         "amount",
         "status_badge",
@@ -218,13 +140,18 @@ class PayoutAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     search_fields = ("order__order_id", "partner__name", "partner__public_id", "platform_payout_id")
     list_select_related = ("order", "partner")
-    readonly_fields = [f.name for f in Payout._meta.fields]
+    readonly_fields = ["order_id_link", *(f.name for f in Payout._meta.fields if f.name != "order")]
     actions = ("retry_action",)
     change_form_template = "admin/payouts/payout/change_form.html"
 
+    # As for charges: the first column opens the payout, its page links the order.
     @admin.display(description="Order", ordering="order__order_id")
+    def order_ref(self, obj: Payout) -> str:
+        return obj.order.order_id
+
+    @admin.display(description="Order")
     def order_id_link(self, obj: Payout) -> str:
-        return _order_link(obj.order)
+        return order_link(obj.order)
 
     @admin.display(description="Status", ordering="status")
     def status_badge(self, obj: Payout) -> str:
@@ -238,17 +165,34 @@ class PayoutAdmin(ReadOnlyAdmin):
             actions.pop("retry_action", None)
         return actions
 
+    _RETRY_EFFECT = (
+        "Each failed payout gets a new attempt (its attempt number goes up by one) to the partner's payout "
+        "account on file now; payouts that are not failed are left alone."
+    )
+
     @admin.action(description="Retry failed payouts (a new attempt to the current payout account)")
-    def retry_action(self, request: HttpRequest, queryset: QuerySet) -> None:
+    def retry_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+        # A retry sends money again: staff confirm it and say why, and the reason is logged.
+        reason = retry_reason(request)
+        if request.POST.get("confirmed") != "yes" or not reason:
+            return confirm_retry(
+                request,
+                self,
+                list(queryset.select_related("order", "partner").order_by("pk")),
+                what="these payouts",
+                effect=self._RETRY_EFFECT,
+                action_url=reverse("admin:payouts_payout_changelist"),
+            )
         retried = 0
         for payout in queryset.filter(status=Payout.Status.FAILED):
             if services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
-                self.log_change(request, payout, "Retry requested")
+                self.log_change(request, payout, f"Retry requested: {reason}")
                 retried += 1
         skipped = queryset.count() - retried
         messages.success(request, f"{retried} payout(s) will be retried on the next progression run.")
         if skipped:
             messages.warning(request, f"{skipped} selected payout(s) were not failed and were left alone.")
+        return None
 
     def get_urls(self):
         custom = [
@@ -266,82 +210,20 @@ class PayoutAdmin(ReadOnlyAdmin):
         if request.method != "POST" or not request.user.has_perm("payouts.change_payout"):
             messages.error(request, "Retrying a payout needs a POST by staff allowed to change payouts.")
             return HttpResponseRedirect(change_url)
+        reason = retry_reason(request)
+        if request.POST.get("confirmed") != "yes" or not reason:
+            # The button leads here first: the same confirmation as the list's action, posting back to this URL.
+            return confirm_retry(
+                request,
+                self,
+                [payout],
+                what="this payout",
+                effect=self._RETRY_EFFECT,
+                action_url=reverse("admin:payouts_payout_retry", args=[pk]),
+            )
         if services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
-            self.log_change(request, payout, "Retry requested")
+            self.log_change(request, payout, f"Retry requested: {reason}")
             messages.success(request, "The payout will be retried on the next progression run.")
         else:
             messages.warning(request, "Only a failed payout can be retried.")
         return HttpResponseRedirect(change_url)
-
-
-# --- the sandbox platform's side, for staff looking at what the simulator holds ---------------------------------
-@admin.register(SandboxAccount)
-class SandboxAccountAdmin(ReadOnlyAdmin):
-    list_display = (
-        "account_id",
-        "reference",
-        "holder_name",
-        "method",
-        "bank_name",
-        "account_last4",
-        "behavior",
-        "created_at",
-    )
-    list_filter = ("method", "behavior")
-    search_fields = ("account_id", "reference", "holder_name")
-
-
-@admin.register(SandboxCard)
-class SandboxCardAdmin(ReadOnlyAdmin):
-    list_display = (
-        "token",
-        "customer_reference",
-        "brand",
-        "last4",
-        "exp_month",
-        "exp_year",
-        "behavior",
-        "created_at",
-    )
-    list_filter = ("brand", "behavior")
-    search_fields = ("token", "customer_reference")
-
-
-@admin.register(SandboxCharge)
-class SandboxChargeAdmin(ReadOnlyAdmin):
-    list_display = (
-        "charge_id",
-        "idempotency_key",
-        "amount",
-        "currency",
-        "status",
-        "failure_reason",
-        "amount_refunded",
-        "created_at",
-    )
-    list_filter = ("status",)
-    search_fields = ("charge_id", "idempotency_key")
-
-
-@admin.register(SandboxRefund)
-class SandboxRefundAdmin(ReadOnlyAdmin):
-    list_display = (
-        "refund_id",
-        "idempotency_key",
-        "charge",
-        "amount",
-        "currency",
-        "status",
-        "failure_reason",
-        "created_at",
-    )
-    list_filter = ("status",)
-    search_fields = ("refund_id", "idempotency_key", "charge__charge_id")
-    list_select_related = ("charge",)
-
-
-@admin.register(SandboxPayout)
-class SandboxPayoutAdmin(ReadOnlyAdmin):
-    list_display = ("payout_id", "idempotency_key", "account", "amount", "currency", "created_at")
-    search_fields = ("payout_id", "idempotency_key", "account__account_id")
-    list_select_related = ("account",)
