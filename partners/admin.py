@@ -1,6 +1,7 @@
 """Staff admin for partners: provisioning with a secret shown once, rotation, suspension, sessions."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
 from django.db.models import Count, Q
@@ -11,11 +12,9 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from payouts.admin import CreditCardInline, PayoutAccountInline
-from payouts.selectors import payment_readiness
-
 from . import portal_services, services
 from .models import Partner, PortalUser, TokenSession
+from .selectors import payment_readiness
 
 
 class PortalUserInline(admin.TabularInline):
@@ -40,6 +39,15 @@ class PortalUserInline(admin.TabularInline):
     @admin.display(description="Last sign-in")
     def last_login(self, obj: PortalUser):
         return obj.user.last_login if obj.user_id else None
+
+
+SECRETS_ONCE_KEY = "partners_admin_secrets_once"
+
+
+def _with_reason(what: str, request: HttpRequest) -> str:
+    """The audit line of a staff action: what was done and, when the staff member gave one, why."""
+    reason = request.POST.get("reason", "").strip()[:255]
+    return f"{what}: {reason}" if reason else what
 
 
 admin.site.site_header = "Ticket Buy-Back · Staff admin"
@@ -74,7 +82,8 @@ class PartnerAdmin(admin.ModelAdmin):
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     actions = ("rotate_credentials_action", "suspend_action", "reactivate_action")
-    inlines = (PortalUserInline, PayoutAccountInline, CreditCardInline)
+    # The payouts app adds the payment-method inlines (payouts/admin/): partners does not import it.
+    inlines = (PortalUserInline,)
 
     def get_inlines(self, request, obj):
         return self.inlines if obj is not None else ()  # the add form stays the plain provisioning form
@@ -170,11 +179,31 @@ class PartnerAdmin(admin.ModelAdmin):
             return super().response_add(request, obj, post_url_continue)
         return self._show_secrets(request, [issued], title=f"Partner {obj.name} created")
 
-    def _show_secrets(self, request, issued_list, *, title: str) -> TemplateResponse:
+    def _show_secrets(self, request, issued_list, *, title: str) -> HttpResponseRedirect:
+        """POST → redirect → the secrets page, which reads them from the session once. A reload of that page
+        (or of the POST's answer) never provisions or rotates again, and never shows a secret twice."""
+        request.session[SECRETS_ONCE_KEY] = {
+            "title": title,
+            "items": [
+                {
+                    "partner_pk": item.partner.pk,
+                    "partner_name": item.partner.name,
+                    "partner_id": item.partner.public_id,
+                    "client_id": item.client_id,
+                    "client_secret": item.client_secret,
+                }
+                for item in issued_list
+            ],
+        }
+        return HttpResponseRedirect(reverse("admin:partners_partner_credentials_once"))
+
+    def credentials_once_view(self, request: HttpRequest):
+        shown = request.session.pop(SECRETS_ONCE_KEY, None)
         context = {
             **self.admin_site.each_context(request),
-            "title": title,
-            "issued_list": issued_list,
+            "title": shown["title"] if shown else "Secrets already shown",
+            "issued_list": shown["items"] if shown else [],
+            "already_shown": shown is None,
             "opts": self.model._meta,
             "changelist_url": reverse("admin:partners_partner_changelist"),
         }
@@ -185,6 +214,11 @@ class PartnerAdmin(admin.ModelAdmin):
     # --- object tools (buttons on the change page) -------------------------------------------------------
     def get_urls(self):
         custom = [
+            path(
+                "credentials/",
+                self.admin_site.admin_view(self.credentials_once_view),
+                name="partners_partner_credentials_once",
+            ),
             path(
                 "<int:pk>/rotate/",
                 self.admin_site.admin_view(self.rotate_view),
@@ -234,9 +268,10 @@ class PartnerAdmin(admin.ModelAdmin):
                 action="rotate",
                 question=f"Rotate the credentials of {partner.name}? The client_id stays; the old secret and every "
                 "token issued with it stop working at once.",
+                with_reason=True,
             )
         issued = services.credentials_rotate(partner=partner)
-        self.log_change(request, partner, "Rotated credentials")
+        self.log_change(request, partner, _with_reason("Rotated credentials", request))
         return self._show_secrets(request, [issued], title=f"New secret for {partner.name}")
 
     def suspend_view(self, request: HttpRequest, pk: int):
@@ -250,7 +285,7 @@ class PartnerAdmin(admin.ModelAdmin):
                 with_reason=True,
             )
         services.partner_suspend(partner=partner, reason=request.POST.get("reason", "")[:255])
-        self.log_change(request, partner, "Suspended")
+        self.log_change(request, partner, _with_reason("Suspended", request))
         messages.success(request, f"{partner.name} is suspended; its token sessions were revoked.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
 
@@ -262,9 +297,10 @@ class PartnerAdmin(admin.ModelAdmin):
                 partner,
                 action="reactivate",
                 question=f"Reactivate {partner.name}? It can request new tokens; tokens from before the suspension stay revoked.",
+                with_reason=True,
             )
         services.partner_reactivate(partner=partner)
-        self.log_change(request, partner, "Reactivated")
+        self.log_change(request, partner, _with_reason("Reactivated", request))
         messages.success(request, f"{partner.name} is active again.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
 
@@ -294,19 +330,48 @@ class PartnerAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "portal/admin_invite.html", context)
 
-    # --- bulk actions --------------------------------------------------------------------------------------
+    # --- bulk actions: a confirmation page with a reason first, then the action ----------------------------
+    def _confirm_bulk(self, request, queryset, *, action: str, question: str):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": question,
+            "partners": list(queryset),
+            "action": action,
+            "action_name": request.POST.get("action", ""),
+            "select_across": request.POST.get("select_across", "0"),
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/partners/partner/confirm_bulk_action.html", context)
+
     @admin.action(description="Rotate credentials (new secrets are shown once)")
     def rotate_credentials_action(self, request, queryset):
+        if request.POST.get("confirmed") != "yes":
+            return self._confirm_bulk(
+                request,
+                queryset,
+                action="rotate",
+                question="Rotate the credentials of these partners? Their old secrets and every token issued "
+                "with them stop working at once; the new secrets are shown once.",
+            )
         issued = [services.credentials_rotate(partner=p) for p in queryset]
         for item in issued:
-            self.log_change(request, item.partner, "Rotated credentials")
+            self.log_change(request, item.partner, _with_reason("Rotated credentials", request))
         return self._show_secrets(request, issued, title="New secrets")
 
     @admin.action(description="Suspend (revokes their tokens)")
     def suspend_action(self, request, queryset):
+        if request.POST.get("confirmed") != "yes":
+            return self._confirm_bulk(
+                request,
+                queryset,
+                action="suspend",
+                question="Suspend these partners? Their tokens stop working at once (403 ACCOUNT_SUSPENDED) and "
+                "no new token is issued until they are reactivated.",
+            )
+        reason = request.POST.get("reason", "").strip()[:255] or "suspended by staff"
         for partner in queryset:
-            services.partner_suspend(partner=partner, reason="suspended by staff")
-            self.log_change(request, partner, "Suspended")
+            services.partner_suspend(partner=partner, reason=reason)
+            self.log_change(request, partner, _with_reason("Suspended", request))
         messages.success(request, f"Suspended {queryset.count()} partner(s).")
 
     @admin.action(description="Reactivate")
@@ -337,4 +402,41 @@ class TokenSessionAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(LogEntry)
+class StaffActionAdmin(admin.ModelAdmin):
+    """The audit list of staff actions: who did what to which record, when, and the reason they gave."""
+
+    list_display = ("action_time", "user", "action", "content_type", "object_link", "change_message_text")
+    list_filter = ("action_flag", "content_type", "action_time")
+    search_fields = ("user__username", "user__email", "object_repr", "object_id", "change_message")
+    list_select_related = ("user", "content_type")
+    date_hierarchy = "action_time"
+    ordering = ("-action_time",)
+
+    @admin.display(description="Action", ordering="action_flag")
+    def action(self, obj: LogEntry) -> str:
+        return {ADDITION: "Added", CHANGE: "Changed", DELETION: "Deleted"}.get(obj.action_flag, "—")
+
+    @admin.display(description="Record")
+    def object_link(self, obj: LogEntry) -> str:
+        if obj.action_flag == DELETION or not obj.get_admin_url():
+            return obj.object_repr
+        return format_html(
+            '<a href="/admin/{}">{}</a>', obj.get_admin_url().removeprefix("/admin/"), obj.object_repr
+        )
+
+    @admin.display(description="What and why")
+    def change_message_text(self, obj: LogEntry) -> str:
+        return obj.get_change_message()
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False

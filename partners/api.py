@@ -30,7 +30,10 @@ class TokenView(APIView):
             "Client-credentials flow. Checks, in order: body shape (400 VALIDATION_ERROR), grant_type "
             "(400 UNSUPPORTED_GRANT_TYPE), credentials (401 INVALID_CREDENTIALS), account status "
             "(403 ACCOUNT_SUSPENDED). The token is valid for 3600 seconds. Rate-limited per client_id and "
-            "client IP (`TOKEN_RATE_LIMIT_PER_MINUTE`, default 60)."
+            "client IP (`TOKEN_RATE_LIMIT_PER_MINUTE`, default 60, every request counts), and per client IP "
+            "across client_ids on failed attempts (`TOKEN_FAILURES_PER_IP_PER_MINUTE`, default 60: past it "
+            "the address gets 429 until the window ends). One address's failures never refuse another "
+            "address."
         ),
         auth=[],
         request=ClientCredentialsSerializer,
@@ -61,7 +64,7 @@ class TokenView(APIView):
                     "token_type": "Bearer",
                     "expires_at": "2026-11-21T19:30:00Z",
                     "expires_in": 3600,
-                    "scope": "events:read quotes:write orders:write",
+                    "scope": "events:read quotes:write orders:write webhooks:write",
                 },
             ),
         ],
@@ -72,18 +75,29 @@ class TokenView(APIView):
         if body.validated_data["grant_type"] != "client_credentials":
             raise errors.UnsupportedGrantType()
         ip = ratelimit.client_ip(request)
+        # An address that sprays client_ids is stopped by its own failures, before any lookup. Only its
+        # failures count, and only against itself: another address is never refused because of them.
+        failures_key = f"token-failures:{ip}"
+        failures = ratelimit.peek(key=failures_key, limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE)
+        if failures is not None and failures.exceeded:
+            raise errors.RateLimitExceeded(headers={"Retry-After": str(failures.reset)})
         # client_id is whatever the caller sent: hashed, so that the cache key stays short and plain.
         client_key = hashlib.blake2b(body.validated_data["client_id"].encode(), digest_size=12).hexdigest()
         ratelimit.enforce(
             request,
             key=f"token:{client_key}:{ip}",
             limit=settings.TOKEN_RATE_LIMIT_PER_MINUTE,
+            policy="token",
         )
-        issued = services.token_issue(
-            client_id=body.validated_data["client_id"],
-            client_secret=body.validated_data["client_secret"],
-            client_ip=ip if ip != "unknown" else None,
-        )
+        try:
+            issued = services.token_issue(
+                client_id=body.validated_data["client_id"],
+                client_secret=body.validated_data["client_secret"],
+                client_ip=ip if ip != "unknown" else None,
+            )
+        except errors.InvalidCredentials:
+            ratelimit.hit(key=failures_key, limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE)
+            raise
         # The shape of AccessTokenSerializer, built directly: this is the busiest write endpoint.
         return Response(
             {

@@ -10,7 +10,7 @@ from rest_framework.permissions import BasePermission
 from config.api import errors, ratelimit
 
 from . import tokens
-from .selectors import SESSION_ACTIVE, SESSION_SUSPENDED, session_state
+from .selectors import SESSION_ACTIVE, SESSION_SUSPENDED, payment_readiness, session_state
 
 REALM = 'Bearer realm="partner-api"'
 
@@ -23,6 +23,9 @@ class PartnerPrincipal:
     partner_id: str
     session_id: str
     scopes: frozenset[str]
+    # The mode of the credentials the token was issued for (DECISIONS "Test mode"): every quote, order,
+    # notification and webhook endpoint the request reads or writes belongs to this mode.
+    livemode: bool = True
 
     is_authenticated = True
     is_anonymous = False
@@ -83,8 +86,6 @@ class PayoutConfigured(BasePermission):
     """Quotes and orders need a payout method and a credit card on file (spec 1, 5, 7.4)."""
 
     def has_permission(self, request, view) -> bool:
-        from payouts.selectors import payment_readiness
-
         readiness = payment_readiness(partner_pk=request.user.pk)
         if readiness.missing:
             raise errors.PayoutMethodNotConfigured(

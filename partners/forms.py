@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from zoneinfo import available_timezones
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -122,3 +123,16 @@ class OrderFilterForm(forms.Form):
 class PayoutFilterForm(forms.Form):
     STATUS_CHOICES = [("", "All states"), *Payout.Status.choices]
     status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
+
+
+def _time_zone_choices() -> list[tuple[str, str]]:
+    return [(name, name.replace("_", " ")) for name in sorted(available_timezones())]
+
+
+class PreferencesForm(forms.Form):
+    # The choices are exactly ``zoneinfo.available_timezones()``: anything else is refused by the field.
+    time_zone = forms.ChoiceField(
+        label="Time zone",
+        choices=_time_zone_choices,
+        help_text="The portal shows every time in this zone. The API always answers in UTC.",
+    )

@@ -1,7 +1,16 @@
+from zoneinfo import available_timezones
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from config.ids import new_public_id
+
+
+def validate_time_zone(value: str) -> None:
+    """An IANA name this machine's tz database knows (``zoneinfo.available_timezones()``)."""
+    if value not in available_timezones():
+        raise ValidationError(f"{value!r} is not an IANA time zone name.", code="invalid_time_zone")
 
 
 def new_partner_id() -> str:
@@ -30,6 +39,12 @@ class Partner(models.Model):
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     suspended_reason = models.CharField(max_length=255, blank=True)
+    time_zone = models.CharField(
+        max_length=64,
+        default="UTC",
+        validators=[validate_time_zone],
+        help_text="IANA name; the portal shows every time in it. The API always answers in UTC.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -73,7 +88,14 @@ class TokenSession(models.Model):
     client_ip = models.GenericIPAddressField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["partner", "expires_at"], name="tks_partner_expiry")]
+        indexes = [
+            models.Index(fields=["partner", "expires_at"], name="tks_partner_expiry"),
+            # Each web process reads the latest revocations every few seconds (partners/selectors.py):
+            # only revoked rows are indexed, a small part of a table that gets a row per token request.
+            models.Index(
+                fields=["revoked_at"], name="tks_revoked_at", condition=models.Q(revoked_at__isnull=False)
+            ),
+        ]
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -1,4 +1,4 @@
-"""Writes of the partner portal: portal users and their invitations."""
+"""Writes of the partner portal: portal users and their invitations, the partner's preferences."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from .models import Partner, PortalUser
+from .models import Partner, PortalUser, validate_time_zone
 
 logger = logging.getLogger(__name__)
 
@@ -80,3 +80,12 @@ def portal_invite_send(*, portal_user: PortalUser) -> None:
     logger.info(
         "portal invitation sent", extra={"partner_id": portal_user.partner.public_id, "user_id": user.pk}
     )
+
+
+def partner_time_zone_set(*, partner: Partner, time_zone: str) -> Partner:
+    """Set the IANA time zone the portal shows ``partner``'s times in; an unknown name is refused."""
+    validate_time_zone(time_zone)
+    partner.time_zone = time_zone
+    partner.save(update_fields=["time_zone", "updated_at"])
+    logger.info("partner time zone set", extra={"partner_id": partner.public_id, "time_zone": time_zone})
+    return partner

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from . import portal
 
@@ -19,7 +19,13 @@ urlpatterns = [
     path("settings/payment-methods/card/add", portal.card_add, name="card-add"),
     path("settings/payment-methods/card/return", portal.card_return, name="card-return"),
     path("settings/api-credentials", portal.api_credentials, name="api-credentials"),
+    path("settings/preferences", portal.preferences, name="preferences"),
     path("orders", portal.orders, name="orders"),
+    path("orders.csv", portal.orders_csv, name="orders-csv"),
     path("orders/<str:order_id>", portal.order_detail, name="order-detail"),
     path("payouts", portal.payouts, name="payouts"),
+    path("payouts.csv", portal.payouts_csv, name="payouts-csv"),
+    path("statements", portal.statement, name="statements"),
+    re_path(r"^statements/(?P<month>[0-9]{4}-[0-9]{2})$", portal.statement, name="statement"),
+    re_path(r"^statements/(?P<month>[0-9]{4}-[0-9]{2})\.csv$", portal.statement_csv, name="statement-csv"),
 ]

@@ -6,13 +6,24 @@ before the outage could outlive the revocation, so every process that meets a ca
 the state of all revoked, unexpired sessions as soon as the cache answers again
 (:func:`token_revocations_publish`), and a beat task does the same every minute for processes that never
 serve another request.
+
+That repair can come too late for a process that did not see the outage: it keeps reading "active" from
+the cache until someone re-publishes. So each process also reads, at most every
+``TOKEN_REVOCATION_POLL_SECONDS`` (2 s), the sessions revoked in the database since its last look (one
+indexed query, :class:`RevocationWatch`), and a session found there is decided by the database whatever
+the cache says: a revocation takes effect on every process within that interval (plus the time its
+transaction takes to commit), even if the cache was unreachable when it was made.
 """
 
 import logging
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
 
+from django.conf import settings
 from django.core.cache import cache
+from django.db import DatabaseError
 from django.utils import timezone
 
 from .models import Partner, PartnerCredential, TokenSession
@@ -111,20 +122,83 @@ def _recover_after_cache_failure() -> None:
     logger.info("shared cache answers again; re-published %d revoked token session(s)", count)
 
 
+class RevocationWatch:
+    """Per process: the unexpired sessions revoked in the database, refreshed at most every
+    ``TOKEN_REVOCATION_POLL_SECONDS`` by the request that finds the list older than that.
+
+    The first look reads every revocation of the last ``ACCESS_TOKEN_TTL_SECONDS`` (older ones belong to
+    expired sessions); later looks read those since the previous look, less ``OVERLAP`` to cover
+    transactions that committed late and clocks of other machines that run behind.
+    """
+
+    OVERLAP = timedelta(seconds=60)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._revoked: dict[str, float] = {}  # session_id -> its expiry (epoch seconds)
+        self._checked_at: float | None = None  # time.monotonic() of the last successful look
+        self._since = None
+
+    def reset(self) -> None:
+        with self._lock:
+            self._revoked, self._checked_at, self._since = {}, None, None
+
+    def is_revoked(self, session_id: str) -> bool:
+        self._refresh()
+        return session_id in self._revoked
+
+    def _due(self) -> bool:
+        interval = settings.TOKEN_REVOCATION_POLL_SECONDS
+        return self._checked_at is None or time.monotonic() - self._checked_at >= interval
+
+    def _refresh(self) -> None:
+        if not self._due():
+            return
+        with self._lock:  # one thread looks; the others wait for its answer rather than all querying
+            if not self._due():
+                return
+            started = timezone.now()
+            since = self._since or started - timedelta(seconds=settings.ACCESS_TOKEN_TTL_SECONDS)
+            try:
+                rows = list(
+                    TokenSession.objects.filter(revoked_at__gte=since, expires_at__gt=started).values_list(
+                        "session_id", "expires_at"
+                    )
+                )
+            except DatabaseError:
+                # The database is the authority and does not answer: keep what is known and look again
+                # on the next request (the request itself will most likely fail on the database too).
+                logger.warning("could not read token revocations from the database", exc_info=True)
+                return
+            now = started.timestamp()
+            self._revoked = {sid: exp for sid, exp in self._revoked.items() if exp > now}
+            self._revoked.update((sid, expires_at.timestamp()) for sid, expires_at in rows)
+            self._since = started - self.OVERLAP
+            self._checked_at = time.monotonic()
+
+
+revocation_watch = RevocationWatch()
+
+
 def session_state(*, session_id: str, ttl: int) -> SessionState:
     """State of a token session: cached (shared cache) and read from the database on a miss.
 
-    If the cache does not answer, the database decides: slower, never wrong.
+    If the cache does not answer, the database decides: slower, never wrong. A session this process
+    has seen revoked in the database (:class:`RevocationWatch`) is decided by the database too, so a
+    stale "active" left in the cache by a revocation the cache missed is never believed.
     """
     _recover_after_cache_failure()
     key = session_cache_key(session_id)
-    try:
-        cached = cache.get(key)
-    except Exception:
-        logger.warning("token cache unreachable; reading session state from the database")
-        cache_health.failed()
+    if revocation_watch.is_revoked(session_id):
         cached = None
-        ttl = 0
+    else:
+        try:
+            cached = cache.get(key)
+        except Exception:
+            logger.warning("token cache unreachable; reading session state from the database")
+            cache_health.failed()
+            cached = None
+            ttl = 0
     if cached is not None:
         return SessionState(*cached)
     row = (
@@ -168,3 +242,32 @@ def credential_for_token(*, client_id: str) -> CredentialCheck | None:
         "secret_digest", "partner_id", "partner__public_id", "partner__status"
     )[:1]
     return next((CredentialCheck(*row) for row in rows), None)
+
+
+# The partner's payment set-up: the payouts app owns the two methods, the partner row names them through
+# its reverse relations, so the permission every quote and order runs needs no import of payouts.
+@dataclass(frozen=True)
+class PaymentReadiness:
+    """What a partner still has to set up before quotes and orders are accepted (spec 1, 7.4)."""
+
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def ready(self) -> bool:
+        return not self.missing
+
+
+def payment_readiness(*, partner_pk: int) -> PaymentReadiness:
+    """One query: does the partner have a payout method and a credit card on file?"""
+    # A slice, not .first(): no ORDER BY on a query every quote and order runs.
+    rows = Partner.objects.filter(pk=partner_pk).values_list("payout_account__id", "credit_card__id")[:1]
+    row = next(iter(rows), None)
+    if row is None:
+        return PaymentReadiness(missing=["payout_method", "credit_card"])
+    payout_id, card_id = row
+    missing = []
+    if payout_id is None:
+        missing.append("payout_method")
+    if card_id is None:
+        missing.append("credit_card")
+    return PaymentReadiness(missing=missing)

@@ -15,5 +15,5 @@ class AccessTokenSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(help_text="Expiry instant, UTC ISO 8601.")
     expires_in = serializers.IntegerField(help_text="Seconds to expiry (3600).")
     scope = serializers.CharField(
-        help_text="Space-separated scopes: `events:read quotes:write orders:write`."
+        help_text="Space-separated scopes: `events:read quotes:write orders:write webhooks:write`."
     )

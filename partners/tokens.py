@@ -18,7 +18,7 @@ from django.utils import timezone
 from config.api import errors
 from config.keys import derive_key
 
-SCOPES = ("events:read", "quotes:write", "orders:write")
+SCOPES = ("events:read", "quotes:write", "orders:write", "webhooks:write")
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,8 @@ def test_adding_a_partner_shows_the_secret_once(staff_client, api_client):
     response = staff_client.post(
         "/admin/partners/partner/add/", {"name": "Ticket Hub", "contact_email": "ops@hub.example"}
     )
+    assert response.status_code == 302
+    response = staff_client.get(response["Location"])
     assert response.status_code == 200
     html = response.content.decode()
     secret = _secret_in(html)
@@ -61,7 +63,7 @@ def test_rotation_from_the_admin_needs_confirmation_and_revokes_tokens(
     assert confirm.status_code == 200 and "Yes, rotate" in confirm.content.decode()
     assert TokenSession.objects.filter(revoked_at__isnull=True).count() == 1
 
-    response = staff_client.post(url)
+    response = staff_client.post(url, {"reason": "secret leaked in a support ticket"}, follow=True)
     new_secret = _secret_in(response.content.decode())
     assert new_secret != partner_creds.client_secret
     assert partner_creds.client_id in response.content.decode()
@@ -85,15 +87,26 @@ def test_suspend_and_reactivate_from_the_admin(staff_client, api_client, partner
 
 
 def test_bulk_rotate_action_shows_each_new_secret(staff_client, partner_creds, other_partner_creds):
+    selected = [partner_creds.partner.pk, other_partner_creds.partner.pk]
+    confirm = staff_client.post(
+        "/admin/partners/partner/", {"action": "rotate_credentials_action", "_selected_action": selected}
+    )
+    # First a confirmation page: nothing is rotated yet.
+    assert confirm.status_code == 200 and "Yes, rotate" in confirm.content.decode()
+    assert not PartnerCredential.objects.filter(rotated_at__isnull=False).exists()
     response = staff_client.post(
         "/admin/partners/partner/",
         {
             "action": "rotate_credentials_action",
-            "_selected_action": [partner_creds.partner.pk, other_partner_creds.partner.pk],
+            "_selected_action": selected,
+            "confirmed": "yes",
+            "reason": "yearly rotation",
         },
+        follow=True,
     )
     html = response.content.decode()
     assert len(re.findall(r'class="client-secret">sec_', html)) == 2
+    assert PartnerCredential.objects.filter(rotated_at__isnull=False).count() == 2
 
 
 def test_partner_pages_show_readiness_and_sessions(staff_client, api_client, partner_creds):
@@ -108,3 +121,61 @@ def test_partner_pages_show_readiness_and_sessions(staff_client, api_client, par
 def test_non_staff_cannot_reach_the_rotation_page(client, partner_creds):
     response = client.post(f"/admin/partners/partner/{partner_creds.partner.pk}/rotate/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_reloading_the_secret_page_after_a_rotation_neither_rotates_nor_shows_it_again(
+    staff_client, api_client, partner_creds
+):
+    url = f"/admin/partners/partner/{partner_creds.partner.pk}/rotate/"
+    posted = staff_client.post(url)
+    assert posted.status_code == 302  # the action answers with a redirect: a reload repeats only the GET
+    first = staff_client.get(posted["Location"])
+    secret = _secret_in(first.content.decode())
+    rotated_at = PartnerCredential.objects.get(partner=partner_creds.partner).rotated_at
+
+    reload = staff_client.get(posted["Location"])
+    html = reload.content.decode()
+    assert reload.status_code == 200 and 'id="secrets-already-shown"' in html
+    assert secret not in html and "client-secret" not in html
+    assert PartnerCredential.objects.get(partner=partner_creds.partner).rotated_at == rotated_at
+    # The secret shown once still works: the reload did not rotate it away.
+    assert issue_token(
+        api_client, type(partner_creds)(partner_creds.partner, partner_creds.client_id, secret)
+    )
+
+
+def test_reloading_after_adding_a_partner_creates_one_partner(staff_client):
+    posted = staff_client.post(
+        "/admin/partners/partner/add/", {"name": "Once Only", "contact_email": "ops@once.example"}
+    )
+    assert posted.status_code == 302
+    staff_client.get(posted["Location"])
+    staff_client.get(posted["Location"])
+    assert Partner.objects.filter(name="Once Only").count() == 1
+
+
+def test_staff_actions_and_their_reasons_are_in_the_audit_list(staff_client, partner_creds):
+    pk = partner_creds.partner.pk
+    staff_client.post(f"/admin/partners/partner/{pk}/suspend/", {"reason": "chargebacks under review"})
+    staff_client.post(f"/admin/partners/partner/{pk}/rotate/", {"reason": "secret leaked"})
+    listing = staff_client.get("/admin/admin/logentry/?q=Acme").content.decode()
+    assert "Suspended: chargebacks under review" in listing
+    assert "Rotated credentials: secret leaked" in listing
+    assert "staff" in listing
+    # Read-only: nobody edits the audit trail.
+    entry_id = re.search(r"/admin/admin/logentry/(\d+)/change/", listing)
+    if entry_id:
+        page = staff_client.get(f"/admin/admin/logentry/{entry_id.group(1)}/change/")
+        assert 'type="submit" value="Save"' not in page.content.decode()
+
+
+def test_bulk_suspend_needs_confirmation_and_keeps_the_reason(staff_client, partner_creds):
+    pk = partner_creds.partner.pk
+    staff_client.post("/admin/partners/partner/", {"action": "suspend_action", "_selected_action": [pk]})
+    assert Partner.objects.get(pk=pk).status == "active"
+    staff_client.post(
+        "/admin/partners/partner/",
+        {"action": "suspend_action", "_selected_action": [pk], "confirmed": "yes", "reason": "fraud check"},
+    )
+    partner = Partner.objects.get(pk=pk)
+    assert partner.status == "suspended" and partner.suspended_reason == "fraud check"

@@ -5,7 +5,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from partners.models import Partner, PartnerCredential
-from payouts.selectors import payment_readiness
+from partners.selectors import payment_readiness
 from tests.conftest import assert_error
 
 pytestmark = pytest.mark.urls("tests.config.urls_probe")

@@ -32,7 +32,7 @@ def test_token_success_has_the_spec_shape(api_client, partner_creds):
     assert data["token_type"] == "Bearer"
     assert data["expires_in"] == 3600
     assert data["expires_at"] == "2026-11-21T19:30:00Z"
-    assert data["scope"] == "events:read quotes:write orders:write"
+    assert data["scope"] == "events:read quotes:write orders:write webhooks:write"
     assert isinstance(data["access_token"], str) and data["access_token"].count(".") == 1
     assert body["meta"]["request_id"].startswith("req_")
     assert response["X-Request-ID"] == body["meta"]["request_id"]

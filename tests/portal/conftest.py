@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from partners.portal_services import portal_user_invite
-from tests.conftest import make_partner
+from tests.conftest import login_with_password, make_partner
 
 PASSWORD = "correct horse battery staple 42"
 
@@ -32,7 +32,7 @@ def portal_login(*, name: str, email: str, payment_methods: bool) -> PortalLogin
     )
     portal_user = portal_user_invite(partner=creds.partner, email=email, password=PASSWORD)
     client = Client()
-    assert client.login(username=email, password=PASSWORD)
+    assert login_with_password(client, username=email, password=PASSWORD)
     return PortalLogin(creds.partner, portal_user.user, client, creds)
 
 

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from partners.models import PortalUser
-from tests.conftest import make_partner
+from tests.conftest import login_with_password, make_partner
 
 from .conftest import PASSWORD
 
@@ -61,7 +61,9 @@ def test_user_without_a_partner_cannot_sign_in_or_use_the_portal(db):
     client = Client()
     response = client.post("/portal/login", {"username": "staff@service.example", "password": PASSWORD})
     assert "no access to the partner portal" in response.content.decode()
-    client.login(username="staff@service.example", password=PASSWORD)  # e.g. signed in through the admin
+    login_with_password(
+        client, username="staff@service.example", password=PASSWORD
+    )  # e.g. signed in through the admin
     response = client.get("/portal/")
     assert response.status_code == 403
     assert "No partner portal access" in response.content.decode()
@@ -92,7 +94,7 @@ def test_password_reset_mails_a_working_link(portal):
         {"new_password1": "a fresh pass 9931", "new_password2": "a fresh pass 9931"},
     )
     assert done["Location"] == "/portal/reset/done"
-    assert Client().login(username="alice@acme.example", password="a fresh pass 9931")
+    assert login_with_password(Client(), username="alice@acme.example", password="a fresh pass 9931")
 
 
 def test_password_reset_for_unknown_or_non_portal_address_sends_nothing(portal):
@@ -121,7 +123,7 @@ def test_create_portal_user_with_password_prints_json(db):
     assert result["partner_id"] == partner.public_id
     assert PortalUser.objects.get(user_id=result["user_id"]).partner == partner
     assert mail.outbox == []
-    assert Client().login(username="carol@acme.example", password=PASSWORD)
+    assert login_with_password(Client(), username="carol@acme.example", password=PASSWORD)
 
 
 def test_create_portal_user_without_password_mails_a_set_password_link(

@@ -39,13 +39,26 @@ CARD_NUMBER, ACCOUNT_NUMBER = "4242 4242 4242 4242", "000123456789"
 def live_server(settings, transactional_db):
     """pytest-django's live server, started for this test: the service sets no MEDIA_URL (ticket PDFs are
     private) and Django's live-server thread needs one when it starts, so it is set first."""
+    from django.db import connections
     from pytest_django.live_server_helper import LiveServer
 
+    # An earlier test may have ended this thread's database connection (the fault tests terminate backends,
+    # and so does the teardown below): a transactional test starts on a fresh one from the checked pool.
+    connections.close_all()
     settings.MEDIA_URL = "/__live-server-media__/"
     server = LiveServer(os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS") or "localhost")
     yield server
     server.stop()
     _end_leftover_connections()
+
+
+def _close_connections_of_this_context() -> None:
+    """While Playwright's event loop runs in this thread, Django's connections are those of the loop's
+    context, not the thread's: left open, the next browser test would find its context's connection ended
+    by ``_end_leftover_connections`` and its first query would fail."""
+    from django.db import connections
+
+    connections.close_all()
 
 
 def _end_leftover_connections() -> None:
@@ -63,7 +76,13 @@ def _end_leftover_connections() -> None:
     params.pop("context", None)
     test_db = connection.settings_dict["NAME"]
     with psycopg.connect(**params, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [test_db])
+        admin.execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+            [test_db, admin.info.backend_pid],
+        )
+    # Whatever the pool handed out meanwhile was among those: start the next test with a fresh pool.
+    connections.close_all()
+    connection.close_pool()
 
 
 @pytest.fixture
@@ -77,10 +96,12 @@ def browser_page():
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(15_000)
+        _close_connections_of_this_context()
         try:
             yield page
         finally:
             browser.close()
+            _close_connections_of_this_context()
     if previous is None:
         os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     else:

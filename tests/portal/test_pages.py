@@ -50,7 +50,10 @@ def test_rotation_needs_the_password(ready_portal):
 def test_rotation_shows_the_new_secret_once_and_revokes_old_tokens(ready_portal):
     api = APIClient()
     old_token = issue_token(api, ready_portal.creds)
-    response = ready_portal.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
+    posted = ready_portal.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
+    # POST → redirect → GET: reloading the page that shows the secret does not rotate it again.
+    assert posted.status_code == 302 and posted["Location"] == "/portal/settings/api-credentials"
+    response = ready_portal.client.get(posted["Location"])
     assert response.status_code == 200
     assert response["Cache-Control"] == "no-store"
     body = response.content.decode()
@@ -125,6 +128,8 @@ PAGES = [
     "/portal/payouts",
     "/portal/settings/payment-methods",
     "/portal/settings/api-credentials",
+    "/portal/settings/preferences",
+    "/portal/statements",
 ]
 
 
@@ -195,6 +200,7 @@ def test_payouts_of_another_partner_are_not_listed(ready_portal, two_partners):
         ("/portal/settings/payment-methods/payout/connect", {}),
         ("/portal/settings/payment-methods/card/add", {}),
         ("/portal/settings/api-credentials", {"password": PASSWORD}),
+        ("/portal/settings/preferences", {"time_zone": "Europe/Paris"}),
         ("/portal/logout", {}),
     ],
 )

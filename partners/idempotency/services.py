@@ -1,0 +1,153 @@
+"""Claiming, finishing, releasing and purging idempotency keys (DECISIONS "Idempotency-Key").
+
+Who runs is decided by the database: the INSERT of the key row, arbitrated by its unique constraint, or a
+conditional UPDATE on the holder's ``claim_token`` when an expired record or a lapsed lease is taken over.
+Nothing here reads and then writes on the strength of the read alone.
+"""
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from config.api import errors
+from config.api.idempotency import RETENTION_HOURS
+
+from .models import IdempotencyKey
+
+logger = logging.getLogger(__name__)
+RETENTION = timedelta(hours=RETENTION_HOURS)
+# A few rounds are enough: each lost round means another request just changed the row, and the next read
+# sees what it did. Past them the client is told to retry in a second, like any in-flight key.
+_CLAIM_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class Claim:
+    """This request holds the key: it runs, then stores its answer or releases the key."""
+
+    pk: int
+    token: str
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    status: int
+    payload: dict[str, Any]
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
+
+
+def _take_over(
+    *, record: IdempotencyKey, fingerprint: str, method: str, path: str, fresh: bool
+) -> Claim | None:
+    now = timezone.now()
+    token = secrets.token_hex(16)
+    changes: dict[str, Any] = {
+        "claim_token": token,
+        "fingerprint": fingerprint,
+        "method": method,
+        "path": path,
+        "locked_until": now + _lease(),
+        "response_status": None,
+        "response_body": None,
+        "completed_at": None,
+    }
+    if fresh:
+        changes["created_at"] = now  # a key past its 24 hours starts a new life
+    # Conditional on the token read: of two requests taking over the same record, one updates a row.
+    updated = IdempotencyKey.objects.filter(pk=record.pk, claim_token=record.claim_token).update(**changes)
+    return Claim(pk=record.pk, token=token) if updated else None
+
+
+def idempotency_key_claim(
+    *, partner_pk: int, livemode: bool, key: str, fingerprint: str, method: str, path: str
+) -> Claim | StoredAnswer:
+    """Claim ``key`` for this request, or return the answer stored for it.
+
+    Raises IDEMPOTENCY_KEY_MISMATCH when the key names another request (compared first, also while that one
+    runs) and IDEMPOTENCY_KEY_IN_USE while the same request still runs under a live lease.
+    """
+    scope = {"partner_id": partner_pk, "livemode": livemode, "key": key}
+    for _ in range(_CLAIM_ROUNDS):
+        now = timezone.now()
+        token = secrets.token_hex(16)
+        try:
+            # Of concurrent requests with one key, the unique constraint lets exactly one INSERT through.
+            with transaction.atomic():
+                created = IdempotencyKey.objects.create(
+                    **scope,
+                    fingerprint=fingerprint,
+                    method=method,
+                    path=path,
+                    claim_token=token,
+                    created_at=now,
+                    locked_until=now + _lease(),
+                )
+        except IntegrityError:
+            pass  # the key exists: see what it holds
+        else:
+            return Claim(pk=created.pk, token=token)
+
+        record = IdempotencyKey.objects.filter(**scope).first()
+        if record is None:
+            continue  # released (a 400, 5xx…) or purged since the INSERT failed: insert again
+        if record.created_at <= now - RETENTION:
+            claim = _take_over(record=record, fingerprint=fingerprint, method=method, path=path, fresh=True)
+        elif record.fingerprint != fingerprint:
+            raise errors.IdempotencyKeyMismatch(details={"idempotency_key": key})
+        elif record.response_status is not None:
+            return StoredAnswer(status=record.response_status, payload=record.response_body or {})
+        elif record.locked_until is not None and record.locked_until > now:
+            raise errors.IdempotencyKeyInUse(details={"idempotency_key": key})
+        else:
+            # The lease lapsed without an answer: the first request's process died mid-flight.
+            logger.warning("idempotency key %r: lease lapsed without an answer; claimed again", key)
+            claim = _take_over(record=record, fingerprint=fingerprint, method=method, path=path, fresh=False)
+        if claim is not None:
+            return claim
+    raise errors.IdempotencyKeyInUse(details={"idempotency_key": key})
+
+
+def idempotency_key_finish(*, claim: Claim, status: int, payload: dict[str, Any]) -> bool:
+    """Store the answer for replay. False if this request no longer held the key (its lease was taken over)."""
+    updated = IdempotencyKey.objects.filter(pk=claim.pk, claim_token=claim.token).update(
+        response_status=status, response_body=payload, completed_at=timezone.now(), locked_until=None
+    )
+    if not updated:
+        logger.warning("idempotency key lost before its answer was stored (lease taken over)")
+    return bool(updated)
+
+
+def idempotency_key_release(*, claim: Claim) -> None:
+    """Free the key (the answer is not kept): a corrected retry with the same key runs again."""
+    IdempotencyKey.objects.filter(pk=claim.pk, claim_token=claim.token).delete()
+
+
+def idempotency_key_purge_expired(*, batch_size: int = 1000) -> int:
+    """Delete keys older than 24 hours, ``batch_size`` at a time (short transactions, short locks)."""
+    cutoff = timezone.now() - RETENTION
+    deleted = 0
+    while True:
+        ids = list(
+            IdempotencyKey.objects.filter(created_at__lte=cutoff)
+            .order_by("created_at", "id")
+            .values_list("id", flat=True)[:batch_size]
+        )
+        if not ids:
+            break
+        # Re-checked in the DELETE: a key taken over (fresh created_at) since the SELECT is kept.
+        count, _ = IdempotencyKey.objects.filter(pk__in=ids, created_at__lte=cutoff).delete()
+        deleted += count
+        if len(ids) < batch_size:
+            break
+    if deleted:
+        logger.info("purged %d idempotency keys older than %d hours", deleted, RETENTION_HOURS)
+    return deleted

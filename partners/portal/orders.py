@@ -1,0 +1,125 @@
+"""Orders: the list with its filters, its CSV export, and one order's page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from orders.errors import OrderNotFound
+from orders.models import Order
+from orders.selectors import order_get_for_partner, order_status_history
+from payouts.models import Charge, Payout
+
+from ..forms import OrderFilterForm
+from ..portal_selectors import EXPORT_CHUNK_SIZE, order_list_for_portal
+from .access import portal_page
+from .exports import csv_response, dated_filename
+
+PAGE_SIZE = 25
+ORDER_CSV_HEADER = [
+    "order_id",
+    "partner_reference",
+    "status",
+    "created_at",
+    "event_name",
+    "event_date",
+    "section",
+    "row",
+    "quantity",
+    "offer_price",
+    "total_price",
+    "delivery_type",
+    "in_hand_date",
+    "seller_email",
+    "payout_status",
+    "payout_amount",
+    "payout_paid_at",
+]
+
+
+def _order_filters(request: HttpRequest) -> tuple[OrderFilterForm, dict | None]:
+    """The page's filter form and, when it is valid, its filters (the page and the CSV share both)."""
+    form = OrderFilterForm(request.GET or None)
+    return form, (form.cleaned_data if form.is_bound and form.is_valid() else None)
+
+
+def _orders_page(request: HttpRequest, *, form: OrderFilterForm, filters: dict | None, status: int = 200):
+    queryset = order_list_for_portal(partner_pk=request.partner.pk, filters=filters)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "portal/orders.html", {"nav": "orders", "form": form, "page": page}, status=status)
+
+
+@portal_page
+@require_GET
+def orders(request: HttpRequest) -> HttpResponse:
+    form, filters = _order_filters(request)
+    return _orders_page(request, form=form, filters=filters)
+
+
+def _order_csv_row(order: Order) -> list[object]:
+    payout = getattr(order, "payout", None)  # select_related: no query, None when there is no payout yet
+    return [
+        order.order_id,
+        order.partner_reference,
+        order.status,
+        order.created_at,
+        order.event.name,
+        order.event.event_date,
+        order.section_name_display,
+        order.row_name_display,
+        order.quantity,
+        order.offer_price,
+        order.total_price,
+        order.delivery_type,
+        order.in_hand_date,
+        order.seller_email,
+        payout.status if payout else None,
+        payout.amount if payout else None,
+        payout.paid_at if payout else None,
+    ]
+
+
+@portal_page
+@require_GET
+def orders_csv(request: HttpRequest) -> HttpResponse:
+    """The orders page's rows, all of them, under the same filters; invalid filters get the page back with
+    their errors (400) rather than an export of everything."""
+    form, filters = _order_filters(request)
+    if form.is_bound and filters is None:
+        return _orders_page(request, form=form, filters=None, status=400)
+    partner_pk = request.partner.pk
+
+    def rows() -> Iterator[list[object]]:
+        queryset = order_list_for_portal(partner_pk=partner_pk, filters=filters)
+        return (_order_csv_row(order) for order in queryset.iterator(chunk_size=EXPORT_CHUNK_SIZE))
+
+    return csv_response(
+        filename=dated_filename("orders", tz=request.partner_tz),
+        header=ORDER_CSV_HEADER,
+        rows=rows,
+        tz=request.partner_tz,
+    )
+
+
+@portal_page
+@require_GET
+def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
+    try:
+        order = order_get_for_partner(partner_pk=request.partner.pk, order_id=order_id)
+    except OrderNotFound:
+        raise Http404("No such order.")
+    return render(
+        request,
+        "portal/order_detail.html",
+        {
+            "nav": "orders",
+            "order": order,
+            "history": order_status_history(order=order),
+            "charge": Charge.objects.filter(order=order).first(),
+            "payout": Payout.objects.filter(order=order).first(),
+        },
+    )
