@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint format migrate bench fuzz soak clean worker beat
+.PHONY: install run test lint format migrate bench bench-dashboard fuzz soak clean worker beat
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -28,19 +28,31 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-install: $(VENV)/.installed .browser-installed
+# Debian's nginx fronts gunicorn in the production shape (Procfile `web`, config/serve.py): it reads slow
+# clients' requests so that they never hold a gunicorn thread. The fault tests, bench and soak start it.
+.nginx-installed:
+	@if ! command -v nginx >/dev/null && ! test -x /usr/sbin/nginx; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	  else echo "Install Debian's nginx (apt-get install nginx) for the production shape"; exit 1; fi; \
+	fi
+	@touch $@
+
+install: $(VENV)/.installed .browser-installed .nginx-installed
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 
 # One gunicorn process with threads: the embedded default keeps its cache (token state, rate limits) in
 # process memory, so it must not be split over several processes. Production runs many (see README).
+# Links in e-mails (portal invites, password resets) name the address the service is served on.
+run: export PUBLIC_BASE_URL := $(or $(PUBLIC_BASE_URL),http://$(HOST):$(PORT))
 run: $(VENV)/.installed migrate
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
-	$(VENV)/bin/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
+	$(VENV)/bin/gunicorn config.wsgi -c config/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
 worker: $(VENV)/.installed
-	$(VENV)/bin/celery -A config worker --loglevel=INFO
+	$(VENV)/bin/celery -A config worker --queues celery,webhooks --loglevel=INFO
 
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
@@ -64,14 +76,19 @@ define ensure_wrk
 	fi
 endef
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed .nginx-installed
 	$(ensure_wrk)
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
 
+# The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
+bench-dashboard: $(VENV)/.installed
+	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)
+
 # About two minutes: 32 partners of mixed traffic on the production shape, then the database is checked.
 SOAK_ARGS ?=
-soak: $(VENV)/.installed
+soak: $(VENV)/.installed .nginx-installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.soak $(SOAK_ARGS)
 
@@ -85,10 +102,11 @@ fuzz: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: $(VENV)/.installed
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed db.sqlite3 media staticfiles
+	rm -rf $(VENV) .browser-installed .nginx-installed db.sqlite3 media staticfiles

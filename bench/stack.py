@@ -1,4 +1,5 @@
-"""The production shape on loopback: a fresh PostgreSQL database, Redis, gunicorn and one Celery worker.
+"""The production shape on loopback: a fresh PostgreSQL database, Redis, nginx in front of gunicorn (as the
+Procfile's ``web`` runs them, config/serve.py) and one Celery worker.
 
 Used by ``make bench`` (bench/run.py) and ``make soak`` (bench/soak.py). Everything it starts it stops,
 by process group id, when the ``with`` block ends.
@@ -128,9 +129,10 @@ def children(pid: int) -> list[int]:
 @dataclass
 class Server:
     name: str
-    port: int
-    process: subprocess.Popen
+    port: int  # where clients connect: nginx's port, or gunicorn's when started without nginx
+    process: subprocess.Popen  # gunicorn's master (its workers are its children)
     log: Path
+    upstream_port: int | None = None  # gunicorn's own port behind nginx
 
     @property
     def url(self) -> str:
@@ -154,6 +156,8 @@ class Stack:
     base_database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     gunicorn_extra: list[str] = field(default_factory=lambda: list(DEFAULT_GUNICORN_EXTRA))
     extra_env: dict[str, str] = field(default_factory=dict)
+    # nginx in front of each gunicorn, as in production (config/nginx); False measures gunicorn bare.
+    through_nginx: bool = True
     processes: list[subprocess.Popen] = field(default_factory=list)
     servers: list[Server] = field(default_factory=list)
 
@@ -253,7 +257,7 @@ class Stack:
         worker_class: str | None = None,
         env: dict[str, str] | None = None,
     ) -> Server:
-        port = free_port()
+        port = upstream = free_port()
         workers = workers or self.workers
         threads = threads or self.threads
         worker_class = worker_class or self.worker_class
@@ -261,7 +265,7 @@ class Stack:
             str(VENV_BIN / "gunicorn"),
             "config.wsgi",
             "--bind",
-            f"127.0.0.1:{port}",
+            f"127.0.0.1:{upstream}",
             "--workers",
             str(workers),
             "--worker-class",
@@ -277,10 +281,33 @@ class Stack:
             *self.gunicorn_extra,
         ]
         log = self.run_dir / f"{name}.log"
-        server = Server(name=name, port=port, process=self._spawn(args, log, env), log=log)
+        env = dict(env or {})
+        if self.through_nginx:
+            env.setdefault("TRUSTED_PROXY_COUNT", "1")  # nginx appends the client to X-Forwarded-For
+        gunicorn = self._spawn(args, log, env)
+        if self.through_nginx:
+            port = free_port()
+            self._start_nginx(name, listen=port, upstream=upstream)
+        server = Server(
+            name=name,
+            port=port,
+            process=gunicorn,
+            log=log,
+            upstream_port=upstream if self.through_nginx else None,
+        )
         self.servers.append(server)
         self._wait_ready(server, workers)
         return server
+
+    def _start_nginx(self, name: str, *, listen: int, upstream: int) -> subprocess.Popen:
+        from config import nginx
+
+        conf = nginx.render(
+            prefix=self.run_dir / f"{name}-nginx",
+            listen=f"127.0.0.1:{listen}",
+            upstream=f"127.0.0.1:{upstream}",
+        )
+        return self._spawn(nginx.command(conf), self.run_dir / f"{name}-nginx.log")
 
     def _wait_ready(self, server: Server, workers: int, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

@@ -7,6 +7,7 @@ Two shapes from one module:
   psycopg 3's pool, Redis as cache, rate-limit store and Celery broker.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -51,6 +52,11 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.humanize",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
+    "axes",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
@@ -58,24 +64,58 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "storages",
     "partners",
+    "partners.idempotency",
     "catalog",
     "quotes",
     "orders",
+    "orders.webhooks",
     "payouts",
 ]
 
 MIDDLEWARE = [
     "config.api.middleware.RequestIdMiddleware",
+    # Reads Transfer-Encoding: chunked bodies (gunicorn without nginx in front), which Django sees as empty.
+    "config.api.middleware.ChunkedBodyMiddleware",
+    # Replays, once, a request whose database connection died before it wrote anything.
+    "config.dbretry.RetryOnLostConnectionMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.middleware.ApiBodyLimitMiddleware",
+    # Stores the answer of a POST that claimed an Idempotency-Key (the claim: IdempotencyGate below).
+    "partners.idempotency.gate.IdempotencyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "config.two_factor.TwoFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: it answers a locked-out sign-in with the lockout page (django-axes).
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Sign-in security for people (admin and portal) ---------------------------------------------------------
+# Throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
+# pair is locked out for LOGIN_LOCKOUT_MINUTES. The counts live in the shared cache (Redis in production), so
+# every web process sees them.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.two_factor.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.api.ratelimit.client_ip"
+AXES_DISABLE_ACCESS_LOG = True
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
+# Two-factor sign-in (config/two_factor.py): required for staff in production unless turned off explicitly.
+ADMIN_REQUIRE_2FA = env.bool("ADMIN_REQUIRE_2FA", default=PRODUCTION)
+OTP_TOTP_ISSUER = "Ticket Buy-Back"
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -101,14 +141,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if env.bool("DATABASE_POOL", default=True):
         # psycopg 3's pool keeps connections open across requests; Django requires CONN_MAX_AGE=0 with it.
         DATABASES["default"]["CONN_MAX_AGE"] = 0
+        # With a pool, Django passes ``check=ConnectionPool.check_connection`` when health checks are on:
+        # every connection is checked (an empty query) as it leaves the pool, so one killed by a
+        # failover, a restart or an idle cut is replaced before a request meets it (config/dbretry.py
+        # retries the rare request whose connection dies after the check).
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": env.int("DATABASE_POOL_MIN", default=2),
             "max_size": env.int("DATABASE_POOL_MAX", default=20),
             "timeout": env.int("DATABASE_POOL_TIMEOUT", default=10),
+            # Idle connections are closed after this: a process idle for a long time reconnects fresh.
+            "max_idle": env.float("DATABASE_POOL_MAX_IDLE", default=300.0),
         }
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN, so two writers
     # queue instead of failing with "database is locked" half-way through a transaction.
@@ -124,6 +171,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, rate limits, Celery --------------------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
+if not REDIS_URL:
+    # The embedded default is one process: its local-memory cache is the shared cache that the sign-in
+    # throttling (django-axes) asks for.
+    SILENCED_SYSTEM_CHECKS = ["axes.W001"]
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -142,6 +193,8 @@ else:
 
 RATE_LIMIT_PER_MINUTE = env.int("RATE_LIMIT_PER_MINUTE", default=600)
 TOKEN_RATE_LIMIT_PER_MINUTE = env.int("TOKEN_RATE_LIMIT_PER_MINUTE", default=60)
+# Failed token requests (INVALID_CREDENTIALS) one client IP may make per minute over all client_ids.
+TOKEN_FAILURES_PER_IP_PER_MINUTE = env.int("TOKEN_FAILURES_PER_IP_PER_MINUTE", default=60)
 # Number of reverse proxies in front of the service whose X-Forwarded-For entries are trusted.
 # 0 (default): the client IP is REMOTE_ADDR and X-Forwarded-For is ignored.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
@@ -179,13 +232,35 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
     },
     "quotes-purge-expired": {"task": "quotes.tasks.purge_expired_quotes", "schedule": 3600.0},
-    "orders-sweep-unconfirmed": {"task": "orders.tasks.sweep_unconfirmed_orders", "schedule": 60.0},
+    "payouts-sweep-unconfirmed": {"task": "payouts.tasks.sweep_unconfirmed_orders", "schedule": 30.0},
+    "orders-dispatch-notifications": {
+        "task": "orders.tasks.dispatch_pending_notifications",
+        "schedule": 30.0,
+    },
+    "orders-purge-notifications": {"task": "orders.tasks.purge_notifications", "schedule": 3600.0},
     "orders-expire-overdue": {"task": "orders.tasks.expire_overdue_orders", "schedule": 300.0},
-    "payouts-progress": {"task": "payouts.tasks.progress_payouts", "schedule": 60.0},
+    "payouts-progress": {
+        "task": "payouts.tasks.progress_payouts",
+        "schedule": env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0),
+    },
+    "idempotency-purge-expired": {
+        "task": "partners.idempotency.tasks.purge_expired_idempotency_keys",
+        "schedule": 3600.0,
+    },
+    # Sends webhook attempts that are due but whose Celery message was lost (the row is the truth).
+    "webhooks-send-due": {"task": "orders.webhooks.tasks.send_due_deliveries", "schedule": 30.0},
+    "webhooks-purge-old": {"task": "orders.webhooks.tasks.purge_old_deliveries", "schedule": 3600.0},
 }
+# The embedded default runs this schedule in its web process (config/scheduler.py): the first round
+# starts this many seconds after the process.
+EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
 
 # --- Partner API ------------------------------------------------------------------------------------
 ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
+# Each web process reads the token sessions revoked in the database at most this often, so a revocation
+# holds everywhere within this bound even if Redis missed it (partners/selectors.py). Under TESTING once
+# an hour, so that the query-count tests stay deterministic; the tests of the bound set it themselves.
+TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=3600 if TESTING else 2)
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
@@ -194,10 +269,30 @@ CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 # Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
-# The sweeper re-enqueues an accepted order whose confirmation has not started after this many seconds,
-# and retries a confirmation that started but has not finished after the stale period.
+# The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
+# seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
+# confirmation resumes within STALE + 30 s. STALE stays above the e-mail claim lease (4 minutes, see
+# orders.services.confirmation) so that the first re-run can take over a dead sender's claim.
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
-ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=3600)
+ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
+# The outbox: a notification whose delivery never reached the broker is published again after this grace;
+# notifications are kept this many days (DECISIONS: notifications).
+NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
+NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
+# A POST holding an Idempotency-Key keeps it in flight (409 to retries) for at most this long. Past it, a
+# request whose process died no longer blocks the key. Longer than any request may run (gunicorn: 30 s).
+IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
+
+# --- Webhooks (DECISIONS "Notifications") -------------------------------------------------------------
+# Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
+# production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
+WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=not PRODUCTION)
+# One attempt's whole budget (connect, send, read the answer).
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# Deliveries and their attempts are kept this long (the notifications themselves 30 days too).
+WEBHOOK_RETENTION_DAYS = env.int("WEBHOOK_RETENTION_DAYS", default=30)
+WEBHOOK_MAX_ENDPOINTS = 10
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["partners.authentication.BearerTokenAuthentication"],
@@ -205,7 +300,9 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.EnvelopeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.LenientContentNegotiation",
-    "DEFAULT_THROTTLE_CLASSES": [],
+    # Not a throttle: DRF runs these after authentication, rate limit and permissions, on every view,
+    # which is where an Idempotency-Key is claimed or replayed (partners/idempotency/gate.py).
+    "DEFAULT_THROTTLE_CLASSES": ["partners.idempotency.gate.IdempotencyGate"],
     "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -232,10 +329,13 @@ SPECTACULAR_SETTINGS = {
         "OrderStatusEnum": "orders.models.Order.Status",
         "QuoteStatusEnum": ["active", "consumed", "expired"],
         "EventStatusEnum": ["scheduled", "canceled"],
+        "WebhookEndpointStatusEnum": "orders.webhooks.models.WebhookEndpoint.Status",
+        "WebhookAttemptStatusEnum": "orders.webhooks.models.WebhookAttempt.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.envelope_postprocessing_hook",
+        "config.api.schema.idempotency_postprocessing_hook",
     ],
 }
 
@@ -332,6 +432,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 # --- E-mail -------------------------------------------------------------------------------------------
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+# A mail server that stops answering fails a send within this many seconds per step, well inside the
+# confirmation e-mail's claim lease.
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=30)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Ticket Buy-Back <no-reply@buyback.example>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
 

@@ -4,22 +4,32 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config import views
+from config import two_factor, views
 
 api_v1 = [
     path("", include("partners.urls")),
     path("", include("catalog.urls")),
     path("", include("quotes.urls")),
     path("", include("orders.urls")),
+    path("", include("orders.webhooks.urls")),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     re_path(r"^.*$", views.api_not_found),
 ]
 
 urlpatterns = [
+    path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    path("admin/2fa/setup/", two_factor.admin_setup, name="admin-2fa-setup"),
+    path("admin/2fa/verify/", two_factor.admin_verify, name="admin-2fa-verify"),
+    path("admin/2fa/recovery-codes/", two_factor.admin_recovery_codes, name="admin-2fa-recovery-codes"),
     path("admin/", admin.site.urls),
+    path("portal/settings/webhooks/", include("orders.webhooks.portal_urls")),
+    path("portal/2fa/setup/", two_factor.portal_setup, name="portal-2fa-setup"),
+    path("portal/2fa/verify/", two_factor.portal_verify, name="portal-2fa-verify"),
+    path("portal/2fa/recovery-codes/", two_factor.portal_recovery_codes, name="portal-2fa-recovery-codes"),
+    path("portal/2fa/disable/", two_factor.portal_disable, name="portal-2fa-disable"),
     path("portal/", include("partners.portal_urls")),
     path("sandbox/", include("payouts.sandbox_urls")),
     path("v1/", include(api_v1)),

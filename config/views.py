@@ -5,15 +5,22 @@ import logging
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
 from django.views import defaults
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 
 from config.api import errors
 from config.api.envelope import error_json_response, success_body
 from config.api.middleware import is_api_path
 
 logger = logging.getLogger(__name__)
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    """``/``: where a person who typed the bare address goes next (the API reference or the portal)."""
+    return render(request, "home.html")
 
 
 @never_cache
@@ -51,6 +58,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(success_body({"status": "ready", "checks": checks}, request))
 
 
+# The API authenticates with bearer tokens, never cookies: a POST to an unknown path is a 404 in the
+# envelope like a GET, not Django's CSRF page.
+@csrf_exempt
 def api_not_found(request: HttpRequest, *args, **kwargs) -> JsonResponse:
     return error_json_response(errors.NotFound(f"No endpoint at {request.path}."), request)
 

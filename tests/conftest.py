@@ -116,3 +116,16 @@ def assert_error(response, status: int, code: str) -> dict:
     assert body["meta"]["timestamp"].endswith("Z")
     assert "data" not in body
     return body["error"]
+
+
+def login_with_password(client, *, username: str, password: str) -> bool:
+    """``client.login`` through every authentication backend, sign-in throttling included (which needs the
+    request that Django's test client does not pass)."""
+    from django.contrib.auth import authenticate
+    from django.test import RequestFactory
+
+    user = authenticate(RequestFactory().post("/portal/login"), username=username, password=password)
+    if user is None:
+        return False
+    client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+    return True

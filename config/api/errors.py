@@ -147,6 +147,16 @@ class OrderNotCancelable(ApiError):
     code, status, message = "ORDER_NOT_CANCELABLE", 409, "The order can no longer be canceled."
 
 
+class WebhookEndpointNotFound(ApiError):
+    code, status = "WEBHOOK_ENDPOINT_NOT_FOUND", 404
+    message = "No webhook endpoint with this endpoint_id for this partner (in this mode)."
+
+
+class NotificationNotFound(ApiError):
+    code, status = "NOTIFICATION_NOT_FOUND", 404
+    message = "No notification with this notification_id for this partner (in this mode)."
+
+
 class NotFound(ApiError):
     code, status, message = "NOT_FOUND", 404, "No such endpoint."
 
@@ -161,6 +171,21 @@ class PayloadTooLarge(ApiError):
 
 class ServiceUnavailable(ApiError):
     code, status, message = "SERVICE_UNAVAILABLE", 503, "A dependency of the service is not answering."
+
+
+class IdempotencyKeyInUse(ApiError):
+    code, status = "IDEMPOTENCY_KEY_IN_USE", 409
+    message = "A request with this Idempotency-Key is still running; retry after the Retry-After seconds."
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        # DECISIONS "Idempotency-Key": the first request is usually done within a second.
+        kwargs.setdefault("headers", {"Retry-After": "1"})
+        super().__init__(message, **kwargs)
+
+
+class IdempotencyKeyMismatch(ApiError):
+    code, status = "IDEMPOTENCY_KEY_MISMATCH", 422
+    message = "This Idempotency-Key was used with another request (method, path or body); use a new key."
 
 
 def all_error_classes() -> list[type[ApiError]]:

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import DataError
 from django.http import Http404
 from rest_framework import exceptions as drf
@@ -14,6 +14,7 @@ from rest_framework.views import set_rollback
 
 from . import errors
 from .envelope import error_body, error_headers
+from .idempotency import IdempotentReplay, replay_response
 
 logger = logging.getLogger("config.api")
 
@@ -129,6 +130,9 @@ def as_api_error(exc: Exception, context: dict[str, Any] | None = None) -> error
             field=field,
             issue="too_many_fields",
         )
+    if isinstance(exc, TooManyFilesSent):
+        # Raised by the first read of a multipart body, which may be the Idempotency-Key fingerprint's.
+        return errors.ValidationFailed("Too many files in the form.", field="body", issue="too_many_files")
     if isinstance(exc, DataError) and "\x00" in getattr((context or {}).get("request"), "path", ""):
         # A NUL in the path reached PostgreSQL ("text fields cannot contain NUL"): no such resource.
         return errors.NotFound("No resource at this path.")
@@ -142,6 +146,8 @@ def as_api_error(exc: Exception, context: dict[str, Any] | None = None) -> error
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if isinstance(exc, IdempotentReplay):
+        return replay_response(exc, context.get("request"))
     error = as_api_error(exc, context)
     request = context.get("request")
     if isinstance(error, errors.InternalError) and not isinstance(exc, errors.ApiError):

@@ -1,7 +1,9 @@
 import secrets
 import string
+import tempfile
 
 from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse
 
 from config.logging import request_id_var
@@ -72,3 +74,50 @@ class ApiBodyLimitMiddleware:
                     errors.PayloadTooLarge(f"The request body is larger than {limit} bytes."), request
                 )
         return self.get_response(request)
+
+
+# Multipart bodies carry the order PDF (10 MB) plus the form fields and part headers around it.
+MULTIPART_OVERHEAD_BYTES = 1024 * 1024
+_CHUNK = 64 * 1024
+
+
+def body_limit(content_type: str) -> int:
+    """Largest body the service reads: the PDF plus overhead for multipart, else Django's limit."""
+    if content_type.startswith("multipart/"):
+        return settings.ORDER_PDF_MAX_BYTES + MULTIPART_OVERHEAD_BYTES
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or settings.ORDER_PDF_MAX_BYTES
+
+
+class ChunkedBodyMiddleware:
+    """Reads a ``Transfer-Encoding: chunked`` body, which Django would take as empty.
+
+    Django sizes the body from Content-Length, which a chunked request does not send. gunicorn de-chunks
+    ``wsgi.input``; the body is copied from it into a spooled temporary file (in memory up to
+    ``FILE_UPLOAD_MAX_MEMORY_SIZE``, on disk past it) and the request then reads it like any other,
+    with its length as Content-Length. A body over :func:`body_limit` is 413 PAYLOAD_TOO_LARGE as soon
+    as it passes the limit, before the rest is read. Behind nginx (config/nginx) the body arrives already
+    de-chunked with a Content-Length and this does nothing.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        encoding = request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if "chunked" not in encoding or request.META.get("CONTENT_LENGTH"):
+            return self.get_response(request)
+        limit = body_limit(request.content_type or "")
+        source = request.environ["wsgi.input"]
+        with tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE) as spool:
+            size = 0
+            while chunk := source.read(_CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    return error_json_response(
+                        errors.PayloadTooLarge(f"The request body is larger than {limit} bytes."), request
+                    )
+                spool.write(chunk)
+            spool.seek(0)
+            request.META["CONTENT_LENGTH"] = str(size)
+            request._stream = LimitedStream(spool, size)
+            return self.get_response(request)

@@ -1,19 +1,27 @@
 """Cursor (keyset) pagination: ``{"results", "has_more", "next_cursor"}``, stable while rows are inserted.
 
-The cursor is the sort key of the last row returned, base64url-encoded JSON. It is opaque to partners;
-a cursor that does not decode, or was made for another ordering, is VALIDATION_ERROR on ``cursor``.
+The cursor is the sort key of the last row returned, as base64url JSON, followed by ``.`` and a
+truncated HMAC-SHA256 of it (key derived from ``SECRET_KEY``). Only cursors this service made reach the
+database: one that is edited, truncated, made for another ordering or forged (``"v": [null, null]``, a
+string where the id goes) is 400 VALIDATION_ERROR on ``cursor`` on every list, never a 500, because it is
+rejected here, in the pagination every list endpoint shares.
 """
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
+
+from config.keys import derive_key
 
 from . import errors
 
@@ -66,18 +74,43 @@ def _decode_value(value: Any) -> Any:
     return value
 
 
+_SIGNATURE_BYTES = 16
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
+
+
+def _signature(payload: bytes) -> bytes:
+    key = derive_key(settings.SECRET_KEY, "pagination cursor v1")
+    return hmac.new(key, payload, hashlib.sha256).digest()[:_SIGNATURE_BYTES]
+
+
 def encode_cursor(ordering: tuple[str, ...], values: list[Any]) -> str:
-    raw = json.dumps({"o": list(ordering), "v": [_encode_value(v) for v in values]}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    raw = json.dumps(
+        {"o": list(ordering), "v": [_encode_value(v) for v in values]}, separators=(",", ":")
+    ).encode()
+    return f"{_b64(raw)}.{_b64(_signature(raw))}"
 
 
 def decode_cursor(cursor: str, ordering: tuple[str, ...]) -> list[Any]:
+    """The sort key a cursor carries; VALIDATION_ERROR on ``cursor`` unless this service signed it."""
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        payload = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if payload["o"] != list(ordering) or len(payload["v"]) != len(ordering):
+        payload_b64, signature_b64 = cursor.split(".")
+        payload = _unb64(payload_b64)
+        if not hmac.compare_digest(_signature(payload), _unb64(signature_b64)):
+            raise ValueError("cursor signature does not match")
+        data = json.loads(payload)
+        if data["o"] != list(ordering) or len(data["v"]) != len(ordering):
             raise ValueError("cursor made for another ordering")
-        return [_decode_value(v) for v in payload["v"]]
+        values = [_decode_value(v) for v in data["v"]]
+        if any(v is None for v in values):
+            raise ValueError("cursor without a sort key")  # sort keys are never NULL in a list
+        return values
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
         raise errors.ValidationFailed(
             "cursor is not a cursor this endpoint returned.", field="cursor", issue="invalid"

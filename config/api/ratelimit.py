@@ -27,29 +27,62 @@ class RateLimitState:
     remaining: int
     reset: int  # seconds until the window resets
     exceeded: bool
+    policy: str = "default"  # the policy's name in the IETF draft's fields
+    window: int = WINDOW_SECONDS
 
     def headers(self) -> dict[str, str]:
+        """The draft-03 trio partners already read, and the current draft's structured fields
+        (draft-ietf-httpapi-ratelimit-headers: ``RateLimit-Policy`` names quota and window,
+        ``RateLimit`` the remaining quota and the seconds until it resets)."""
         return {
             "RateLimit-Limit": str(self.limit),
             "RateLimit-Remaining": str(self.remaining),
             "RateLimit-Reset": str(self.reset),
+            "RateLimit-Policy": f'"{self.policy}";q={self.limit};w={self.window}',
+            "RateLimit": f'"{self.policy}";r={self.remaining};t={self.reset}',
         }
 
 
-def hit(
-    *, key: str, limit: int, window: int = WINDOW_SECONDS, now: float | None = None
-) -> RateLimitState | None:
-    """Count one request against ``key``; ``None`` when the store is unreachable (fail open)."""
+def _window(now: float | None, window: int) -> tuple[int, int]:
     now = time.time() if now is None else now
     window_start = int(now // window) * window
-    reset = max(1, math.ceil(window_start + window - now))
+    return window_start, max(1, math.ceil(window_start + window - now))
+
+
+def hit(
+    *, key: str, limit: int, window: int = WINDOW_SECONDS, now: float | None = None, policy: str = "default"
+) -> RateLimitState | None:
+    """Count one request against ``key``; ``None`` when the store is unreachable (fail open)."""
+    window_start, reset = _window(now, window)
     cache_key = f"rl:{key}:{window_start}"
     try:
         count = _count(cache_key, timeout=window + 5)
     except Exception:
         logger.warning("rate limit store unreachable; request not counted", exc_info=True)
         return None
-    return RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset, exceeded=count > limit)
+    return RateLimitState(
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset=reset,
+        exceeded=count > limit,
+        policy=policy,
+        window=window,
+    )
+
+
+def peek(
+    *, key: str, limit: int, window: int = WINDOW_SECONDS, now: float | None = None
+) -> RateLimitState | None:
+    """The state of ``key``'s window without counting; ``exceeded`` once ``limit`` hits were counted."""
+    window_start, reset = _window(now, window)
+    try:
+        count = int(caches["default"].get(f"rl:{key}:{window_start}") or 0)
+    except Exception:
+        logger.warning("rate limit store unreachable; limit not checked", exc_info=True)
+        return None
+    return RateLimitState(
+        limit=limit, remaining=max(0, limit - count), reset=reset, exceeded=count >= limit, window=window
+    )
 
 
 def _count(cache_key: str, *, timeout: int) -> int:
@@ -88,9 +121,9 @@ def client_ip(request: HttpRequest) -> str:
     return request.META.get("REMOTE_ADDR", "") or "unknown"
 
 
-def enforce(request: HttpRequest, *, key: str, limit: int) -> None:
+def enforce(request: HttpRequest, *, key: str, limit: int, policy: str = "default") -> None:
     """Count the request; raise RATE_LIMIT_EXCEEDED past the limit. Headers are added by the middleware."""
-    state = hit(key=key, limit=limit)
+    state = hit(key=key, limit=limit, policy=policy)
     if state is None:
         return
     # The underlying Django request carries the state to RequestIdMiddleware, which sets the headers.

@@ -10,7 +10,7 @@ from collections import defaultdict
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
-from . import errors
+from . import errors, idempotency
 
 META_SCHEMA = {
     "type": "object",
@@ -77,7 +77,68 @@ _COMMON = {
     "401": (errors.Unauthorized, errors.TokenExpired),
     "429": (errors.RateLimitExceeded,),
     "500": (errors.InternalError,),
+    # nginx in front (config/nginx) answers 503 in the envelope when gunicorn is down or too slow.
+    "503": (errors.ServiceUnavailable,),
 }
+
+
+def _secured(operation: dict, result: dict) -> bool:
+    """The operation needs a bearer token (every endpoint but the token endpoint)."""
+    return operation.get("security", result.get("security")) not in (None, [], [{}])
+
+
+# Every authenticated call is counted (config/api/ratelimit.py) and answers with these fields; the token
+# endpoint too, under its own policy. Absent only while the counter store is unreachable (fail open).
+RATE_LIMIT_HEADERS = {
+    "RateLimit-Limit": ("integer", "Requests allowed in the current window."),
+    "RateLimit-Remaining": ("integer", "Requests left in the current window."),
+    "RateLimit-Reset": ("integer", "Seconds until the window resets."),
+    "RateLimit-Policy": (
+        "string",
+        'The quota policy (draft-ietf-httpapi-ratelimit-headers): `"default";q=600;w=60` on '
+        'authenticated calls, `"token";q=60;w=60` on the token endpoint.',
+    ),
+    "RateLimit": (
+        "string",
+        "Remaining quota and seconds to reset of that policy (draft-ietf-httpapi-ratelimit-headers): "
+        '`"default";r=599;t=42`.',
+    ),
+}
+
+
+def _add_error(
+    operation: dict, status: str, classes: tuple[type[errors.ApiError], ...], error_ref: dict
+) -> None:
+    """Document ``classes`` under ``status``, beside the codes the view already lists there."""
+    response = operation["responses"].get(status)
+    if response is None:
+        operation["responses"][status] = {
+            "description": " | ".join(f"`{c.code}`" for c in classes),
+            "content": {
+                "application/json": {
+                    "schema": error_ref,
+                    "examples": {c.code: _example_value(c) for c in classes},
+                }
+            },
+        }
+        return
+    for cls in classes:
+        if f"`{cls.code}`" in response.get("description", ""):
+            continue
+        response["description"] = " | ".join(filter(None, [response.get("description"), f"`{cls.code}`"]))
+        content = response.setdefault("content", {}).setdefault("application/json", {"schema": error_ref})
+        content.setdefault("examples", {})[cls.code] = _example_value(cls)
+
+
+def _example_value(cls: type[errors.ApiError]) -> dict:
+    return {
+        "value": {
+            "success": False,
+            "error": {"code": cls.code, "message": cls.message},
+            "meta": {"request_id": "req_3J7xk2Lq9Vb1NcTz8RwYp4Ha", "timestamp": "2026-11-21T18:30:00Z"},
+        },
+        "summary": cls.code,
+    }
 
 
 def envelope_postprocessing_hook(result, generator, request, public):
@@ -115,7 +176,7 @@ def envelope_postprocessing_hook(result, generator, request, public):
                                 "timestamp": "2026-11-21T18:30:00Z",
                             },
                         }
-            secured = operation.get("security", result.get("security")) not in (None, [], [{}])
+            secured = _secured(operation, result)
             for status, classes in _COMMON.items():
                 if status == "401" and not secured:
                     continue
@@ -124,5 +185,70 @@ def envelope_postprocessing_hook(result, generator, request, public):
                         "description": " | ".join(f"`{c.code}`" for c in classes),
                         "content": {"application/json": {"schema": error_ref}},
                     }
+            if secured:
+                # A token issued before its partner was suspended still verifies: every authenticated
+                # operation can answer 403 ACCOUNT_SUSPENDED (partners/authentication.py).
+                _add_error(operation, "403", (errors.AccountSuspended,), error_ref)
+            if "requestBody" in operation:
+                # A non-file body over DATA_UPLOAD_MAX_MEMORY_SIZE (config/api/middleware.py).
+                _add_error(operation, "413", (errors.PayloadTooLarge,), error_ref)
+            for status, response in operation["responses"].items():
+                is_token = operation.get("operationId") == "auth_token"
+                if not (secured or is_token) or (status == "401" and not is_token):
+                    continue  # a refused token is refused before anything is counted
+                headers = response.setdefault("headers", {})
+                for name, (kind, description) in RATE_LIMIT_HEADERS.items():
+                    headers.setdefault(name, {"schema": {"type": kind}, "description": description})
     components.setdefault("Meta", META_SCHEMA)
+    return result
+
+
+IDEMPOTENCY_KEY_PARAMETER = {
+    "name": idempotency.HEADER,
+    "in": "header",
+    "required": False,
+    "description": (
+        'Makes a retry safe (DECISIONS "Idempotency-Key"). 1-255 printable ASCII characters; a '
+        'Structured-Field string `"…"` is unquoted first. Scoped to your partner account and mode, kept 24 '
+        "hours. The same key with the same method, path and body replays the first answer (2xx, 403, 404, 409, "
+        "422) with `Idempotent-Replayed: true` and runs nothing again; a 400, 401, 429 or 5xx is not kept, so a "
+        "corrected retry runs. While the first request runs: 409 IDEMPOTENCY_KEY_IN_USE (`Retry-After: 1`). "
+        "Another request under the same key: 422 IDEMPOTENCY_KEY_MISMATCH. Malformed: 400 VALIDATION_ERROR "
+        'with `field: "Idempotency-Key"`.'
+    ),
+    "schema": {"type": "string", "minLength": 1, "maxLength": idempotency.MAX_LENGTH, "pattern": "^[ -~]+$"},
+    "example": "3f6a9c1e-5b2d-4f0a-9e7c-2d1b8a4c6e01",
+}
+REPLAYED_HEADER_SCHEMA = {
+    "description": "`true` when this is the stored answer of an earlier request with the same Idempotency-Key.",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+RETRY_AFTER_HEADER_SCHEMA = {
+    "description": "Seconds to wait before retrying (1 while the key's first request runs).",
+    "schema": {"type": "integer", "minimum": 1},
+}
+ERROR_ENVELOPE_REF = {"$ref": "#/components/schemas/ErrorEnvelope"}
+_IDEMPOTENCY_ERRORS = (errors.ValidationFailed, errors.IdempotencyKeyInUse, errors.IdempotencyKeyMismatch)
+
+
+def idempotency_postprocessing_hook(result: dict, generator, request, public) -> dict:
+    """Every POST with a bearer token takes ``Idempotency-Key``: the header, the replay header on the answers
+    that are kept, and the 400/409/422 it can give. Applied here so that a new POST gets it without a word
+    in its view."""
+    for _path, methods in result.get("paths", {}).items():
+        operation = methods.get("post")
+        if not isinstance(operation, dict) or "responses" not in operation or not _secured(operation, result):
+            continue
+        parameters = operation.setdefault("parameters", [])
+        if not any(p.get("in") == "header" and p.get("name") == idempotency.HEADER for p in parameters):
+            parameters.append(IDEMPOTENCY_KEY_PARAMETER)
+        for error_cls in _IDEMPOTENCY_ERRORS:
+            status = str(error_cls.status)
+            _add_error(operation, status, (error_cls,), ERROR_ENVELOPE_REF)
+            response = operation["responses"][status]
+            if error_cls is errors.IdempotencyKeyInUse:
+                response.setdefault("headers", {})["Retry-After"] = RETRY_AFTER_HEADER_SCHEMA
+        for status, response in operation["responses"].items():
+            if status.isdigit() and idempotency.is_stored_status(int(status)):
+                response.setdefault("headers", {})[idempotency.REPLAYED_HEADER] = REPLAYED_HEADER_SCHEMA
     return result

@@ -165,18 +165,23 @@ class Processes:
         self.started.append(process)
         return process
 
-    def web(self, env: dict[str, str], *, name: str = "web") -> str:
-        """gunicorn config.wsgi (1 worker, 4 threads); returns its base URL once it answers."""
+    def web(
+        self, env: dict[str, str], *, name: str = "web", workers: int = 1, config: str | None = None
+    ) -> str:
+        """gunicorn config.wsgi with the production settings file, or ``config`` (``workers`` × 4 threads);
+        returns its base URL once it answers."""
         port = free_port()
         process = self.spawn(
             name,
             [
                 str(BIN / "gunicorn"),
+                "--config",
+                str(ROOT / (config or "config/gunicorn_conf.py")),
                 "config.wsgi",
                 "--bind",
                 f"127.0.0.1:{port}",
                 "--workers",
-                "1",
+                str(workers),
                 "--worker-class",
                 "gthread",
                 "--threads",
@@ -196,6 +201,33 @@ class Processes:
                     return url
             if time.monotonic() > deadline:
                 raise RuntimeError(f"gunicorn did not answer:\n{process.output()}")
+            time.sleep(0.1)
+
+    def proxied_web(self, env: dict[str, str], *, name: str = "web-nginx", workers: int = 1) -> str:
+        """The Procfile's web process (``python -m config.serve``): nginx on a free loopback port, with
+        its own runtime directory under the test's tmp dir, in front of gunicorn (``workers`` × 4
+        threads) on another loopback port. Returns nginx's base URL once a request goes through."""
+        port = free_port()
+        env = {
+            **env,
+            "PORT": str(port),
+            "HOST": "127.0.0.1",
+            "WEB_CONCURRENCY": str(workers),
+            "WEB_THREADS": "4",
+            "NGINX_WORKERS": "1",
+            "WEB_RUNTIME_DIR": str(self.tmp / name),
+        }
+        process = self.spawn(name, [sys.executable, "-m", "config.serve"], env)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            if process.popen.poll() is not None:
+                raise RuntimeError(f"config.serve exited:\n{process.output()}")
+            with contextlib.suppress(OSError):
+                if http("GET", url + "/healthz", timeout=2).status == 200:
+                    return url
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nginx + gunicorn did not answer:\n{process.output()}")
             time.sleep(0.1)
 
     def celery_worker(self, env: dict[str, str], *, queue: str, name: str = "celery") -> Process:
@@ -291,7 +323,7 @@ class TcpProxy:
                     if not data:
                         return
                     peers[sock].sendall(data)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: ``down()`` closed a socket while select() held it
             return
         finally:
             for sock in (a, b):

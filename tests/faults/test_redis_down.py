@@ -14,9 +14,10 @@ from django.conf import settings
 from django.core import mail
 from django.utils import timezone
 
-from orders import tasks
+from orders import tasks as order_tasks
 from orders.models import Order
 from partners import services as partner_services
+from payouts import tasks
 from payouts.models import Charge
 
 from .conftest import ORDER_FORM, quote_body
@@ -117,11 +118,14 @@ def test_redis_dying_while_serving_degrades_and_loses_nothing(processes, redis_p
     still_refused = http("GET", url + "/v1/events", headers=old_auth)
     assert still_refused.status == 401 and still_refused.code == "UNAUTHORIZED", still_refused.body
 
-    # The sweeper publishes the confirmation that never left; it runs once: one charge, one e-mail.
+    # The sweepers publish what never left: the confirmation, and the order.created notification (whose
+    # delivery to the confirmation then finds the work done). It runs once: one charge, one e-mail.
     later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 30)
     with time_machine.travel(later, tick=False):
         assert tasks.sweep_unconfirmed_orders() == 1
         assert tasks.sweep_unconfirmed_orders() == 0
+        assert order_tasks.dispatch_pending_notifications() == 1
+        assert order_tasks.dispatch_pending_notifications() == 0
     created.refresh_from_db()
     assert created.status == Order.Status.AWAITING_TRANSFER
     assert Charge.objects.filter(order=created).count() == 1

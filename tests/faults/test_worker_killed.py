@@ -1,11 +1,9 @@
 """A Celery worker is killed (SIGKILL) in the middle of an order's confirmation: the card is charged
 once and the seller gets one e-mail, once the sweeper has sent the confirmation out again."""
 
-import uuid
 from datetime import timedelta
 
 import pytest
-import redis
 import time_machine
 from django.conf import settings
 from django.core import mail
@@ -13,56 +11,16 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
-from orders import tasks
 from orders.models import Order, OrderStatusHistory
+from payouts import tasks
 from payouts.models import Charge
 from payouts.models.sandbox import SandboxCharge
 from tests.conftest import issue_token
 
 from .conftest import ORDER_FORM, quote_body
-from .live import FakeSmtp, production_env, wait_for
+from .live import production_env, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _reset_router() -> None:
-    # Celery builds its router once per app and caches it; drop it so the routes set here apply.
-    celery_app.amqp._rtable = None
-    celery_app.amqp.__dict__.pop("router", None)
-
-
-def _route(queue: str) -> None:
-    celery_app.conf.task_routes = {"orders.tasks.confirm_order": {"queue": queue}}
-    _reset_router()
-
-
-@pytest.fixture
-def worker_queue(settings):
-    """Confirmation tasks go through the real broker to a queue of this test's own."""
-    if not settings.REDIS_URL:
-        pytest.fail("this test needs REDIS_URL (make test sets it)")
-    queue = f"faults-{uuid.uuid4().hex[:10]}"
-    previous = (celery_app.conf.task_always_eager, celery_app.conf.task_routes)
-    celery_app.conf.task_always_eager = False
-    _route(queue)
-    yield queue
-    celery_app.conf.task_always_eager, routes = previous
-    celery_app.conf.task_routes = routes
-    _reset_router()
-    # The killed worker's message stays "unacked" in Redis; drop it and the queue so nothing replays it.
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    client.delete(queue)
-    for tag, payload in client.hgetall("unacked").items():
-        if queue.encode() in payload:
-            client.hdel("unacked", tag)
-            client.zrem("unacked_index", tag)
-
-
-@pytest.fixture
-def smtp():
-    server = FakeSmtp()
-    yield server
-    server.close()
 
 
 def test_worker_killed_during_confirmation_charges_once_and_mails_once(

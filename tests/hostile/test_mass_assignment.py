@@ -115,6 +115,6 @@ def test_token_ignores_forged_scope_lifetime_and_partner(api_client, partner_cre
     )
     assert response.status_code == 200, response.content
     data = response.json()["data"]
-    assert data["scope"] == "events:read quotes:write orders:write"
+    assert data["scope"] == "events:read quotes:write orders:write webhooks:write"
     assert data["expires_in"] == settings.ACCESS_TOKEN_TTL_SECONDS
     assert tokens.verify(data["access_token"]).partner_id == partner_creds.partner.public_id

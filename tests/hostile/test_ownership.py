@@ -18,6 +18,22 @@ ID_ROUTES = {
     "v1/orders/<str:order_id>": "test_orders_of_another_partner_are_not_found",
     "v1/orders/<str:order_id>/cancel": "test_orders_of_another_partner_are_not_found",
     "portal/orders/<str:order_id>": "test_portal_order_page_of_another_partner_is_not_found",
+    "v1/webhook_endpoints/<str:endpoint_id>": "tests/webhooks/test_api.py::test_another_partners_endpoint_is_not_found",
+    "v1/webhook_endpoints/<str:endpoint_id>/rotate_secret": "tests/webhooks/test_api.py (same test)",
+    "v1/webhook_endpoints/<str:endpoint_id>/ping": "tests/webhooks/test_api.py (same test)",
+    "v1/webhook_endpoints/<str:endpoint_id>/deliveries": "tests/webhooks/test_api.py (same test)",
+    "v1/webhook_endpoints/<str:endpoint_id>/resend": "tests/webhooks/test_api.py (same test)",
+    "portal/settings/webhooks/<str:endpoint_id>": "tests/webhooks/test_portal.py::test_list_shows_only_the_own_partners_endpoints",
+    "portal/settings/webhooks/<str:endpoint_id>/secret": "tests/webhooks/test_portal.py (same test)",
+    "portal/settings/webhooks/<str:endpoint_id>/status": "tests/webhooks/test_portal.py (same test)",
+    "portal/settings/webhooks/<str:endpoint_id>/rotate": "tests/webhooks/test_portal.py (same test)",
+    "portal/settings/webhooks/<str:endpoint_id>/ping": "tests/webhooks/test_portal.py (same test)",
+    "portal/settings/webhooks/<str:endpoint_id>/resend": "tests/webhooks/test_portal.py (same test)",
+    "portal/settings/webhooks/<str:endpoint_id>/delete": "tests/webhooks/test_portal.py (same test)",
+    "portal/^statements/(?P<month>[0-9]{4}-[0-9]{2})$": "a month, not an id: the statement reads only "
+    "request.partner's rows (tests/portal/test_statements.py)",
+    "portal/^statements/(?P<month>[0-9]{4}-[0-9]{2})\\.csv$": "a month, not an id: the statement reads only "
+    "request.partner's rows (tests/portal/test_statements.py)",
     "portal/reset/<uidb64>/<token>": "Django's signed password-reset link: bound to one user, not an id",
     "portal/welcome/<uidb64>/<token>": "Django's signed set-password link: bound to one user, not an id",
 }

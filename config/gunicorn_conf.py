@@ -1,0 +1,52 @@
+"""gunicorn settings of the production shape (``gunicorn -c config/gunicorn_conf.py config.wsgi``).
+
+The bind address, workers and threads come from the command line (Procfile, config/serve.py); this file
+holds what every deployment shares: the access log, which never writes a credential, and the limits.
+"""
+
+import re
+
+from gunicorn.glogging import Logger
+
+accesslog = "-"
+# The combined format plus the request id the API answers with (X-Request-ID), so a partner's request
+# id finds its access-log line.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(r)s" %(s)s %(b)s "%(f)s" "%(a)s" %(M)sms %({x-request-id}o)s'
+# gunicorn's own header limits (its defaults, written out): a request line over 4,094 bytes, a header over
+# 8,190 bytes or more than 100 headers is refused before the application runs.
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
+timeout = 30
+graceful_timeout = 20
+
+# Query parameters whose value is a credential. The API never reads a token from the query string, but
+# clients send one anyway (``?access_token=…``): the value must not reach a log file.
+_SECRET_PARAM = re.compile(
+    r"(?i)((?:^|[?&;]|%3F|%26)(?:access_token|token|client_secret|secret|password|api_key|key)=)[^&;\s\"]*"
+)
+_REDACTED = "[redacted]"
+_SECRET_HEADERS = ("{authorization}i", "{cookie}i", "{proxy-authorization}i", "{x-api-key}i")
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every credential-like query parameter replaced."""
+    return _SECRET_PARAM.sub(lambda m: m.group(1) + _REDACTED, text)
+
+
+class RedactingLogger(Logger):
+    """gunicorn's logger, with credentials removed from every access-log atom (request line, query
+    string, referer, raw URI, and the Authorization/Cookie headers a format may name)."""
+
+    def atoms(self, resp, req, environ, request_time):
+        atoms = super().atoms(resp, req, environ, request_time)
+        for key, value in atoms.items():
+            if isinstance(value, str) and "=" in value:
+                atoms[key] = redact(value)
+        for key in _SECRET_HEADERS:
+            if key in atoms:
+                atoms[key] = _REDACTED
+        return atoms
+
+
+logger_class = RedactingLogger

@@ -1,0 +1,151 @@
+"""The worker's database connections are reset again and again while it confirms a burst of orders: every
+order is still confirmed once — one charge, one move to awaiting_transfer, one e-mail to the seller.
+
+Production shape: a Celery worker (solo pool) reaches PostgreSQL through a TCP proxy that resets every open
+connection at random moments (and refuses new ones for a moment), and sends mail to a recording SMTP server.
+"""
+
+import random
+import re
+import threading
+from collections import Counter
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.conf import settings
+from rest_framework.test import APIClient
+
+from orders.models import Order, OrderStatusHistory
+from payouts.models import Charge
+from payouts.models.sandbox import SandboxCharge
+from tests.catalog.factories import RowFactory
+from tests.conftest import issue_token
+
+from .conftest import ORDER_FORM, quote_body
+from .live import TcpProxy, database_url_of_tests, production_env, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORDERS = 30
+RESETS = 50
+MESSAGE_ID = re.compile(r"^Message-ID: <confirmation\.(ord_\w+)@", re.MULTILINE | re.IGNORECASE)
+
+
+@pytest.fixture
+def db_proxy():
+    db = urlsplit(database_url_of_tests())
+    proxy = TcpProxy((db.hostname, db.port or 5432))
+    proxy.up()
+    yield proxy, urlunsplit(db._replace(netloc=f"{db.username or 'postgres'}@127.0.0.1:{proxy.port}"))
+    proxy.down()
+
+
+class Chaos:
+    """Resets every connection through the proxy every 50–150 ms (and refuses connections for 20 ms): a
+    confirmation takes tens of milliseconds, so many of them are cut in the middle."""
+
+    def __init__(self, proxy: TcpProxy) -> None:
+        self.proxy = proxy
+        self.resets = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        rng = random.Random(7)
+        while not self._stop.wait(rng.uniform(0.05, 0.15)):
+            self.proxy.down()
+            self.resets += 1
+            self._stop.wait(0.02)
+            self.proxy.up()
+
+    def __enter__(self) -> "Chaos":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_connection_resets_during_confirmation_confirm_every_order_once(
+    processes, worker_queue, smtp, db_proxy, creds
+):
+    proxy, db_url_via_proxy = db_proxy
+    row = RowFactory(available_quantity=ORDERS * 2)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, creds)}")
+    quote_ids = []
+    for _ in range(ORDERS):
+        quote = client.post("/v1/quotes", quote_body(row), format="json")
+        assert quote.status_code == 201, quote.content
+        quote_ids.append(quote.json()["data"]["quote_id"])
+
+    worker = processes.celery_worker(
+        production_env(DATABASE_URL=db_url_via_proxy, EMAIL_URL=f"smtp://127.0.0.1:{smtp.port}"),
+        queue=worker_queue,
+    )
+    # The resets start once the worker consumes, so they fall on the burst, not on its start-up.
+    assert wait_for(lambda: " ready." in worker.output(), timeout=60), worker.output()[-3000:]
+    with Chaos(proxy) as chaos:
+        order_ids = []
+        for quote_id in quote_ids:  # the burst: each order's confirmation is queued as it commits
+            response = client.post("/v1/orders", {"quote_id": quote_id, **ORDER_FORM}, format="multipart")
+            assert response.status_code == 201, response.content
+            order_ids.append(response.json()["data"]["order_id"])
+        # Resets keep coming until every confirmation has been attempted at least once under them.
+        wait_for(
+            lambda: (
+                chaos.resets >= RESETS
+                and not Order.objects.filter(
+                    order_id__in=order_ids, confirmation_started_at__isnull=True
+                ).exists()
+            ),
+            timeout=90,
+        )
+
+    def all_confirmed() -> bool:
+        return Order.objects.filter(
+            order_id__in=order_ids, status="awaiting_transfer", confirmation_email_sent_at__isnull=False
+        ).count() == len(order_ids)
+
+    # Retries back off from 10 s; the confirmations finish once the resets stop.
+    if not wait_for(all_confirmed, timeout=150):
+        stuck = Order.objects.filter(order_id__in=order_ids).exclude(
+            status="awaiting_transfer", confirmation_email_sent_at__isnull=False
+        )
+        pytest.fail(
+            "not confirmed: "
+            + repr(
+                list(
+                    stuck.values_list(
+                        "order_id",
+                        "status",
+                        "confirmation_started_at",
+                        "confirmation_email_claimed_at",
+                        "confirmation_email_handed_over_at",
+                    )
+                )
+            )
+            + "\n"
+            + worker.output()[-3000:]
+        )
+    output = worker.output()
+    assert chaos.resets >= RESETS
+    # The faults did hit the confirmation: attempts failed on the database and were retried.
+    hits = re.findall(r"failed for now \((?:OperationalError|InterfaceError)", output)
+    assert len(hits) >= 3, output[-4000:]
+
+    orders = Order.objects.filter(order_id__in=order_ids)
+    assert Charge.objects.filter(order__in=orders, status="succeeded").count() == ORDERS
+    assert Charge.objects.filter(order__in=orders).count() == ORDERS
+    assert SandboxCharge.objects.count() == ORDERS  # the platform saw one charge per order
+    moves = Counter(
+        OrderStatusHistory.objects.filter(order__in=orders, to_status="awaiting_transfer").values_list(
+            "order_id", flat=True
+        )
+    )
+    assert sorted(moves.values()) == [1] * ORDERS
+    sent = Counter(MESSAGE_ID.findall("\n".join(smtp.messages)))
+    assert sent == Counter({order_id: 1 for order_id in order_ids}), sent
+    assert not orders.filter(confirmation_email_unconfirmed=True).exists()
+    assert settings.ORDER_CONFIRMATION_STALE_SECONDS <= 300  # a stall the retries miss resumes in minutes

@@ -1,0 +1,106 @@
+"""Credentials are rotated while Redis is frozen (SIGSTOP), then Redis thaws: the old token is refused
+by every web process within the bound (5 s), although the cache still holds its "active" state and no
+beat runs (production shape: two gunicorn instances sharing a Redis of the test's own)."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+from django.db import connection
+
+from partners import services as partner_services
+
+from .live import free_port, http, production_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BOUND = 5.0  # seconds after the rotation committed: from then on, no web process accepts the old token
+
+
+@pytest.fixture
+def own_redis(tmp_path, settings):
+    """A redis-server of this test only (the shared one is never stopped), and the test process's
+    cache pointed at it."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + 10
+    while (
+        subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() != b"PONG"
+    ):
+        assert time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.05)
+    direct = settings.CACHES
+    settings.CACHES = {**direct, "default": {**direct["default"], "LOCATION": url}}
+    yield server, url
+    settings.CACHES = direct
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, signal.SIGCONT)
+        server.terminate()
+    server.wait(timeout=10)
+
+
+def test_rotation_while_redis_is_frozen_is_refused_everywhere_within_the_bound(processes, own_redis, creds):
+    server, redis_url = own_redis
+    env = production_env(REDIS_URL=redis_url)
+    webs = [processes.web(env, name="web-a"), processes.web(env, name="web-b")]
+    token = http(
+        "POST",
+        webs[0] + "/v1/auth/token",
+        json_body={
+            "client_id": creds.client_id,
+            "client_secret": creds.client_secret,
+            "grant_type": "client_credentials",
+        },
+    )
+    assert token.status == 200, token.body
+    old = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    for url in webs:  # both instances have read the session: the shared cache says "active"
+        assert http("GET", url + "/v1/events", headers=old).status == 200
+
+    os.kill(server.pid, signal.SIGSTOP)
+    try:
+        partner_services.credentials_rotate(partner=creds.partner)  # the cache cannot be written
+        committed = time.monotonic()
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+    # The shared cache still says "active" for the old session: the revocation never reached it.
+    connection.close()
+
+    accepted_after_bound, last_accepted = [], 0.0
+    deadline = committed + BOUND + 3
+    while time.monotonic() < deadline:
+        for url in webs:
+            reply = http("GET", url + "/v1/events", headers=old)
+            at = time.monotonic() - committed
+            assert reply.status in (200, 401), reply.body
+            if reply.status == 200:
+                last_accepted = max(last_accepted, at)
+            if reply.status == 200 and at > BOUND:
+                accepted_after_bound.append((url, round(at, 2)))
+        time.sleep(0.1)
+    print(f"old token last accepted {last_accepted:.2f} s after the rotation committed")
+    assert accepted_after_bound == []
+    for url in webs:
+        refused = http("GET", url + "/v1/events", headers=old)
+        assert refused.status == 401 and refused.code == "UNAUTHORIZED", refused.body
