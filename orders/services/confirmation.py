@@ -45,23 +45,28 @@ EMAIL_CLAIM_LEASE = timedelta(minutes=4)
 # Refusals after which the mail server certainly did not accept the message: the hand-over is undone.
 NOT_DELIVERED = (smtplib.SMTPRecipientsRefused, smtplib.SMTPSenderRefused, smtplib.SMTPDataError)
 DB_ERRORS = (OperationalError, InterfaceError)
-DB_ATTEMPTS = 6
+# A step whose connection is lost is tried again for this long (backoff 0.1 s doubling to 2 s): a database
+# that is back within it never leaves a sent message unrecorded. Longer outages fail the task, which retries.
+DB_RETRY_SECONDS = 30.0
 
 
 def _with_db_retry(statement: Callable[[], bool], *, done: Callable[[], bool]) -> bool:
     """Run ``statement``; after a lost connection, reconnect, ask ``done`` whether it took effect (the reply
-    may have been lost after the commit), and run it again if not. Outside a transaction only."""
-    for attempt in range(DB_ATTEMPTS):
+    may have been lost after the commit), and run it again if not — for ``DB_RETRY_SECONDS`` at most.
+    Outside a transaction only."""
+    deadline = time.monotonic() + DB_RETRY_SECONDS
+    attempt = 0
+    while True:
         try:
             if attempt and done():
                 return True
             return statement()
         except DB_ERRORS:
-            if connection.in_atomic_block or attempt == DB_ATTEMPTS - 1:
+            if connection.in_atomic_block or time.monotonic() >= deadline:
                 raise
             connection.close()  # the next query opens a fresh connection
-            time.sleep(0.1 * 2**attempt)
-    raise AssertionError("unreachable")
+            time.sleep(min(0.1 * 2**attempt, 2.0))
+            attempt += 1
 
 
 def order_confirmation_started(*, order_pk: int) -> bool:
