@@ -11,7 +11,7 @@ from django.db import connection
 
 from orders.services import order_transition
 from payouts.services import order_confirm, payouts_progress
-from tests.portal.conftest import add_card, connect_payout_account, portal_login
+from tests.portal.fixtures import add_card, connect_payout_account, portal_login
 
 from .factories import make_order
 
