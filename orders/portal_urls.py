@@ -1,5 +1,5 @@
 """The orders pages of the partner portal. Mounted by ``config/urls.py`` under ``/portal/`` in the ``portal``
-namespace, beside the portal pages of partners and payouts (no ``app_name`` of its own)."""
+namespace, beside the portal pages of the other apps (no ``app_name`` of its own)."""
 
 from django.urls import path
 
