@@ -1,16 +1,22 @@
-"""The order page with its money."""
+"""The order page with its money: the charge (and its refund) and the payout beside the history, and the
+retries of a failed refund or payout as buttons that lead to the same confirmation as the lists' actions."""
 
 from django.contrib import admin
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from orders.admin import OrderAdmin
 from orders.models import Order
 
+from .. import services
 from ..models import (
     Charge,
     Payout,
 )
+from .common import retry_one
+from .money import ChargeAdmin, PayoutAdmin
 
 
 # The order page shows its money: the charge and the payout. Orders sits below payouts and cannot name these
@@ -63,3 +69,72 @@ admin.site.unregister(Order)
 @admin.register(Order)
 class OrderWithMoneyAdmin(OrderAdmin):
     inlines = (*OrderAdmin.inlines, OrderChargeInline, OrderPayoutInline)
+
+    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str]]:
+        actions = super().order_actions(request, order)
+        charge = Charge.objects.filter(order=order).only("refund_status").first()
+        if (
+            charge
+            and charge.refund_status == Charge.RefundStatus.FAILED
+            and request.user.has_perm("payouts.change_charge")
+        ):
+            actions.append(("Retry refund", reverse("admin:orders_order_retry_refund", args=[order.pk])))
+        payout = Payout.objects.filter(order=order).only("status").first()
+        if (
+            payout
+            and payout.status == Payout.Status.FAILED
+            and request.user.has_perm("payouts.change_payout")
+        ):
+            actions.append(("Retry payout", reverse("admin:orders_order_retry_payout", args=[order.pk])))
+        return actions
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        custom = [
+            path("<int:pk>/retry-refund/", view(self.retry_refund_view), name="orders_order_retry_refund"),
+            path("<int:pk>/retry-payout/", view(self.retry_payout_view), name="orders_order_retry_payout"),
+        ]
+        return custom + super().get_urls()
+
+    def _retry(self, request: HttpRequest, record, *, url_name: str, **kwargs) -> HttpResponse:
+        order = record.order
+        return retry_one(
+            request,
+            # The charge's or payout's own admin: the confirmation names the record as the list's action does.
+            self.admin_site.get_model_admin(type(record)),
+            record,
+            action_url=reverse(f"admin:{url_name}", args=[order.pk]),
+            back_url=reverse("admin:orders_order_change", args=[order.pk]),
+            also_log=(order,),
+            **kwargs,
+        )
+
+    def retry_refund_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        charge = get_object_or_404(Charge.objects.select_related("order", "partner"), order__pk=pk)
+        actor = f"staff:{request.user.get_username()}"
+        return self._retry(
+            request,
+            charge,
+            url_name="orders_order_retry_refund",
+            retry=lambda: services.refund_retry(charge=charge, actor=actor),
+            what="this refund",
+            effect=ChargeAdmin.RETRY_EFFECT,
+            log_message="Refund retry requested",
+            done="The refund will be retried now.",
+            refused="Only a failed refund can be retried.",
+        )
+
+    def retry_payout_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        payout = get_object_or_404(Payout.objects.select_related("order", "partner"), order__pk=pk)
+        actor = f"staff:{request.user.get_username()}"
+        return self._retry(
+            request,
+            payout,
+            url_name="orders_order_retry_payout",
+            retry=lambda: services.payout_retry(payout=payout, actor=actor),
+            what="this payout",
+            effect=PayoutAdmin.RETRY_EFFECT,
+            log_message="Retry requested",
+            done="The payout will be retried on the next progression run.",
+            refused="Only a failed payout can be retried.",
+        )
