@@ -232,12 +232,15 @@ class OrderAdmin(admin.ModelAdmin):
     # --- the order page's buttons ------------------------------------------------------------------------------
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["order_actions"] = self.order_actions(request, obj) if obj is not None else []
+        # Every field is read-only: the page changes an order only through its buttons, never by saving.
+        context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
         return super().render_change_form(request, context, add, change, form_url, obj)
 
-    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str]]:
-        """The buttons of the order's page, as (label, URL): each leads to its confirmation."""
+    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str, str]]:
+        """The buttons of the order's page, as (label, URL, kind): each leads to its confirmation. The kind
+        ``cancel`` is drawn as a destructive button, ``retry`` as an ordinary one."""
         if order.status in services.CANCELABLE and self.has_change_permission(request, order):
-            return [("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]))]
+            return [("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]), "cancel")]
         return []
 
     # --- PDF download and the order page's actions ------------------------------------------------------------

@@ -70,7 +70,7 @@ admin.site.unregister(Order)
 class OrderWithMoneyAdmin(OrderAdmin):
     inlines = (*OrderAdmin.inlines, OrderChargeInline, OrderPayoutInline)
 
-    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str]]:
+    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str, str]]:
         actions = super().order_actions(request, order)
         charge = Charge.objects.filter(order=order).only("refund_status").first()
         if (
@@ -78,14 +78,18 @@ class OrderWithMoneyAdmin(OrderAdmin):
             and charge.refund_status == Charge.RefundStatus.FAILED
             and request.user.has_perm("payouts.change_charge")
         ):
-            actions.append(("Retry refund", reverse("admin:orders_order_retry_refund", args=[order.pk])))
+            actions.append(
+                ("Retry refund", reverse("admin:orders_order_retry_refund", args=[order.pk]), "retry")
+            )
         payout = Payout.objects.filter(order=order).only("status").first()
         if (
             payout
             and payout.status == Payout.Status.FAILED
             and request.user.has_perm("payouts.change_payout")
         ):
-            actions.append(("Retry payout", reverse("admin:orders_order_retry_payout", args=[order.pk])))
+            actions.append(
+                ("Retry payout", reverse("admin:orders_order_retry_payout", args=[order.pk]), "retry")
+            )
         return actions
 
     def get_urls(self):
