@@ -12,8 +12,8 @@ import pytest
 from orders.models import Order, OrderStatusHistory
 from payouts.models import Charge
 from tests.conftest import make_partner
+from tests.orders.factories import make_order
 from tests.partners.test_admin_browser import staff_sign_in
-from tests.payouts.factories import make_order
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

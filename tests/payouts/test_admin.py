@@ -14,8 +14,7 @@ from partners.models import PortalUser
 from payouts.models import Charge, Payout
 from payouts.services import charge_for_order, payment_methods_create_sandbox, payouts_progress
 from tests.conftest import make_partner
-
-from .factories import make_order
+from tests.orders.factories import make_order
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ from orders.models import Order
 from orders.webhooks.models import WebhookEndpoint
 from payouts.dashboard import staff_dashboard
 from payouts.models import Charge, Payout
-
-from .factories import make_order
+from tests.orders.factories import make_order
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)  # a Wednesday
 TODAY = NOW.date()

@@ -7,7 +7,7 @@ import time_machine
 from django.utils import timezone
 
 from payouts.models import CreditCard, PayoutAccount
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 from tests.portal.fixtures import add_card, connect_payout_account, query_of
 
 pytestmark = pytest.mark.django_db

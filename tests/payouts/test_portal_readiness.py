@@ -11,7 +11,7 @@ from django.utils import timezone
 from partners.models import Partner
 from payouts.models import Charge, Payout
 from payouts.services import order_confirm, payment_methods_create_sandbox, payouts_progress
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 from tests.payouts.test_alerts import FAILING_ACCOUNT
 from tests.payouts.test_refunds import DECLINED_CARD, REFUND_FAILS_CARD, cancel_order, charged_order
 from tests.portal.fixtures import portal_login

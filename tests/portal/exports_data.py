@@ -10,7 +10,7 @@ from django.http import StreamingHttpResponse
 from orders.models import Order, new_order_id, new_transfer_address
 from payouts.models import Charge, Payout
 from quotes.models import Quote
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 
 
 def csv_rows(response) -> list[dict[str, str]]:

@@ -10,7 +10,7 @@ from django.test import Client
 from partners.portal_services import portal_user_invite
 from payouts.services import payouts_progress
 from tests.conftest import login_with_password, make_partner
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 
 PASSWORD = "correct horse battery staple 42"
 
