@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint format migrate bench bench-dashboard fuzz soak clean worker beat
+.PHONY: install run test test-fast lint format migrate bench bench-dashboard fuzz soak clean worker beat
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -57,10 +57,18 @@ worker: $(VENV)/.installed
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
 
+# The test database is created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
 test: install
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
-	  $(PY) -m pytest -q $(PYTEST_ARGS)
+	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
+
+# Local runs: the test database of the last run is kept (`--reuse-db`; new migrations are still applied),
+# which saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part.
+test-fast: $(VENV)/.installed
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	  $(PY) -m pytest -q --reuse-db $(PYTEST_ARGS)
 
 # Benchmarks and the soak test run the production shape on loopback against their own database and Redis db.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/ps_bench

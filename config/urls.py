@@ -17,6 +17,13 @@ api_v1 = [
     re_path(r"^.*$", views.api_not_found),
 ]
 
+# The partner portal: each app mounts its own pages, all in the one ``portal`` namespace.
+portal = [
+    path("", include("partners.portal_urls")),
+    path("", include("orders.portal_urls")),
+    path("", include("payouts.portal_urls")),
+]
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
@@ -26,11 +33,7 @@ urlpatterns = [
     path("admin/2fa/recovery-codes/", two_factor.admin_recovery_codes, name="admin-2fa-recovery-codes"),
     path("admin/", admin.site.urls),
     path("portal/settings/webhooks/", include("orders.webhooks.portal_urls")),
-    path("portal/2fa/setup/", two_factor.portal_setup, name="portal-2fa-setup"),
-    path("portal/2fa/verify/", two_factor.portal_verify, name="portal-2fa-verify"),
-    path("portal/2fa/recovery-codes/", two_factor.portal_recovery_codes, name="portal-2fa-recovery-codes"),
-    path("portal/2fa/disable/", two_factor.portal_disable, name="portal-2fa-disable"),
-    path("portal/", include("partners.portal_urls")),
+    path("portal/", include((portal, "portal"))),
     path("sandbox/", include("payouts.sandbox_urls")),
     path("v1/", include(api_v1)),
     re_path(r"^v1$", views.api_not_found),

@@ -1,13 +1,14 @@
 """Staff admin for orders: find and inspect them, download the ticket PDF, move them through the life cycle.
 
 Every status change here goes through ``orders.services.order_transition``; orders are never added or edited
-as raw rows.
+as raw rows. The order page has the list's cancel action as a button: the same confirmation, then back to
+the order (a reload repeats nothing).
 """
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
@@ -90,6 +91,7 @@ class OrderAdmin(admin.ModelAdmin):
     ordering = ("-created_at", "-id")
     actions = ("mark_ticket_received", "cancel_orders")
     inlines = (OrderStatusHistoryInline, NotificationInline)
+    change_form_template = "admin/orders/order/change_form.html"
     fieldsets = (
         (
             None,
@@ -227,7 +229,21 @@ class OrderAdmin(admin.ModelAdmin):
         url = reverse("admin:orders_order_ticket_pdf", args=[obj.pk])
         return format_html('<a href="{}">Download {}.pdf</a>', url, obj.order_id)
 
-    # --- PDF download ----------------------------------------------------------------------------------------
+    # --- the order page's buttons ------------------------------------------------------------------------------
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["order_actions"] = self.order_actions(request, obj) if obj is not None else []
+        # Every field is read-only: the page changes an order only through its buttons, never by saving.
+        context.update(show_save=False, show_save_and_continue=False, show_save_and_add_another=False)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str, str]]:
+        """The buttons of the order's page, as (label, URL, kind): each leads to its confirmation. The kind
+        ``cancel`` is drawn as a destructive button, ``retry`` as an ordinary one."""
+        if order.status in services.CANCELABLE and self.has_change_permission(request, order):
+            return [("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]), "cancel")]
+        return []
+
+    # --- PDF download and the order page's actions ------------------------------------------------------------
     def get_urls(self):
         urls = super().get_urls()
         custom = [
@@ -235,7 +251,10 @@ class OrderAdmin(admin.ModelAdmin):
                 "<int:pk>/ticket.pdf",
                 self.admin_site.admin_view(self.ticket_pdf_view),
                 name="orders_order_ticket_pdf",
-            )
+            ),
+            path(
+                "<int:pk>/cancel/", self.admin_site.admin_view(self.cancel_view), name="orders_order_cancel"
+            ),
         ]
         return custom + urls
 
@@ -293,24 +312,42 @@ class OrderAdmin(admin.ModelAdmin):
     def cancel_orders(self, request, queryset):
         # A cancellation refunds a card and e-mails a seller, so staff first see what it does and give a reason;
         # the reason goes into each order's status history.
-        reason = request.POST.get("reason", "").strip()[:255]
-        if request.POST.get("confirmed") != "yes" or not reason:
-            return self._confirm_cancel(
-                request,
-                queryset,
-                error="Give a reason for the cancellation." if request.POST.get("confirmed") else "",
-            )
-        self._transition_selected(request, queryset, to=Order.Status.CANCELED, verb="Canceled", reason=reason)
+        return self._cancel_confirmed(request, queryset, title="Cancel these orders?")
 
-    def _confirm_cancel(self, request, queryset, *, error: str) -> TemplateResponse:
+    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The order page's "Cancel order" button: the list action's confirmation, then back to the order."""
+        order = get_object_or_404(Order, pk=pk)
+        change_url = reverse("admin:orders_order_change", args=[pk])
+        if request.method != "POST" or not self.has_change_permission(request, order):
+            self.message_user(
+                request, "Canceling needs a POST by staff allowed to change orders.", messages.ERROR
+            )
+            return HttpResponseRedirect(change_url)
+        confirmation = self._cancel_confirmed(
+            request, Order.objects.filter(pk=pk), title="Cancel this order?", back_url=change_url
+        )
+        # Done: back to the order's page with a GET, so that a reload cancels nothing twice.
+        return confirmation or HttpResponseRedirect(change_url)
+
+    def _cancel_confirmed(
+        self, request: HttpRequest, queryset, *, title: str, back_url: str = ""
+    ) -> TemplateResponse | None:
+        """The confirmation page until it comes back confirmed with a reason; then the cancellation (``None``)."""
+        reason = request.POST.get("reason", "").strip()[:255]
+        if request.POST.get("confirmed") == "yes" and reason:
+            self._transition_selected(
+                request, queryset, to=Order.Status.CANCELED, verb="Canceled", reason=reason
+            )
+            return None
         context = {
             **self.admin_site.each_context(request),
-            "title": "Cancel these orders?",
+            "title": title,
             "orders": list(queryset.select_related("partner", "event").order_by("pk")),
             "action_name": request.POST.get("action", ""),
             "select_across": request.POST.get("select_across", "0"),
             "reason": request.POST.get("reason", ""),
-            "error": error,
+            "error": "Give a reason for the cancellation." if request.POST.get("confirmed") else "",
             "opts": self.model._meta,
+            "back_url": back_url or reverse("admin:orders_order_changelist"),
         }
         return TemplateResponse(request, "admin/orders/order/confirm_cancel.html", context)

@@ -1,7 +1,9 @@
 """Reads on orders, always scoped to the calling partner."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
+
+from django.db.models import Q, QuerySet
 
 from config.api.pagination import Page, paginate
 
@@ -9,15 +11,24 @@ from . import errors
 from .models import Notification, Order, OrderStatusHistory
 
 LIST_ORDERING = ("-created_at", "-id")
+# Orders after which a payment method can be replaced without billing problems (spec 5): nothing more happens.
+SETTLED_STATUSES = (Order.Status.PAID, Order.Status.CANCELED, Order.Status.EXPIRED)
 
 
 @dataclass(frozen=True)
 class OrderFilters:
+    """The filters of the API's order list and of the portal's orders page and CSV."""
+
     status: str | None = None
     event_id: str | None = None
     created_from: datetime | None = None  # inclusive
     created_before: datetime | None = None  # exclusive
     updated_from: datetime | None = None  # inclusive, on status_changed_at
+    # The portal's: the order id exactly, or a fragment of the partner's reference or the event's name.
+    search: str = ""
+    # The portal's: days in the active time zone (the portal activates the partner's), both inclusive.
+    created_on_or_after: date | None = None
+    created_on_or_before: date | None = None
 
 
 def order_get_for_partner(*, partner_pk: int, order_id: str) -> Order:
@@ -28,9 +39,12 @@ def order_get_for_partner(*, partner_pk: int, order_id: str) -> Order:
     return order
 
 
-def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
-    """The partner's orders, newest first, cursor-paginated."""
-    qs = Order.objects.filter(partner_id=partner_pk).select_related("event")
+def order_filter(*, partner_pk: int, filters: OrderFilters) -> QuerySet[Order]:
+    """The partner's orders that match ``filters``, unordered.
+
+    The day filters are built in the active time zone, so the SQL must be evaluated while that zone is active.
+    """
+    qs = Order.objects.filter(partner_id=partner_pk)
     if filters.status:
         qs = qs.filter(status=filters.status)
     if filters.event_id:
@@ -41,7 +55,47 @@ def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: st
         qs = qs.filter(created_at__lt=filters.created_before)
     if filters.updated_from is not None:
         qs = qs.filter(status_changed_at__gte=filters.updated_from)
+    if search := filters.search.strip():
+        qs = qs.filter(
+            Q(order_id__iexact=search)
+            | Q(partner_reference__icontains=search)
+            | Q(event__name__icontains=search)
+        )
+    if filters.created_on_or_after is not None:
+        qs = qs.filter(created_at__date__gte=filters.created_on_or_after)
+    if filters.created_on_or_before is not None:
+        qs = qs.filter(created_at__date__lte=filters.created_on_or_before)
+    return qs
+
+
+def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
+    """The partner's orders, newest first, cursor-paginated."""
+    qs = order_filter(partner_pk=partner_pk, filters=filters).select_related("event")
     return paginate(qs, ordering=LIST_ORDERING, limit=limit, cursor=cursor)
+
+
+def order_list_for_portal(*, partner_pk: int, filters: OrderFilters | None = None) -> QuerySet[Order]:
+    """The portal's orders page and CSV: newest first, with the event and the payout (``order.payout``) each
+    row shows."""
+    qs = order_filter(partner_pk=partner_pk, filters=filters or OrderFilters())
+    return qs.select_related("event", "payout").order_by(*LIST_ORDERING)
+
+
+def order_get_for_portal(*, partner_pk: int, order_id: str) -> Order:
+    """One order of the partner with its event, card charge and payout (``order.charge``, ``order.payout``)."""
+    order = (
+        Order.objects.select_related("event", "charge", "payout")
+        .filter(order_id=order_id, partner_id=partner_pk)
+        .first()
+    )
+    if order is None:
+        raise errors.OrderNotFound(details={"order_id": order_id})
+    return order
+
+
+def orders_active(*, partner_pk: int) -> QuerySet[Order]:
+    """The partner's orders that are not yet paid, canceled or expired."""
+    return Order.objects.filter(partner_id=partner_pk).exclude(status__in=SETTLED_STATUSES)
 
 
 def order_status_history(*, order: Order) -> list[OrderStatusHistory]:

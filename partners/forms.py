@@ -1,4 +1,4 @@
-"""Forms of the partner portal."""
+"""Forms of the partner portal's sign-in and account pages."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.core.cache import cache
-
-from orders.models import Order
-from payouts.models import Payout
 
 from .models import PortalUser
 
@@ -75,16 +72,6 @@ class PortalPasswordResetForm(PasswordResetForm):
         return iter(users)
 
 
-class ReplaceConfirmForm(forms.Form):
-    """Spec 5: an explicit confirmation before replacing a payment method while orders are active."""
-
-    confirm_replace = forms.BooleanField(
-        required=False,
-        label="I understand that updating or replacing a payment method while orders are active may cause "
-        "billing problems, and I want to replace it.",
-    )
-
-
 class RotateSecretForm(forms.Form):
     password = forms.CharField(
         label="Your portal password",
@@ -101,28 +88,6 @@ class RotateSecretForm(forms.Form):
         if self.user is None or not self.user.check_password(password):
             raise forms.ValidationError("The password is not correct.")
         return password
-
-
-class OrderFilterForm(forms.Form):
-    STATUS_CHOICES = [("", "All statuses"), *Order.Status.choices]
-
-    q = forms.CharField(
-        required=False,
-        label="Search",
-        widget=forms.TextInput(attrs={"placeholder": "Order id, your reference or event"}),
-    )
-    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
-    created_from = forms.DateField(
-        required=False, label="Created from", widget=forms.DateInput(attrs={"type": "date"})
-    )
-    created_to = forms.DateField(
-        required=False, label="Created to", widget=forms.DateInput(attrs={"type": "date"})
-    )
-
-
-class PayoutFilterForm(forms.Form):
-    STATUS_CHOICES = [("", "All states"), *Payout.Status.choices]
-    status = forms.ChoiceField(required=False, choices=STATUS_CHOICES)
 
 
 def _time_zone_choices() -> list[tuple[str, str]]:

@@ -1,31 +1,26 @@
-from django.urls import path, re_path
+"""The partner portal's sign-in, two-factor and account pages. Mounted by ``config/urls.py`` under
+``/portal/`` in the ``portal`` namespace, beside the portal pages of orders and payouts (no ``app_name`` of
+its own)."""
 
-from . import portal
+from django.urls import path
 
-app_name = "portal"
+from config import two_factor
+
+from .portal import auth, pages
 
 urlpatterns = [
-    path("", portal.dashboard, name="dashboard"),
-    path("login", portal.login, name="login"),
-    path("logout", portal.logout, name="logout"),
-    path("password-reset", portal.password_reset, name="password-reset"),
-    path("password-reset/sent", portal.password_reset_done, name="password-reset-done"),
-    path("reset/<uidb64>/<token>", portal.password_reset_confirm, name="password-reset-confirm"),
-    path("reset/done", portal.password_reset_complete, name="password-reset-complete"),
-    path("welcome/<uidb64>/<token>", portal.welcome, name="welcome"),
-    path("settings/payment-methods", portal.payment_methods, name="payment-methods"),
-    path("settings/payment-methods/payout/connect", portal.payout_connect, name="payout-connect"),
-    path("settings/payment-methods/payout/return", portal.payout_return, name="payout-return"),
-    path("settings/payment-methods/card/add", portal.card_add, name="card-add"),
-    path("settings/payment-methods/card/return", portal.card_return, name="card-return"),
-    path("settings/api-credentials", portal.api_credentials, name="api-credentials"),
-    path("settings/preferences", portal.preferences, name="preferences"),
-    path("orders", portal.orders, name="orders"),
-    path("orders.csv", portal.orders_csv, name="orders-csv"),
-    path("orders/<str:order_id>", portal.order_detail, name="order-detail"),
-    path("payouts", portal.payouts, name="payouts"),
-    path("payouts.csv", portal.payouts_csv, name="payouts-csv"),
-    path("statements", portal.statement, name="statements"),
-    re_path(r"^statements/(?P<month>[0-9]{4}-[0-9]{2})$", portal.statement, name="statement"),
-    re_path(r"^statements/(?P<month>[0-9]{4}-[0-9]{2})\.csv$", portal.statement_csv, name="statement-csv"),
+    path("login", auth.login, name="login"),
+    path("logout", auth.logout, name="logout"),
+    path("password-reset", auth.password_reset, name="password-reset"),
+    path("password-reset/sent", auth.password_reset_done, name="password-reset-done"),
+    path("reset/<uidb64>/<token>", auth.password_reset_confirm, name="password-reset-confirm"),
+    path("reset/done", auth.password_reset_complete, name="password-reset-complete"),
+    path("welcome/<uidb64>/<token>", auth.welcome, name="welcome"),
+    # Two-factor sign-in: the pages are the admin's too (config.two_factor), here under the portal's look.
+    path("2fa/setup/", two_factor.portal_setup, name="2fa-setup"),
+    path("2fa/verify/", two_factor.portal_verify, name="2fa-verify"),
+    path("2fa/recovery-codes/", two_factor.portal_recovery_codes, name="2fa-recovery-codes"),
+    path("2fa/disable/", two_factor.portal_disable, name="2fa-disable"),
+    path("settings/api-credentials", pages.api_credentials, name="api-credentials"),
+    path("settings/preferences", pages.preferences, name="preferences"),
 ]

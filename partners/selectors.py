@@ -26,7 +26,7 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
-from .models import Partner, PartnerCredential, TokenSession
+from .models import Partner, PartnerCredential, PortalUser, TokenSession
 
 logger = logging.getLogger(__name__)
 
@@ -271,3 +271,20 @@ def payment_readiness(*, partner_pk: int) -> PaymentReadiness:
     if card_id is None:
         missing.append("credit_card")
     return PaymentReadiness(missing=missing)
+
+
+def credential_of_partner(*, partner_pk: int) -> PartnerCredential | None:
+    """The partner's API credentials (the secret only as its digest and last 4)."""
+    return PartnerCredential.objects.filter(partner_id=partner_pk).first()
+
+
+def token_sessions_live_count(*, partner_pk: int) -> int:
+    """Bearer tokens of the partner that are neither revoked nor expired."""
+    return TokenSession.objects.filter(
+        partner_id=partner_pk, revoked_at__isnull=True, expires_at__gt=timezone.now()
+    ).count()
+
+
+def portal_profile_of_user(*, user_pk: int) -> PortalUser | None:
+    """The portal profile (and its partner) of a signed-in user; ``None`` for a user without portal access."""
+    return PortalUser.objects.select_related("partner").filter(user_id=user_pk).first()

@@ -7,13 +7,13 @@ Every figure is one aggregate query over an indexed column, so the page stays fa
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from urllib.parse import urlencode
 
-from django.db.models import Count, DecimalField, Q, Sum, Value
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncDate
 from django.urls import reverse
 from django.utils import timezone
 
@@ -21,6 +21,7 @@ from orders.models import Order
 from orders.webhooks.models import WebhookEndpoint
 
 from .models import Charge, Payout
+from .selectors import money_figures
 
 S = Order.Status
 CHART_DAYS = 30
@@ -36,14 +37,13 @@ STATUS_COLOURS: dict[str, str] = {
     S.EXPIRED: "#d9a400",
     S.CANCELED: "#b42318",
 }
-_ZERO = Value(Decimal("0.00"), output_field=DecimalField(max_digits=14, decimal_places=2))
 
 
 @dataclass(frozen=True)
 class PeriodFigures:
     label: str
     orders: int
-    tickets: int
+    tickets: int  # of the orders that were not canceled
     bought: Decimal
     charged: Decimal
     refunded: Decimal
@@ -98,29 +98,7 @@ def _start_of_day(day: date) -> datetime:
 
 
 def _period(label: str, start: datetime, end: datetime) -> PeriodFigures:
-    orders = Order.objects.filter(created_at__gte=start, created_at__lt=end).aggregate(
-        orders=Count("id"),
-        tickets=Coalesce(Sum("quantity"), 0),
-        bought=Coalesce(Sum("total_price", filter=~Q(status=S.CANCELED)), _ZERO),
-    )
-    charged = Charge.objects.filter(
-        status=Charge.Status.SUCCEEDED, created_at__gte=start, created_at__lt=end
-    ).aggregate(total=Coalesce(Sum("amount"), _ZERO))["total"]
-    refunded = Charge.objects.filter(
-        refund_status=Charge.RefundStatus.SUCCEEDED, refunded_at__gte=start, refunded_at__lt=end
-    ).aggregate(total=Coalesce(Sum("amount"), _ZERO))["total"]
-    paid_out = Payout.objects.filter(
-        status=Payout.Status.PAID, paid_at__gte=start, paid_at__lt=end
-    ).aggregate(total=Coalesce(Sum("amount"), _ZERO))["total"]
-    return PeriodFigures(
-        label=label,
-        orders=orders["orders"],
-        tickets=orders["tickets"],
-        bought=orders["bought"],
-        charged=charged,
-        refunded=refunded,
-        paid_out=paid_out,
-    )
+    return PeriodFigures(label, **asdict(money_figures(start=start, end=end)))
 
 
 def _changelist(name: str, **params: str) -> str:

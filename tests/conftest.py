@@ -8,6 +8,10 @@ from rest_framework.test import APIClient
 
 from config.celery import app as celery_app
 
+# The partner portal's signed-in users (``portal``, ``ready_portal``, ``other_portal``): the pages of every app
+# are tested beside that app's other tests.
+pytest_plugins = ["tests.portal.fixtures"]
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(settings, tmp_path):

@@ -1,47 +1,12 @@
 """The partner portal (``/portal/``): server-rendered pages for a partner's own people.
 
+Each app keeps its own pages (``portal.py`` or a ``portal/`` package, ``forms.py``, ``portal_urls.py``):
+orders the orders pages, payouts the payouts, payment-method and statement pages and the portal's home,
+partners (here) sign-in, two-factor sign-in, API credentials and preferences, and what every page shares:
+``access`` (sign-in, partner scoping, security headers, time zone) and ``exports`` (streamed CSV).
+``config/urls.py`` mounts them together under ``/portal/`` in the ``portal`` URL namespace.
+
 Every page is scoped to the signed-in user's partner (``request.partner``): another partner's order or
 payout is as unknown as a missing one. Times are shown in the partner's time zone (Settings · Preferences).
-Payment methods are set up at the payment platform's own pages; the portal only keeps what the platform
-hands back (ids, brand or bank name, last 4). Every successful POST answers with a redirect to a GET.
+Every successful POST answers with a redirect to a GET.
 """
-
-from .auth import (
-    login,
-    logout,
-    password_reset,
-    password_reset_complete,
-    password_reset_confirm,
-    password_reset_done,
-    welcome,
-)
-from .orders import order_detail, orders, orders_csv
-from .pages import api_credentials, dashboard, preferences
-from .payment_methods import card_add, card_return, payment_methods, payout_connect, payout_return
-from .payouts import payouts, payouts_csv
-from .statements import statement, statement_csv
-
-__all__ = [
-    "api_credentials",
-    "card_add",
-    "card_return",
-    "dashboard",
-    "login",
-    "logout",
-    "order_detail",
-    "orders",
-    "orders_csv",
-    "password_reset",
-    "password_reset_complete",
-    "password_reset_confirm",
-    "password_reset_done",
-    "payment_methods",
-    "payout_connect",
-    "payout_return",
-    "payouts",
-    "payouts_csv",
-    "preferences",
-    "statement",
-    "statement_csv",
-    "welcome",
-]

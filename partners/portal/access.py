@@ -1,7 +1,14 @@
-"""What every portal page shares: security headers, sign-in and partner scoping, the partner's time zone."""
+"""What every portal page shares: security headers, sign-in and partner scoping, the partner's time zone.
+
+Pages of every app use these decorators (``partners`` is the lowest app with portal pages). The payment
+platform's origins, which the forms of Settings · Payment Methods redirect to, come from the app that knows
+the platform: it names them with ``form_action_origins_register`` when it starts.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from functools import wraps
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -11,16 +18,30 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from payouts.platform import get_platform
+from ..selectors import portal_profile_of_user
 
-from ..models import PortalUser
+logger = logging.getLogger(__name__)
+_form_action_sources: list[Callable[[], list[str]]] = []
+
+
+def form_action_origins_register(source: Callable[[], list[str]]) -> None:
+    """Add ``source()``'s origins to ``form-action`` of every portal page (asked for each response)."""
+    if source not in _form_action_sources:
+        _form_action_sources.append(source)
+
+
+def _form_action_origins() -> list[str]:
+    origins: list[str] = []
+    for source in _form_action_sources:
+        try:
+            origins.extend(source())
+        except Exception:  # a misconfigured platform must not take the portal's pages down
+            logger.warning("form-action origins unavailable", exc_info=True)
+    return origins
 
 
 def _content_security_policy() -> str:
-    try:
-        origins = get_platform().form_action_origins()
-    except Exception:  # a misconfigured platform must not take the portal's pages down
-        origins = []
+    origins = _form_action_origins()
     form_action = " ".join(["'self'", *origins])
     return (
         "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
@@ -61,7 +82,7 @@ def portal_page(view):
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not request.user.is_authenticated:
             return secure(redirect_to_login(request.get_full_path(), reverse("portal:login")))
-        profile = PortalUser.objects.select_related("partner").filter(user_id=request.user.pk).first()
+        profile = portal_profile_of_user(user_pk=request.user.pk)
         if profile is None:
             return secure(render(request, "portal/no_access.html", status=403))
         request.partner = profile.partner

@@ -1,55 +1,20 @@
-"""Dashboard and the settings pages that are the portal's own: API credentials and preferences."""
+"""The settings pages of the partner's own account: API credentials and preferences."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django.contrib import messages
-from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods
 
-from orders.models import Order
-from payouts.models import CreditCard, Payout, PayoutAccount
-from payouts.selectors import SETTLED_ORDER_STATUSES
-
-from .. import portal_selectors, portal_services, services
+from .. import portal_services, services
 from ..forms import PreferencesForm, RotateSecretForm
-from ..models import PartnerCredential
+from ..selectors import credential_of_partner, token_sessions_live_count
 from .access import portal_page
 
-IN_FLIGHT_PAYOUTS = (Payout.Status.PENDING, Payout.Status.IN_PROCESS, Payout.Status.SCHEDULED)
 # The secret a rotation issued waits here for the one GET the POST redirects to, which removes it.
 ISSUED_SESSION_KEY = "portal_issued_credentials"
-
-
-@portal_page
-@require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
-    partner = request.partner
-    orders = Order.objects.filter(partner_id=partner.pk)
-    payouts = Payout.objects.filter(partner_id=partner.pk)
-    stats = {
-        "active_orders": orders.exclude(status__in=SETTLED_ORDER_STATUSES).count(),
-        "in_flight": payouts.filter(status__in=IN_FLIGHT_PAYOUTS).aggregate(s=Sum("amount"))["s"]
-        or Decimal("0"),
-        "paid_out": payouts.filter(status=Payout.Status.PAID).aggregate(s=Sum("amount"))["s"] or Decimal("0"),
-    }
-    return render(
-        request,
-        "portal/dashboard.html",
-        {
-            "nav": "dashboard",
-            "readiness": portal_selectors.readiness_for_dashboard(partner=partner),
-            "account": PayoutAccount.objects.filter(partner=partner).first(),
-            "card": CreditCard.objects.filter(partner=partner).first(),
-            "credential": PartnerCredential.objects.filter(partner=partner).first(),
-            "recent_orders": orders.select_related("event").order_by("-created_at", "-id")[:5],
-            "stats": stats,
-        },
-    )
 
 
 @portal_page
@@ -72,12 +37,10 @@ def api_credentials(request: HttpRequest) -> HttpResponse:
         "portal/api_credentials.html",
         {
             "nav": "api_credentials",
-            "credential": PartnerCredential.objects.filter(partner=partner).first(),
+            "credential": credential_of_partner(partner_pk=partner.pk),
             "form": form,
             "issued": issued,
-            "live_sessions": partner.token_sessions.filter(
-                revoked_at__isnull=True, expires_at__gt=timezone.now()
-            ).count(),
+            "live_sessions": token_sessions_live_count(partner_pk=partner.pk),
         },
         status=400 if request.method == "POST" else 200,
     )

@@ -1,7 +1,9 @@
 """What the payouts admin pages share: read-only pages, the order link, and the retry confirmation."""
 
-from django.contrib import admin
-from django.http import HttpRequest
+from collections.abc import Callable
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -36,6 +38,7 @@ def confirm_retry(
     what: str,
     effect: str,
     action_url: str,
+    back_url: str = "",
 ) -> TemplateResponse:
     """The page between a retry and its effect: what will be retried, what happens, and the reason for the log.
 
@@ -58,5 +61,50 @@ def confirm_retry(
         "changelist_url": reverse(
             f"admin:{model_admin.opts.app_label}_{model_admin.opts.model_name}_changelist"
         ),
+        "back_url": back_url,
     }
     return TemplateResponse(request, "admin/payouts/confirm_retry.html", context)
+
+
+def retry_one(
+    request: HttpRequest,
+    model_admin: admin.ModelAdmin,
+    record,
+    *,
+    retry: Callable[[], bool],
+    what: str,
+    effect: str,
+    action_url: str,
+    back_url: str,
+    log_message: str,
+    done: str,
+    refused: str,
+    also_log: tuple = (),
+) -> HttpResponse:
+    """A record's retry button (on its own page or its order's): the confirmation until it comes back with a
+    reason, then ``retry()``, the reason in the history of the record (and of ``also_log``), and a redirect
+    to ``back_url``, so that a reload retries nothing twice."""
+    opts = record._meta
+    if request.method != "POST" or not request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}"):
+        messages.error(
+            request, f"Retrying needs a POST by staff allowed to change {opts.verbose_name_plural}."
+        )
+        return HttpResponseRedirect(back_url)
+    reason = retry_reason(request)
+    if request.POST.get("confirmed") != "yes" or not reason:
+        return confirm_retry(
+            request,
+            model_admin,
+            [record],
+            what=what,
+            effect=effect,
+            action_url=action_url,
+            back_url=back_url,
+        )
+    if retry():
+        for obj in (record, *also_log):
+            model_admin.log_change(request, obj, f"{log_message}: {reason}")
+        messages.success(request, done)
+    else:
+        messages.warning(request, refused)
+    return HttpResponseRedirect(back_url)

@@ -3,7 +3,7 @@ refunds and payouts."""
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -14,7 +14,7 @@ from ..models import (
     Charge,
     Payout,
 )
-from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_reason
+from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_one, retry_reason
 
 
 # --- charges and payouts ----------------------------------------------------------------------------------------------
@@ -78,6 +78,11 @@ class ChargeAdmin(ReadOnlyAdmin):
             actions.pop("retry_refund_action", None)
         return actions
 
+    RETRY_EFFECT = (
+        "Each charge whose refund failed gets a new refund attempt at the payment platform now; the others are "
+        "left alone."
+    )
+
     @admin.action(description="Retry failed refunds (a new refund attempt at the payment platform)")
     def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         # A retry moves money at the platform: staff confirm it and say why, and the reason is logged.
@@ -88,8 +93,7 @@ class ChargeAdmin(ReadOnlyAdmin):
                 self,
                 list(queryset.select_related("order", "partner").order_by("pk")),
                 what="these refunds",
-                effect="Each charge whose refund failed gets a new refund attempt at the payment platform now; "
-                "the others are left alone.",
+                effect=self.RETRY_EFFECT,
                 action_url=reverse("admin:payouts_charge_changelist"),
             )
         actor = f"staff:{request.user.get_username()}"
@@ -165,7 +169,7 @@ class PayoutAdmin(ReadOnlyAdmin):
             actions.pop("retry_action", None)
         return actions
 
-    _RETRY_EFFECT = (
+    RETRY_EFFECT = (
         "Each failed payout gets a new attempt (its attempt number goes up by one) to the partner's payout "
         "account on file now; payouts that are not failed are left alone."
     )
@@ -180,7 +184,7 @@ class PayoutAdmin(ReadOnlyAdmin):
                 self,
                 list(queryset.select_related("order", "partner").order_by("pk")),
                 what="these payouts",
-                effect=self._RETRY_EFFECT,
+                effect=self.RETRY_EFFECT,
                 action_url=reverse("admin:payouts_payout_changelist"),
             )
         retried = 0
@@ -204,26 +208,19 @@ class PayoutAdmin(ReadOnlyAdmin):
         ]
         return custom + super().get_urls()
 
-    def retry_view(self, request: HttpRequest, pk: int):
+    def retry_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        # The button leads here first: the same confirmation as the list's action, posting back to this URL.
         payout = get_object_or_404(Payout, pk=pk)
-        change_url = reverse("admin:payouts_payout_change", args=[pk])
-        if request.method != "POST" or not request.user.has_perm("payouts.change_payout"):
-            messages.error(request, "Retrying a payout needs a POST by staff allowed to change payouts.")
-            return HttpResponseRedirect(change_url)
-        reason = retry_reason(request)
-        if request.POST.get("confirmed") != "yes" or not reason:
-            # The button leads here first: the same confirmation as the list's action, posting back to this URL.
-            return confirm_retry(
-                request,
-                self,
-                [payout],
-                what="this payout",
-                effect=self._RETRY_EFFECT,
-                action_url=reverse("admin:payouts_payout_retry", args=[pk]),
-            )
-        if services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
-            self.log_change(request, payout, f"Retry requested: {reason}")
-            messages.success(request, "The payout will be retried on the next progression run.")
-        else:
-            messages.warning(request, "Only a failed payout can be retried.")
-        return HttpResponseRedirect(change_url)
+        return retry_one(
+            request,
+            self,
+            payout,
+            retry=lambda: services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"),
+            what="this payout",
+            effect=self.RETRY_EFFECT,
+            action_url=reverse("admin:payouts_payout_retry", args=[pk]),
+            back_url=reverse("admin:payouts_payout_change", args=[pk]),
+            log_message="Retry requested",
+            done="The payout will be retried on the next progression run.",
+            refused="Only a failed payout can be retried.",
+        )

@@ -1,16 +1,27 @@
-"""The order page with its money."""
+"""The order page with its money: the charge (and its refund) and the payout beside the history, and the
+retries of a failed refund or payout as buttons that lead to the same confirmation as the lists' actions."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from django.contrib import admin
-from django.urls import reverse
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from orders.admin import OrderAdmin
 from orders.models import Order
 
+from .. import services
 from ..models import (
     Charge,
     Payout,
 )
+from .common import retry_one
+from .money import ChargeAdmin, PayoutAdmin
 
 
 # The order page shows its money: the charge and the payout. Orders sits below payouts and cannot name these
@@ -60,6 +71,89 @@ class OrderPayoutInline(_OrderMoneyInline):
 admin.site.unregister(Order)
 
 
+@dataclass(frozen=True)
+class _Retry:
+    """A retry the order page offers as a button when its record failed."""
+
+    label: str
+    model: type
+    failed: Callable[[Any], bool]
+    retry: Callable[..., bool]  # the service, called with the record and the actor
+    what: str
+    effect: str
+    log_message: str
+    done: str
+    refused: str
+
+
+RETRIES = {
+    "refund": _Retry(
+        "Retry refund",
+        Charge,
+        lambda charge: charge.refund_status == Charge.RefundStatus.FAILED,
+        lambda charge, actor: services.refund_retry(charge=charge, actor=actor),
+        "this refund",
+        ChargeAdmin.RETRY_EFFECT,
+        "Refund retry requested",
+        "The refund will be retried now.",
+        "Only a failed refund can be retried.",
+    ),
+    "payout": _Retry(
+        "Retry payout",
+        Payout,
+        lambda payout: payout.status == Payout.Status.FAILED,
+        lambda payout, actor: services.payout_retry(payout=payout, actor=actor),
+        "this payout",
+        PayoutAdmin.RETRY_EFFECT,
+        "Retry requested",
+        "The payout will be retried on the next progression run.",
+        "Only a failed payout can be retried.",
+    ),
+}
+
+
 @admin.register(Order)
 class OrderWithMoneyAdmin(OrderAdmin):
     inlines = (*OrderAdmin.inlines, OrderChargeInline, OrderPayoutInline)
+
+    def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str, str]]:
+        actions = super().order_actions(request, order)
+        for kind, retry in RETRIES.items():
+            opts = retry.model._meta
+            record = retry.model.objects.filter(order=order).first()
+            if record and retry.failed(record) and request.user.has_perm(f"payouts.change_{opts.model_name}"):
+                url = reverse(f"admin:orders_order_retry_{kind}", args=[order.pk])
+                actions.append((retry.label, url, "retry"))
+        return actions
+
+    def get_urls(self):
+        custom = [
+            path(
+                f"<int:pk>/retry-{kind}/",
+                self.admin_site.admin_view(partial(self.retry_view, kind=kind)),
+                name=f"orders_order_retry_{kind}",
+            )
+            for kind in RETRIES
+        ]
+        return custom + super().get_urls()
+
+    def retry_view(self, request: HttpRequest, pk: int, *, kind: str) -> HttpResponse:
+        """The order page's retry buttons: the list action's confirmation, then back to the order."""
+        retry = RETRIES[kind]
+        record = get_object_or_404(retry.model.objects.select_related("order", "partner"), order__pk=pk)
+        actor = f"staff:{request.user.get_username()}"
+        return retry_one(
+            request,
+            # The charge's or payout's own admin: the confirmation names the record as the list's action does.
+            self.admin_site.get_model_admin(retry.model),
+            record,
+            retry=lambda: retry.retry(record, actor),
+            what=retry.what,
+            effect=retry.effect,
+            action_url=reverse(f"admin:orders_order_retry_{kind}", args=[pk]),
+            back_url=reverse("admin:orders_order_change", args=[pk]),
+            log_message=retry.log_message,
+            done=retry.done,
+            refused=retry.refused,
+            also_log=(record.order,),
+        )

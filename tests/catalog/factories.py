@@ -35,7 +35,7 @@ class EventFactory(factory.django.DjangoModelFactory):
 
     name = factory.Sequence(lambda n: f"Test Event {n}")
     venue = factory.SubFactory(VenueFactory)
-    starts_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=30))
+    starts_at = factory.LazyFunction(lambda: (timezone.now() + timedelta(days=30)).replace(microsecond=0))
     timezone = factory.LazyAttribute(lambda o: o.venue.timezone)
     event_date = factory.LazyAttribute(lambda o: local_event_date(starts_at=o.starts_at, tz_name=o.timezone))
     primary_site = "ticketmaster"

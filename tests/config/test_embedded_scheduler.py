@@ -11,7 +11,7 @@ from orders.models import Order
 from payouts.models import Payout
 from tests.conftest import make_partner
 from tests.faults.live import Processes, database_url_of_tests, http
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 
 
 class FakeClock:

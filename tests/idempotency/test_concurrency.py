@@ -11,7 +11,8 @@ from orders.models import Order
 from partners.idempotency.models import IdempotencyKey
 from quotes.models import Quote
 from tests.conftest import assert_error
-from tests.orders.factories import QuoteFactory, RowFactory
+from tests.orders.factories import order_row
+from tests.quotes.factories import QuoteFactory
 
 from .conftest import REPLAYED, keyed, order_form
 
@@ -26,7 +27,7 @@ def _client(token: str) -> APIClient:
 
 def test_sixteen_threads_with_one_key_run_the_order_once(auth_client, partner):
     assert connection.vendor == "postgresql"
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     quote = QuoteFactory(partner=partner, row=row, quantity=3)
     form = order_form(quote)
     barrier = threading.Barrier(16)
@@ -75,7 +76,7 @@ def test_while_the_first_request_runs_a_retry_is_409_and_another_body_is_422(
 ):
     from quotes import services
 
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     body = {
         "event_id": row.section.event.event_id,
         "section_name": row.section.name,

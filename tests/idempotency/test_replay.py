@@ -15,7 +15,7 @@ from payouts.models import Charge
 from quotes.models import Quote
 from tests.conftest import assert_error
 from tests.orders.conftest import create_order
-from tests.orders.factories import QuoteFactory, quote_token
+from tests.quotes.factories import QuoteFactory, quote_token
 
 from .conftest import REPLAYED, assert_replay_of, keyed, order_form, post_order_keyed
 

@@ -8,8 +8,9 @@ import pytest
 from orders.models import Order
 from partners.idempotency.models import IdempotencyKey
 from tests.conftest import assert_error
-from tests.orders.factories import QuoteFactory, RowFactory
+from tests.orders.factories import order_row
 from tests.orders.wsgi import PeakRss, list_files, write_multipart, wsgi_post
+from tests.quotes.factories import QuoteFactory
 
 from .conftest import REPLAYED, assert_replay_of, order_form, pdf_upload, post_order_keyed
 
@@ -64,7 +65,7 @@ def test_a_file_added_under_another_field_name_changes_the_fingerprint(auth_clie
 def test_a_10_mb_pdf_with_a_key_streams_and_replays_without_growing_memory(
     auth_client, partner, tmp_path, upload_tmp
 ):
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     warm_quote, quote = (QuoteFactory(partner=partner, row=row, quantity=1) for _ in range(2))
     fields = lambda q: list(order_form(q, delivery_type="pdf").items())  # noqa: E731
     warm, exact = tmp_path / "warm", tmp_path / "exact"

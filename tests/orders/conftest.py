@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from .factories import QuoteFactory, RowFactory, quote_token
+from tests.orders.factories import order_row
+from tests.quotes.factories import QuoteFactory, quote_token
 
 PDF_BYTES = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
 
@@ -32,7 +33,7 @@ def post_order(client, form: dict):
 
 @pytest.fixture
 def row(db):
-    return RowFactory(available_quantity=10)
+    return order_row(available_quantity=10)
 
 
 @pytest.fixture
@@ -43,10 +44,10 @@ def quote(partner, row):
 def create_order(partner, *, row=None, quantity: int = 2, **overrides):
     """An ``accepted`` order of ``partner`` made through the service (no confirmation ran)."""
     from orders.services import order_create
+    from tests.orders.factories import order_row
+    from tests.quotes.factories import QuoteFactory, quote_token
 
-    from .factories import QuoteFactory, RowFactory, quote_token
-
-    row = row or RowFactory(available_quantity=50)
+    row = row or order_row(available_quantity=50)
     quote = QuoteFactory(partner=partner, row=row, quantity=quantity)
     fields = {
         "partner_pk": partner.pk,

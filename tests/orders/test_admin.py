@@ -234,3 +234,53 @@ def test_orders_cannot_be_added_edited_or_deleted_as_raw_rows(staff_client, part
     assert staff_client.get(f"{CHANGELIST}{order.pk}/delete/").status_code == 403
     staff_client.post(f"{CHANGELIST}{order.pk}/change/", {"status": "paid"})
     assert Order.objects.get(pk=order.pk).status == "accepted"
+
+
+def test_order_page_cancel_button_confirms_then_cancels_once_and_returns_to_the_order(staff_client, partner):
+    order = create_order(partner)
+    page_url, cancel_url = f"{CHANGELIST}{order.pk}/change/", f"{CHANGELIST}{order.pk}/cancel/"
+    page = staff_client.get(page_url).content.decode()
+    assert "Cancel order" in page and f'action="{cancel_url}"' in page
+    assert staff_client.get(cancel_url)["Location"] == page_url  # a GET changes nothing
+
+    confirm = staff_client.post(cancel_url).content.decode()
+    assert 'data-testid="confirm-cancel"' in confirm and order.order_id in confirm
+    assert "refunded in full" in confirm and "seller is e-mailed" in confirm
+    assert 'name="action"' not in confirm and f'href="{page_url}"' in confirm  # "No, take me back"
+    assert (
+        "Give a reason" in staff_client.post(cancel_url, {"confirmed": "yes", "reason": " "}).content.decode()
+    )
+    assert Order.objects.get(pk=order.pk).status == "accepted"
+
+    done = staff_client.post(cancel_url, {"confirmed": "yes", "reason": "Seller sold elsewhere"})
+    assert done.status_code == 302 and done["Location"] == page_url
+    order.refresh_from_db()
+    assert order.status == "canceled"
+    last = order.status_history.order_by("-at", "-id").first()
+    assert (last.to_status, last.actor, last.reason) == ("canceled", "staff:root", "Seller sold elsewhere")
+
+    # The confirmation sent again (the browser's back button): refused, and still one cancellation.
+    again = staff_client.post(cancel_url, {"confirmed": "yes", "reason": "again"}, follow=True)
+    assert any("Not canceled" in str(m) for m in get_messages(again.wsgi_request))
+    assert order.status_history.filter(to_status="canceled").count() == 1
+    assert "Cancel order" not in staff_client.get(page_url).content.decode()
+
+
+def test_order_page_offers_no_cancel_past_awaiting_transfer_or_without_change_permission(
+    staff_client, partner
+):
+    received = create_order(partner)
+    for step in ("awaiting_transfer", "ticket_received"):
+        order_transition(order=received, to=step, actor="staff:x")
+    assert "Cancel order" not in staff_client.get(f"{CHANGELIST}{received.pk}/change/").content.decode()
+
+    viewer = get_user_model().objects.create_user(
+        "viewer", "v@example.com", "pw-long-enough-456", is_staff=True
+    )
+    viewer.user_permissions.add(Permission.objects.get(codename="view_order"))
+    client = Client()
+    client.force_login(viewer)
+    order = create_order(partner)
+    assert "Cancel order" not in client.get(f"{CHANGELIST}{order.pk}/change/").content.decode()
+    client.post(f"{CHANGELIST}{order.pk}/cancel/", {"confirmed": "yes", "reason": "not allowed"})
+    assert Order.objects.get(pk=order.pk).status == "accepted"

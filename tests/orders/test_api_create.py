@@ -12,9 +12,10 @@ from catalog.models import Event, Row
 from orders.models import Order, OrderStatusHistory
 from quotes.models import Quote
 from tests.conftest import assert_error, issue_token, make_partner
+from tests.orders.factories import order_row
+from tests.quotes.factories import QuoteFactory, quote_token
 
 from .conftest import PDF_BYTES, order_form, pdf_upload, post_order
-from .factories import QuoteFactory, RowFactory, quote_token
 
 pytestmark = pytest.mark.django_db
 
@@ -77,7 +78,7 @@ def test_order_create_answers_201_with_the_spec_order_shape(auth_client, quote, 
 
 
 def test_order_create_without_restrictions_gives_empty_list_and_null_detail(auth_client, partner):
-    row = RowFactory(restrictions=[], restriction_detail=None)
+    row = order_row(restrictions=[], restriction_detail=None)
     quote = QuoteFactory(partner=partner, row=row)
     data = post_order(auth_client, order_form(quote)).json()["data"]
     assert data["restrictions"] == []
@@ -239,12 +240,12 @@ def test_order_create_in_hand_date_exactly_two_days_before_is_accepted(auth_clie
 
 def test_in_hand_date_is_judged_against_the_venue_local_date(auth_client, partner):
     # 01:30 UTC on the 12th is still the 11th in Los Angeles: the local event date is the 11th.
-    from .factories import EventFactory, SectionFactory, VenueFactory
+    from tests.catalog.factories import EventFactory, SectionFactory, VenueFactory
 
     starts = (timezone.now() + timedelta(days=40)).replace(hour=1, minute=30, second=0, microsecond=0)
     event = EventFactory(venue=VenueFactory(timezone="America/Los_Angeles"), starts_at=starts)
     assert event.event_date == (starts - timedelta(days=1)).date()
-    row = RowFactory(section=SectionFactory(event=event))
+    row = order_row(section=SectionFactory(event=event))
     quote = QuoteFactory(partner=partner, row=row)
     utc_based = starts.date() - timedelta(days=2)  # valid against the UTC date, one day too late locally
     response = post_order(auth_client, order_form(quote, in_hand_date=utc_based.isoformat()))

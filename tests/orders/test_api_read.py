@@ -10,9 +10,9 @@ from catalog.models import Row
 from orders.models import Order
 from orders.services import order_transition
 from tests.conftest import assert_error
+from tests.orders.factories import order_row
 
 from .conftest import create_order, narrow_token_client, order_form, post_order
-from .factories import RowFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -170,7 +170,7 @@ def test_list_rejects_bad_parameters(auth_client, params, field):
 
 # --- cancel -----------------------------------------------------------------------------------------------
 def test_cancel_an_accepted_order_gives_the_quantity_back(auth_client, partner):
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     order = create_order(partner, row=row, quantity=4)
     assert Row.objects.get(pk=row.pk).available_quantity == 6
 
@@ -211,7 +211,7 @@ def test_cancel_an_awaiting_transfer_order(auth_client, partner):
     ],
 )
 def test_cancel_from_a_later_status_is_order_not_cancelable(auth_client, partner, path):
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     order = create_order(partner, row=row)
     for status in path:
         order = order_transition(order=order, to=status, actor="staff:test")

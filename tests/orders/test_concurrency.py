@@ -9,9 +9,10 @@ from rest_framework.test import APIClient
 from catalog.models import Row
 from orders.models import Order
 from quotes.models import Quote
+from tests.orders.factories import order_row
+from tests.quotes.factories import QuoteFactory
 
 from .conftest import order_form
-from .factories import QuoteFactory, RowFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,7 +42,7 @@ def _race(forms: list[dict], token: str) -> list:
 
 def test_sixteen_concurrent_requests_with_one_quote_give_exactly_one_order(auth_client, partner):
     assert connection.vendor == "postgresql"
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     quote = QuoteFactory(partner=partner, row=row, quantity=3)
     form = order_form(quote)
 
@@ -58,7 +59,7 @@ def test_sixteen_concurrent_requests_with_one_quote_give_exactly_one_order(auth_
 
 
 def test_many_quotes_on_a_small_row_never_oversell(auth_client, partner):
-    row = RowFactory(available_quantity=5)
+    row = order_row(available_quantity=5)
     # Quotes reserve nothing: twelve quotes of 2 were all valid when made, only two orders fit.
     quotes = [QuoteFactory(partner=partner, row=row, quantity=2) for _ in range(12)]
 

@@ -11,9 +11,10 @@ from payouts.errors import PlatformUnavailable
 from payouts.models import Charge
 from payouts.services import order_confirm, payment_methods_create_sandbox
 from tests.conftest import issue_token, make_partner
+from tests.orders.factories import order_row
+from tests.quotes.factories import QuoteFactory
 
 from .conftest import order_form, pdf_upload, post_order
-from .factories import QuoteFactory, RowFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -293,7 +294,7 @@ def test_order_without_any_recipient_is_confirmed_without_mail(db, django_captur
     creds = make_partner(name="Silent Co", email="")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, creds)}")
-    quote = QuoteFactory(partner=creds.partner, row=RowFactory(), user_metadata={})
+    quote = QuoteFactory(partner=creds.partner, row=order_row(), user_metadata={})
     order = create_and_confirm(client, order_form(quote), django_capture_on_commit_callbacks)
     assert order.status == Order.Status.AWAITING_TRANSFER
     assert mail.outbox == []

@@ -12,10 +12,11 @@ from orders import tasks
 from orders.errors import IllegalTransition
 from orders.models import Order, OrderStatusHistory
 from orders.services import LEGAL_TRANSITIONS, order_cancel, order_transition, orders_expire_overdue
+from tests.catalog.factories import EventFactory, SectionFactory, VenueFactory
 from tests.conftest import assert_error
+from tests.orders.factories import order_row
 
 from .conftest import create_order
-from .factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +96,7 @@ def test_transition_updates_the_callers_instance_and_returns_a_fresh_one(partner
 
 @pytest.mark.parametrize("final", ["canceled", "expired"])
 def test_cancel_and_expiry_give_the_quantity_back_once(partner, final):
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     order = order_in(partner, "awaiting_transfer", row=row, quantity=3)
     assert Row.objects.get(pk=row.pk).available_quantity == 7
     order_transition(order=order, to=final, actor="system:test")
@@ -106,7 +107,7 @@ def test_cancel_and_expiry_give_the_quantity_back_once(partner, final):
 
 
 def test_other_moves_leave_the_quantity_alone(partner):
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     order_in(partner, "paid", row=row, quantity=3)
     assert Row.objects.get(pk=row.pk).available_quantity == 7
 
@@ -121,7 +122,7 @@ def test_order_cancel_maps_refusal_to_order_not_cancelable(partner):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_cancels_apply_once(partner, auth_client):
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     order = create_order(partner, row=row, quantity=2)
     barrier = threading.Barrier(8)
     results = []
@@ -155,7 +156,7 @@ def test_expiry_task_expires_orders_past_their_in_hand_date_in_venue_time(partne
     # Event in Los Angeles on Dec 20 (local), tickets due Dec 10 (local).
     starts = datetime(2030, 12, 21, 3, 0, tzinfo=UTC)  # Dec 20, 19:00 in Los Angeles
     event = _event_in("America/Los_Angeles", starts)
-    row = RowFactory(section=SectionFactory(event=event), available_quantity=10)
+    row = order_row(section=SectionFactory(event=event), available_quantity=10)
     with time_machine.travel(datetime(2030, 12, 1, tzinfo=UTC), tick=False):
         order = order_in(partner, "awaiting_transfer", row=row, in_hand_date=datetime(2030, 12, 10).date())
         other = order_in(partner, "ticket_received", row=row, in_hand_date=datetime(2030, 12, 10).date())
@@ -180,7 +181,7 @@ def test_expiry_task_expires_orders_past_their_in_hand_date_in_venue_time(partne
 def test_ready_to_deliver_orders_expire_when_the_event_starts(partner):
     starts = datetime(2030, 6, 1, 20, 0, tzinfo=UTC)
     event = _event_in("Europe/London", starts)
-    row = RowFactory(section=SectionFactory(event=event))
+    row = order_row(section=SectionFactory(event=event))
     with time_machine.travel(datetime(2030, 5, 1, tzinfo=UTC), tick=False):
         ready = order_in(partner, "awaiting_transfer", row=row, is_ready_to_deliver=True, in_hand_date=None)
         accepted = order_in(partner, "accepted", row=row, is_ready_to_deliver=True, in_hand_date=None)

@@ -96,9 +96,10 @@ def test_the_payload_is_the_order_as_get_returns_it(auth_client, partner, django
 
 
 def order_form_for(partner):
-    from .factories import QuoteFactory, RowFactory
+    from tests.orders.factories import order_row
+    from tests.quotes.factories import QuoteFactory
 
-    return order_form(QuoteFactory(partner=partner, row=RowFactory(available_quantity=10), quantity=2))
+    return order_form(QuoteFactory(partner=partner, row=order_row(available_quantity=10), quantity=2))
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ from catalog.models import Row
 from orders.models import Order
 from quotes.models import Quote
 from tests.conftest import assert_error
+from tests.quotes.factories import quote_token
 
 from .conftest import order_form, pdf_upload, post_order
-from .factories import quote_token
 from .wsgi import PeakRss, list_files, write_multipart, wsgi_post
 
 pytestmark = pytest.mark.django_db
@@ -66,9 +66,10 @@ def test_pdf_of_exactly_10_mb_is_accepted(auth_client, quote, tmp_path, upload_t
 
 
 def test_upload_memory_does_not_grow_with_the_file(auth_client, partner, tmp_path, upload_tmp):
-    from .factories import QuoteFactory, RowFactory
+    from tests.orders.factories import order_row
+    from tests.quotes.factories import QuoteFactory
 
-    row = RowFactory(available_quantity=10)
+    row = order_row(available_quantity=10)
     quotes = [QuoteFactory(partner=partner, row=row, quantity=1) for _ in range(3)]
     over, exact, warm = tmp_path / "over", tmp_path / "exact", tmp_path / "warm"
     write_multipart(warm, pdf_fields(quotes[0]), file_size=1024)

@@ -11,7 +11,8 @@ pytestmark = pytest.mark.browser
 STAFF, PASSWORD = "boss@service.example", "staff browser pass 8080"
 
 
-def _sign_in(page, base: str) -> None:
+def staff_sign_in(page, base: str) -> None:
+    """A new superuser signs in to the admin in ``page``."""
     get_user_model().objects.create_superuser(STAFF, STAFF, PASSWORD)
     page.goto(base + "/admin/login/")
     page.fill("#id_username", STAFF)
@@ -24,7 +25,7 @@ def test_reloads_after_rotating_or_creating_never_repeat_the_action(live_server,
     """One browser session (the live server is started once per test): rotate, reload; create, reload."""
     page, base = browser_page, live_server.url
     creds = make_partner(name="Reload Resale")
-    _sign_in(page, base)
+    staff_sign_in(page, base)
     page.goto(f"{base}/admin/partners/partner/{creds.partner.pk}/change/")
     page.click("text=Rotate credentials")
     page.fill("#id_reason", "secret pasted in a chat")

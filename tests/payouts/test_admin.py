@@ -14,8 +14,7 @@ from partners.models import PortalUser
 from payouts.models import Charge, Payout
 from payouts.services import charge_for_order, payment_methods_create_sandbox, payouts_progress
 from tests.conftest import make_partner
-
-from .factories import make_order
+from tests.orders.factories import make_order
 
 pytestmark = pytest.mark.django_db
 
@@ -186,3 +185,71 @@ def test_admin_pages_render(staff, failed_payout):
         "/admin/payouts/sandboxpayout/",
     ):
         assert staff.get(path).status_code == 200, path
+
+
+def _order_log(order) -> str:
+    return (
+        LogEntry.objects.filter(content_type__model="order", object_id=str(order.pk))
+        .order_by("-id")
+        .first()
+        .get_change_message()
+    )
+
+
+def test_order_page_retries_a_failed_payout_after_confirmation_and_returns_to_the_order(staff, failed_payout):
+    creds, payout = failed_payout
+    order = payout.order
+    page_url, retry_url = (
+        f"/admin/orders/order/{order.pk}/change/",
+        f"/admin/orders/order/{order.pk}/retry-payout/",
+    )
+    page = staff.get(page_url).content.decode()
+    assert "Retry payout" in page and f'action="{retry_url}"' in page
+    assert "Retry refund" not in page and "Cancel order" not in page  # neither applies to this order
+    payment_methods_create_sandbox(partner=creds.partner)  # the partner fixed the account
+
+    confirm = staff.post(retry_url).content.decode()
+    assert 'data-testid="confirm-retry"' in confirm and f'action="{retry_url}"' in confirm
+    assert "attempt number goes up by one" in confirm and f'href="{page_url}"' in confirm
+    payout.refresh_from_db()
+    assert payout.status == "failed"
+
+    done = staff.post(retry_url, {"confirmed": "yes", "reason": "Account fixed"})
+    assert done.status_code == 302 and done["Location"] == page_url
+    payout.refresh_from_db()
+    assert payout.attempt == 2
+    assert _last_log(payout) == "Retry requested: Account fixed"
+    assert _order_log(order) == "Retry requested: Account fixed"
+    again = staff.post(retry_url, {"confirmed": "yes", "reason": "again"}, follow=True)
+    assert "Only a failed payout can be retried." in again.content.decode()
+    payout.refresh_from_db()
+    assert payout.attempt == 2
+
+
+def test_order_page_retries_a_failed_refund_after_confirmation(staff, django_capture_on_commit_callbacks):
+    from payouts.services import order_confirm
+    from tests.payouts.test_refunds import REFUND_FAILS_CARD, cancel_order
+
+    creds = make_partner(payment_methods=False)
+    payment_methods_create_sandbox(partner=creds.partner, card_number=REFUND_FAILS_CARD)
+    order = make_order(creds.partner)
+    order_confirm(order_pk=order.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        cancel_order(order)
+    charge = Charge.objects.get(order=order)
+    assert (charge.refund_status, charge.refund_attempt) == ("failed", 1)
+    page_url, retry_url = (
+        f"/admin/orders/order/{order.pk}/change/",
+        f"/admin/orders/order/{order.pk}/retry-refund/",
+    )
+    page = staff.get(page_url).content.decode()
+    assert "Retry refund" in page and f'action="{retry_url}"' in page and "Retry payout" not in page
+
+    confirm = staff.post(retry_url).content.decode()
+    assert 'data-testid="confirm-retry"' in confirm and "new refund attempt" in confirm
+    with django_capture_on_commit_callbacks(execute=True):
+        done = staff.post(retry_url, {"confirmed": "yes", "reason": "Card reissued"})
+    assert done["Location"] == page_url
+    charge.refresh_from_db()
+    assert charge.refund_attempt == 2  # a new attempt (this card keeps refusing refunds)
+    assert _order_log(order) == "Refund retry requested: Card reissued"

@@ -28,8 +28,8 @@ from payouts.services import (
     payouts_progress,
 )
 from tests.conftest import make_partner
+from tests.orders.factories import make_order
 
-from .factories import make_order
 from .test_refunds import DECLINED_CARD, REFUND_FAILS_CARD, cancel_order, charged_order, run_task
 
 BASE = "https://partners.buyback.example"

@@ -10,8 +10,7 @@ from payouts.errors import PlatformUnavailable
 from payouts.models import Charge, SandboxCharge
 from payouts.services import charge_for_order, order_confirm, payment_methods_create_sandbox
 from tests.conftest import make_partner
-
-from .factories import make_order
+from tests.orders.factories import make_order
 
 
 @pytest.mark.django_db

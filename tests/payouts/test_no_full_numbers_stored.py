@@ -11,9 +11,8 @@ from django.db import connection
 
 from orders.services import order_transition
 from payouts.services import order_confirm, payouts_progress
-from tests.portal.conftest import add_card, connect_payout_account, portal_login
-
-from .factories import make_order
+from tests.orders.factories import make_order
+from tests.portal.fixtures import add_card, connect_payout_account, portal_login
 
 CARD = "4242424242424242"
 DECLINING_CARD = "4000000000000002"

@@ -14,8 +14,7 @@ from payouts.models import Payout, SandboxPayout
 from payouts.services import payout_retry, payouts_progress
 from payouts.tasks import progress_payouts
 from tests.conftest import make_partner
-
-from .factories import make_order
+from tests.orders.factories import make_order
 
 
 @pytest.fixture

@@ -29,10 +29,9 @@ from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
 from payouts.services import order_confirm, payment_methods_create_sandbox, refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
-from tests.orders.factories import QuoteFactory, RowFactory, quote_token
+from tests.orders.factories import make_order, order_row
 from tests.payouts.test_stripe_platform import FakeStripe
-
-from .factories import make_order
+from tests.quotes.factories import QuoteFactory, quote_token
 
 REFUND_FAILS_CARD = "4000000000005126"
 DECLINED_CARD = "4000000000000002"
@@ -453,7 +452,7 @@ def test_the_sweep_refunds_orders_canceled_before_refunds_were_requested(partner
 @pytest.mark.django_db
 def test_event_cancellation_refunds_its_charged_orders(partner, django_capture_on_commit_callbacks):
     charged = charged_order(partner)
-    row = RowFactory(section__event=charged.event, available_quantity=10)
+    row = order_row(section__event=charged.event, available_quantity=10)
     accepted = order_create(
         partner_pk=partner.pk,
         actor="partner:test",

@@ -1,12 +1,23 @@
 """Helpers of the export and statement tests: orders at chosen instants, charges and payouts on them."""
 
 import copy
+import csv
+import io
 from datetime import datetime
+
+from django.http import StreamingHttpResponse
 
 from orders.models import Order, new_order_id, new_transfer_address
 from payouts.models import Charge, Payout
 from quotes.models import Quote
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
+
+
+def csv_rows(response) -> list[dict[str, str]]:
+    """The rows of a streamed CSV download, by column name."""
+    assert isinstance(response, StreamingHttpResponse)
+    text = b"".join(response.streaming_content).decode()
+    return list(csv.DictReader(io.StringIO(text)))
 
 
 def order_at(partner, at: datetime, **kwargs) -> Order:

@@ -1,124 +1,11 @@
-"""Dashboard, API credentials, orders and payouts pages; partner isolation, CSRF and security headers."""
-
-from decimal import Decimal
+"""Every portal page, whichever app it belongs to: partner isolation, CSRF and security headers."""
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
-from payouts.models import Payout
-from payouts.services import payouts_progress
-from tests.conftest import assert_error, issue_token
-from tests.payouts.factories import make_order
-
-from .conftest import PASSWORD
+from tests.portal.fixtures import PASSWORD
 
 pytestmark = pytest.mark.django_db
-
-
-def test_dashboard_checklist_for_a_new_partner(portal):
-    body = portal.client.get("/portal/").content.decode()
-    assert 'data-testid="check-payout_method" data-done="false"' in body
-    assert 'data-testid="check-credit_card" data-done="false"' in body
-    assert "PAYOUT_METHOD_NOT_CONFIGURED" in body
-    assert "2 steps left" in body
-
-
-def test_dashboard_checklist_complete_with_recent_orders(ready_portal):
-    order = make_order(ready_portal.partner, status="awaiting_transfer", partner_reference="my-ref-77")
-    body = ready_portal.client.get("/portal/").content.decode()
-    assert 'data-testid="check-payout_method" data-done="true"' in body
-    assert 'data-testid="check-credit_card" data-done="true"' in body
-    assert "Your account is ready to sell." in body
-    assert order.order_id in body and "my-ref-77" in body
-
-
-def test_api_credentials_page_shows_client_id_not_secret(ready_portal):
-    body = ready_portal.client.get("/portal/settings/api-credentials").content.decode()
-    assert ready_portal.creds.client_id in body
-    assert ready_portal.creds.client_secret not in body
-    assert f"sec_…{ready_portal.creds.client_secret[-4:]}" in body
-
-
-def test_rotation_needs_the_password(ready_portal):
-    response = ready_portal.client.post("/portal/settings/api-credentials", {"password": "wrong"})
-    assert response.status_code == 400
-    assert "The password is not correct." in response.content.decode()
-    issue_token(APIClient(), ready_portal.creds)  # the old secret still works
-
-
-def test_rotation_shows_the_new_secret_once_and_revokes_old_tokens(ready_portal):
-    api = APIClient()
-    old_token = issue_token(api, ready_portal.creds)
-    posted = ready_portal.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
-    # POST → redirect → GET: reloading the page that shows the secret does not rotate it again.
-    assert posted.status_code == 302 and posted["Location"] == "/portal/settings/api-credentials"
-    response = ready_portal.client.get(posted["Location"])
-    assert response.status_code == 200
-    assert response["Cache-Control"] == "no-store"
-    body = response.content.decode()
-    secret = body.split('data-testid="client-secret">')[1].split("<")[0]
-    assert secret.startswith("sec_") and secret != ready_portal.creds.client_secret
-
-    again = ready_portal.client.get("/portal/settings/api-credentials").content.decode()
-    assert secret not in again  # shown once
-
-    api.credentials(HTTP_AUTHORIZATION=f"Bearer {old_token}")
-    assert_error(api.get("/v1/events"), 401, "UNAUTHORIZED")
-    old = APIClient().post(
-        "/v1/auth/token",
-        {
-            "client_id": ready_portal.creds.client_id,
-            "client_secret": ready_portal.creds.client_secret,
-            "grant_type": "client_credentials",
-        },
-        format="json",
-    )
-    assert_error(old, 401, "INVALID_CREDENTIALS")
-    ready_portal.creds.client_secret = secret
-    issue_token(APIClient(), ready_portal.creds)
-
-
-def test_orders_list_filters(ready_portal):
-    waiting = make_order(ready_portal.partner, status="awaiting_transfer", partner_reference="REF-A")
-    canceled = make_order(ready_portal.partner, status="canceled", partner_reference="REF-B")
-    client = ready_portal.client
-    body = client.get("/portal/orders").content.decode()
-    assert waiting.order_id in body and canceled.order_id in body
-    body = client.get("/portal/orders", {"status": "canceled"}).content.decode()
-    assert canceled.order_id in body and waiting.order_id not in body
-    body = client.get("/portal/orders", {"q": "ref-a"}).content.decode()
-    assert waiting.order_id in body and canceled.order_id not in body
-    body = client.get("/portal/orders", {"q": canceled.order_id}).content.decode()
-    assert canceled.order_id in body and waiting.order_id not in body
-    body = client.get(
-        "/portal/orders", {"created_from": "2000-01-01", "created_to": "2000-01-02"}
-    ).content.decode()
-    assert "No orders match these filters." in body
-    assert client.get("/portal/orders", {"status": "bogus"}).status_code == 200
-
-
-def test_order_detail_shows_history_charge_and_payout(ready_portal, settings):
-    order = make_order(
-        ready_portal.partner, status="ticket_received", quantity=2, offer_price=Decimal("60.00")
-    )
-    payouts_progress()
-    body = ready_portal.client.get(f"/portal/orders/{order.order_id}").content.decode()
-    assert "Payout in process" in body
-    assert "$120.00" in body
-    for status in ("accepted", "awaiting_transfer", "ticket_received", "payout_in_process"):
-        assert f">{status}<" in body
-    assert "Sandbox Test Bank ••••6789 (ACH)" in body
-
-
-def test_payouts_list_with_state_filter(ready_portal):
-    order = make_order(ready_portal.partner, status="ticket_received")
-    payouts_progress()
-    body = ready_portal.client.get("/portal/payouts").content.decode()
-    assert order.order_id in body and "In process" in body
-    assert (
-        order.order_id not in ready_portal.client.get("/portal/payouts", {"status": "paid"}).content.decode()
-    )
 
 
 # --- isolation: partner A never sees partner B ----------------------------------------------------------------
@@ -133,14 +20,6 @@ PAGES = [
 ]
 
 
-@pytest.fixture
-def two_partners(ready_portal, other_portal):
-    mine = make_order(ready_portal.partner, status="ticket_received", partner_reference="MINE-1")
-    theirs = make_order(other_portal.partner, status="ticket_received", partner_reference="THEIRS-1")
-    payouts_progress()
-    return mine, theirs
-
-
 @pytest.mark.parametrize("path", PAGES)
 def test_every_page_shows_only_the_own_partner(ready_portal, other_portal, two_partners, path):
     mine, theirs = two_partners
@@ -151,46 +30,6 @@ def test_every_page_shows_only_the_own_partner(ready_portal, other_portal, two_p
     assert theirs.order_id not in body and "THEIRS-1" not in body
     other_account = other_portal.partner.payout_account
     assert other_account.platform_account_id not in body
-
-
-def test_order_detail_of_another_partner_is_not_found(ready_portal, two_partners):
-    _, theirs = two_partners
-    assert ready_portal.client.get(f"/portal/orders/{theirs.order_id}").status_code == 404
-    assert ready_portal.client.get("/portal/orders/ord_doesnotexist").status_code == 404
-
-
-def test_orders_search_cannot_reach_another_partner(ready_portal, two_partners):
-    _, theirs = two_partners
-    for q in (theirs.order_id, "THEIRS-1"):
-        body = ready_portal.client.get("/portal/orders", {"q": q}).content.decode()
-        assert f"/portal/orders/{theirs.order_id}" not in body  # (the search box echoes the query itself)
-        assert "No orders match these filters." in body
-
-
-def test_payment_method_changes_touch_only_the_own_partner(ready_portal, other_portal):
-    from .conftest import connect_payout_account
-
-    before = other_portal.partner.payout_account.platform_account_id
-    connect_payout_account(ready_portal.client, account_number="55554444")
-    other_portal.partner.payout_account.refresh_from_db()
-    assert other_portal.partner.payout_account.platform_account_id == before
-    assert (
-        ready_portal.partner.payout_account.__class__.objects.get(partner=ready_portal.partner).last4
-        == "4444"
-    )
-
-
-def test_rotation_touches_only_the_own_partner(ready_portal, other_portal):
-    ready_portal.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
-    issue_token(APIClient(), other_portal.creds)
-
-
-def test_payouts_of_another_partner_are_not_listed(ready_portal, two_partners):
-    _, theirs = two_partners
-    assert Payout.objects.filter(order=theirs).exists()
-    for status in ("", "in_process"):
-        body = ready_portal.client.get("/portal/payouts", {"status": status}).content.decode()
-        assert theirs.order_id not in body
 
 
 # --- CSRF and headers ---------------------------------------------------------------------------------------------

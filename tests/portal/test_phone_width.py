@@ -13,7 +13,7 @@ import pytest
 from partners.portal_services import portal_user_invite
 from payouts.services import payouts_progress
 from tests.conftest import make_partner
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 
 from .test_browser import browser_page, live_server  # noqa: F401 - fixtures shared with the setup test
 

@@ -6,30 +6,47 @@ import factory
 from django.conf import settings
 from django.utils import timezone
 
+from quotes.codec import encode_quote_id
 from quotes.models import Quote
 from tests.catalog.factories import RowFactory
+from tests.partners.factories import PartnerFactory
 
 
 class QuoteFactory(factory.django.DjangoModelFactory):
+    """A quote of ``row`` for ``partner``, with a seller in its ``user_metadata``."""
+
     class Meta:
         model = Quote
 
+    partner = factory.SubFactory(PartnerFactory)
     row = factory.SubFactory(RowFactory)
-    section = factory.LazyAttribute(lambda o: o.row.section)
-    event = factory.LazyAttribute(lambda o: o.row.section.event)
+    section = factory.SelfAttribute("row.section")
+    event = factory.SelfAttribute("row.section.event")
     quantity = 2
-    offer_price = factory.LazyAttribute(lambda o: o.row.offer_price)
+    offer_price = factory.SelfAttribute("row.offer_price")
     total_price = factory.LazyAttribute(lambda o: o.offer_price * o.quantity)
-    face_value = factory.LazyAttribute(lambda o: o.row.face_value)
-    event_name = factory.LazyAttribute(lambda o: o.event.name)
-    section_name = factory.LazyAttribute(lambda o: o.section.name)
-    section_name_display = factory.LazyAttribute(lambda o: o.section.name_display)
-    row_name = factory.LazyAttribute(lambda o: o.row.name)
-    row_name_display = factory.LazyAttribute(lambda o: o.row.name_display)
-    general_admission = factory.LazyAttribute(lambda o: o.section.general_admission)
+    face_value = factory.SelfAttribute("row.face_value")
+    event_name = factory.SelfAttribute("event.name")
+    section_name = factory.SelfAttribute("section.name")
+    section_name_display = factory.SelfAttribute("section.name_display")
+    row_name = factory.SelfAttribute("row.name")
+    row_name_display = factory.SelfAttribute("row.name_display")
+    general_admission = factory.SelfAttribute("section.general_admission")
     restrictions = factory.LazyAttribute(lambda o: list(o.row.restrictions))
-    restriction_detail = factory.LazyAttribute(lambda o: o.row.restriction_detail)
-    primary_site = factory.LazyAttribute(lambda o: o.event.primary_site)
-    user_metadata = factory.LazyFunction(dict)
+    restriction_detail = factory.SelfAttribute("row.restriction_detail")
+    primary_site = factory.SelfAttribute("event.primary_site")
+    user_metadata = factory.LazyFunction(
+        lambda: {
+            "first_name": "Jane",
+            "last_name": "Doe",
+            "email": "jane.doe@example.com",
+            "phone_number": "+16175550100",
+        }
+    )
     created_at = factory.LazyFunction(timezone.now)
     expires_at = factory.LazyAttribute(lambda o: o.created_at + timedelta(seconds=settings.QUOTE_TTL_SECONDS))
+
+
+def quote_token(quote: Quote) -> str:
+    """The quote id a partner sends (``quote_id``): the encrypted primary key."""
+    return encode_quote_id(quote.pk)

@@ -5,7 +5,7 @@ from standardwebhooks import Webhook
 
 from orders.webhooks.models import WebhookDelivery, WebhookEndpoint
 from orders.webhooks.signing_secrets import secret_decrypt
-from tests.portal.conftest import _fast_password_hashing, portal_login  # noqa: F401  (fixture)
+from tests.portal.fixtures import portal_login
 
 from .conftest import Reply, order_notification, register
 

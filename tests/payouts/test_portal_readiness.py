@@ -11,11 +11,10 @@ from django.utils import timezone
 from partners.models import Partner
 from payouts.models import Charge, Payout
 from payouts.services import order_confirm, payment_methods_create_sandbox, payouts_progress
-from tests.payouts.factories import make_order
+from tests.orders.factories import make_order
 from tests.payouts.test_alerts import FAILING_ACCOUNT
 from tests.payouts.test_refunds import DECLINED_CARD, REFUND_FAILS_CARD, cancel_order, charged_order
-
-from .conftest import portal_login
+from tests.portal.fixtures import portal_login
 
 READY = "Your account is ready to sell."
 CODES = ["suspended", "payout_method", "credit_card", "charge_declined", "refund_failed", "payout_failed"]
@@ -145,7 +144,7 @@ def test_failed_payout_points_to_the_failed_payouts_never_ready(django_capture_o
 
 @pytest.mark.django_db
 def test_the_summary_costs_five_queries_whatever_the_history(ready_portal, django_assert_num_queries):
-    from partners.portal_selectors import readiness_for_dashboard
+    from payouts.selectors.readiness import readiness_for_dashboard
 
     for _ in range(3):
         make_order(ready_portal.partner, status="paid")

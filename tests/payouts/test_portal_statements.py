@@ -10,17 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 import time_machine
 
-from partners.portal_selectors import (
-    statement_bought,
-    statement_charged,
-    statement_month,
-    statement_orders_created,
-    statement_paid_out,
-    statement_refunded,
-    statement_tickets,
-)
-
-from .exports_data import charge_on, order_at, payout_on
+from payouts.selectors.statements import statement_figures, statement_month
+from tests.portal.exports_data import charge_on, order_at, payout_on
 
 pytestmark = pytest.mark.django_db
 NEW_YORK = ZoneInfo("America/New_York")
@@ -73,23 +64,21 @@ def month_data(ready_portal, other_portal):
 def test_each_figure_of_march_in_new_york(ready_portal, month_data):
     month = statement_month(year=2026, month=3, tz=NEW_YORK)
     assert (month.start, month.end) == (utc(2026, 3, 1, 5), utc(2026, 4, 1, 4))
-    pk = ready_portal.partner.pk
-    assert statement_orders_created(partner_pk=pk, month=month) == 4  # B, C (canceled), D, the declined one
-    assert statement_tickets(partner_pk=pk, month=month) == 2 + 3 + 1
-    assert statement_bought(partner_pk=pk, month=month) == Decimal("170.00") + Decimal("150.00") + Decimal(
-        "99.00"
-    )
-    assert statement_charged(partner_pk=pk, month=month) == Decimal("490.00")  # B, C, D
-    assert statement_refunded(partner_pk=pk, month=month) == Decimal("170.00")  # C
-    assert statement_paid_out(partner_pk=pk, month=month) == Decimal("150.00")  # D
+    figures = statement_figures(partner_pk=ready_portal.partner.pk, month=month)
+    assert figures.orders == 4  # B, C (canceled), D, the declined one
+    assert figures.tickets == 2 + 3 + 1
+    assert figures.bought == Decimal("170.00") + Decimal("150.00") + Decimal("99.00")
+    assert figures.charged == Decimal("490.00")  # B, C, D
+    assert figures.refunded == Decimal("170.00")  # C
+    assert figures.paid_out == Decimal("150.00")  # D
 
 
 def test_the_same_instants_in_utc_fall_in_other_months(ready_portal, month_data):
     month = statement_month(year=2026, month=3, tz=ZoneInfo("UTC"))
-    pk = ready_portal.partner.pk
-    assert statement_orders_created(partner_pk=pk, month=month) == 4  # FEB, B, C, declined (not D)
-    assert statement_paid_out(partner_pk=pk, month=month) == Decimal("170.00")  # FEB, not D
-    assert statement_refunded(partner_pk=pk, month=month) == Decimal("0.00")  # C's refund is April in UTC
+    figures = statement_figures(partner_pk=ready_portal.partner.pk, month=month)
+    assert figures.orders == 4  # FEB, B, C, declined (not D)
+    assert figures.paid_out == Decimal("170.00")  # FEB, not D
+    assert figures.refunded == Decimal("0.00")  # C's refund is April in UTC
 
 
 def test_statement_page_shows_the_figures_and_the_payouts_paid(ready_portal, month_data):

@@ -1,5 +1,6 @@
-"""CSV downloads of the Orders and Payouts pages: the page's filters, only the own partner's rows, cells a
-spreadsheet opens safely, times in the partner's zone, streamed in constant memory and queries."""
+"""The portal's orders pages: the list and its filters, one order's page, and the CSV download (the page's
+filters, only the own partner's rows, cells a spreadsheet opens safely, times in the partner's zone, streamed
+in constant memory and queries)."""
 
 import csv
 import io
@@ -13,20 +14,13 @@ from django.db import connection
 from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
+from orders.portal import ORDER_CSV_HEADER
 from partners.portal.exports import csv_cell
-from partners.portal.orders import ORDER_CSV_HEADER
-from partners.portal.payouts import PAYOUT_CSV_HEADER
-from tests.payouts.factories import make_order
-
-from .exports_data import clone_orders, order_at, payout_on
+from payouts.services import payouts_progress
+from tests.orders.factories import make_order
+from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_on
 
 pytestmark = pytest.mark.django_db
-
-
-def _csv(response) -> list[dict[str, str]]:
-    assert isinstance(response, StreamingHttpResponse)
-    text = b"".join(response.streaming_content).decode()
-    return list(csv.DictReader(io.StringIO(text)))
 
 
 def test_orders_csv_has_a_header_a_dated_file_name_and_every_column(ready_portal):
@@ -78,7 +72,7 @@ def test_orders_csv_honours_the_page_filters_and_never_shows_another_partner(rea
     client = ready_portal.client
 
     def ids(query: dict) -> set[str]:
-        return {row["order_id"] for row in _csv(client.get("/portal/orders.csv", query))}
+        return {row["order_id"] for row in csv_rows(client.get("/portal/orders.csv", query))}
 
     assert ids({}) == {waiting.order_id, canceled.order_id}
     assert ids({"status": "canceled"}) == {canceled.order_id}
@@ -111,7 +105,7 @@ def test_the_download_link_carries_the_page_filters(ready_portal):
 def test_a_cell_a_spreadsheet_would_run_as_a_formula_gets_a_leading_quote(ready_portal):
     for reference in ('=HYPERLINK("http://evil.example")', "+1+2", "-2+3", "@SUM(A1)"):
         make_order(ready_portal.partner, partner_reference=reference)
-    references = {row["partner_reference"] for row in _csv(ready_portal.client.get("/portal/orders.csv"))}
+    references = {row["partner_reference"] for row in csv_rows(ready_portal.client.get("/portal/orders.csv"))}
     assert references == {'\'=HYPERLINK("http://evil.example")', "'+1+2", "'-2+3", "'@SUM(A1)"}
 
 
@@ -122,42 +116,6 @@ def test_csv_cells_keep_plain_values_and_neutralise_formulas():
     assert csv_cell(datetime(2026, 1, 1, tzinfo=UTC), tz=tz) == "2026-01-01T05:30:00+05:30"
     assert csv_cell("\tcmd", tz=tz) == "'\tcmd"
     assert csv_cell("a=b", tz=tz) == "a=b"
-
-
-def test_payouts_csv_under_the_state_filter_and_only_the_own_partner(ready_portal, other_portal):
-    paid = make_order(ready_portal.partner, status="paid", partner_reference="P")
-    failed = make_order(ready_portal.partner, status="ticket_received")
-    theirs = make_order(other_portal.partner, status="paid")
-    payout_on(paid, paid_at=datetime(2026, 5, 2, 12, 0, tzinfo=UTC))
-    payout_on(
-        failed,
-        status="failed",
-        scheduled_for=datetime(2026, 5, 3, tzinfo=UTC),
-        failure_reason="=account closed",
-    )
-    payout_on(theirs, paid_at=datetime(2026, 5, 2, 12, 0, tzinfo=UTC))
-    response = ready_portal.client.get("/portal/payouts.csv")
-    assert response["Content-Disposition"].startswith('attachment; filename="payouts-')
-    rows = _csv(response)
-    assert list(rows[0]) == PAYOUT_CSV_HEADER
-    by_order = {row["order_id"]: row for row in rows}
-    assert set(by_order) == {paid.order_id, failed.order_id}
-    assert by_order[paid.order_id] == {
-        "order_id": paid.order_id,
-        "amount": "170.00",
-        "currency": "USD",
-        "status": "paid",
-        "scheduled_for": "",
-        "paid_at": "2026-05-02T12:00:00+00:00",
-        "account_description": "Sandbox Test Bank ••••6789 (ACH)",
-        "failure_reason": "",
-    }
-    assert by_order[failed.order_id]["failure_reason"] == "'=account closed"
-    assert by_order[failed.order_id]["scheduled_for"] == "2026-05-03T00:00:00+00:00"
-    assert [
-        r["order_id"] for r in _csv(ready_portal.client.get("/portal/payouts.csv", {"status": "failed"}))
-    ] == [failed.order_id]
-    assert ready_portal.client.get("/portal/payouts.csv", {"status": "bogus"}).status_code == 400
 
 
 def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal):
@@ -185,3 +143,66 @@ def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal
         cursor.execute("SELECT count(*) FROM pg_cursors WHERE name LIKE '_django_curs_%%'")
         assert cursor.fetchone()[0] == 1
     assert sum(1 for _ in chunks) == 3000
+
+
+def test_orders_list_filters(ready_portal):
+    waiting = make_order(ready_portal.partner, status="awaiting_transfer", partner_reference="REF-A")
+    canceled = make_order(ready_portal.partner, status="canceled", partner_reference="REF-B")
+    client = ready_portal.client
+    body = client.get("/portal/orders").content.decode()
+    assert waiting.order_id in body and canceled.order_id in body
+    body = client.get("/portal/orders", {"status": "canceled"}).content.decode()
+    assert canceled.order_id in body and waiting.order_id not in body
+    body = client.get("/portal/orders", {"q": "ref-a"}).content.decode()
+    assert waiting.order_id in body and canceled.order_id not in body
+    body = client.get("/portal/orders", {"q": canceled.order_id}).content.decode()
+    assert canceled.order_id in body and waiting.order_id not in body
+    body = client.get(
+        "/portal/orders", {"created_from": "2000-01-01", "created_to": "2000-01-02"}
+    ).content.decode()
+    assert "No orders match these filters." in body
+    assert client.get("/portal/orders", {"status": "bogus"}).status_code == 200
+
+
+def test_order_detail_shows_history_charge_and_payout(ready_portal, settings):
+    order = make_order(
+        ready_portal.partner, status="ticket_received", quantity=2, offer_price=Decimal("60.00")
+    )
+    payouts_progress()
+    body = ready_portal.client.get(f"/portal/orders/{order.order_id}").content.decode()
+    assert "Payout in process" in body
+    assert "$120.00" in body
+    for status in ("accepted", "awaiting_transfer", "ticket_received", "payout_in_process"):
+        assert f">{status}<" in body
+    assert "Sandbox Test Bank ••••6789 (ACH)" in body
+
+
+def test_order_detail_of_another_partner_is_not_found(ready_portal, two_partners):
+    _, theirs = two_partners
+    assert ready_portal.client.get(f"/portal/orders/{theirs.order_id}").status_code == 404
+    assert ready_portal.client.get("/portal/orders/ord_doesnotexist").status_code == 404
+
+
+def test_orders_search_cannot_reach_another_partner(ready_portal, two_partners):
+    _, theirs = two_partners
+    for q in (theirs.order_id, "THEIRS-1"):
+        body = ready_portal.client.get("/portal/orders", {"q": q}).content.decode()
+        assert f"/portal/orders/{theirs.order_id}" not in body  # (the search box echoes the query itself)
+        assert "No orders match these filters." in body
+
+
+def test_date_filters_mean_days_in_the_partner_zone(ready_portal):
+    # 03:00 UTC on Jan 16 is still Jan 15 in New York.
+    order = order_at(ready_portal.partner, datetime(2026, 1, 16, 3, 0, tzinfo=UTC))
+    client = ready_portal.client
+    day = {"created_from": "2026-01-16", "created_to": "2026-01-16"}
+    assert order.order_id in client.get("/portal/orders", day).content.decode()  # UTC: Jan 16
+    client.post("/portal/settings/preferences", {"time_zone": "America/New_York"})
+    assert order.order_id not in client.get("/portal/orders", day).content.decode()
+    previous_day = {"created_from": "2026-01-15", "created_to": "2026-01-15"}
+    assert order.order_id in client.get("/portal/orders", previous_day).content.decode()
+    # The CSV streams after the view returned; its filter still means New York days.
+    export = b"".join(client.get("/portal/orders.csv", day).streaming_content).decode()
+    assert order.order_id not in export
+    export = b"".join(client.get("/portal/orders.csv", previous_day).streaming_content).decode()
+    assert order.order_id in export and "2026-01-15T22:00:00-05:00" in export

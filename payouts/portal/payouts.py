@@ -1,24 +1,20 @@
-"""Payouts: the list with its state filter and its CSV export."""
+"""The portal's payouts page: the list with its state filter, its totals, and its CSV export."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from payouts.models import Payout
-from payouts.selectors import payout_list_for_partner
+from orders.portal import PAGE_SIZE
+from partners.portal.access import portal_page
+from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_response, dated_filename
 
 from ..forms import PayoutFilterForm
-from ..portal_selectors import EXPORT_CHUNK_SIZE
-from .access import portal_page
-from .exports import csv_response, dated_filename
-from .orders import PAGE_SIZE
-from .pages import IN_FLIGHT_PAYOUTS
+from ..selectors import payout_list_for_partner, payout_totals
 
 PAYOUT_CSV_HEADER = [
     "order_id",
@@ -43,13 +39,9 @@ def _payout_filters(request: HttpRequest) -> tuple[PayoutFilterForm, str | None,
 
 def _payouts_page(
     request: HttpRequest, *, form: PayoutFilterForm, status: str | None, http_status: int = 200
-):
+) -> HttpResponse:
     queryset = payout_list_for_partner(partner_pk=request.partner.pk, status=status)
-    totals = Payout.objects.filter(partner_id=request.partner.pk).aggregate(
-        paid=Sum("amount", filter=Q(status=Payout.Status.PAID)),
-        in_flight=Sum("amount", filter=Q(status__in=IN_FLIGHT_PAYOUTS)),
-        failed=Count("pk", filter=Q(status=Payout.Status.FAILED)),
-    )
+    totals = payout_totals(partner_pk=request.partner.pk)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(
         request,

@@ -7,9 +7,8 @@ import time_machine
 from django.utils import timezone
 
 from payouts.models import CreditCard, PayoutAccount
-from tests.payouts.factories import make_order
-
-from .conftest import add_card, connect_payout_account, query_of
+from tests.orders.factories import make_order
+from tests.portal.fixtures import add_card, connect_payout_account, query_of
 
 pytestmark = pytest.mark.django_db
 
@@ -176,3 +175,14 @@ def test_orders_becoming_active_during_an_unconfirmed_replacement_are_caught(rea
 
 def test_connect_needs_post(portal):
     assert portal.client.get("/portal/settings/payment-methods/payout/connect").status_code == 405
+
+
+def test_payment_method_changes_touch_only_the_own_partner(ready_portal, other_portal):
+    before = other_portal.partner.payout_account.platform_account_id
+    connect_payout_account(ready_portal.client, account_number="55554444")
+    other_portal.partner.payout_account.refresh_from_db()
+    assert other_portal.partner.payout_account.platform_account_id == before
+    assert (
+        ready_portal.partner.payout_account.__class__.objects.get(partner=ready_portal.partner).last4
+        == "4444"
+    )

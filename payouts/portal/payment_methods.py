@@ -14,14 +14,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from partners.portal.access import portal_page
 from partners.selectors import payment_readiness
-from payouts import services as payout_services
-from payouts.errors import PaymentError, ReplaceNeedsConfirmation
-from payouts.models import CreditCard, PayoutAccount
-from payouts.selectors import partner_has_active_orders
 
+from .. import services as payout_services
+from ..errors import PaymentError, ReplaceNeedsConfirmation
 from ..forms import ReplaceConfirmForm
-from .access import portal_page
+from ..selectors import partner_has_active_orders, payment_methods_of_partner
 
 # OAuth-style ``state`` values issued for platform redirects, kept in the session, single use.
 STATES_SESSION_KEY = "portal_platform_states"
@@ -29,10 +28,12 @@ STATE_TTL_SECONDS = 30 * 60
 MAX_OPEN_STATES = 5
 
 
-def _payment_methods_page(request: HttpRequest, *, payout_form=None, card_form=None, status: int = 200):
+def _payment_methods_page(
+    request: HttpRequest, *, payout_form=None, card_form=None, status: int = 200
+) -> HttpResponse:
     partner = request.partner
-    account = PayoutAccount.objects.filter(partner=partner).first()
-    card = CreditCard.objects.filter(partner=partner).first()
+    methods = payment_methods_of_partner(partner_pk=partner.pk)
+    account, card = methods.account, methods.card
     active = partner_has_active_orders(partner_pk=partner.pk)
     return render(
         request,

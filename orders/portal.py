@@ -1,4 +1,5 @@
-"""Orders: the list with its filters, its CSV export, and one order's page."""
+"""The partner portal's orders pages: the list with its filters, its CSV export, and one order's page with its
+card charge, refund and payout."""
 
 from __future__ import annotations
 
@@ -9,15 +10,13 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from orders.errors import OrderNotFound
-from orders.models import Order
-from orders.selectors import order_get_for_partner, order_status_history
-from payouts.models import Charge, Payout
+from partners.portal.access import portal_page
+from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_response, dated_filename
 
-from ..forms import OrderFilterForm
-from ..portal_selectors import EXPORT_CHUNK_SIZE, order_list_for_portal
-from .access import portal_page
-from .exports import csv_response, dated_filename
+from .errors import OrderNotFound
+from .forms import OrderFilterForm
+from .models import Order
+from .selectors import OrderFilters, order_get_for_portal, order_list_for_portal, order_status_history
 
 PAGE_SIZE = 25
 ORDER_CSV_HEADER = [
@@ -41,13 +40,15 @@ ORDER_CSV_HEADER = [
 ]
 
 
-def _order_filters(request: HttpRequest) -> tuple[OrderFilterForm, dict | None]:
+def _order_filters(request: HttpRequest) -> tuple[OrderFilterForm, OrderFilters | None]:
     """The page's filter form and, when it is valid, its filters (the page and the CSV share both)."""
     form = OrderFilterForm(request.GET or None)
-    return form, (form.cleaned_data if form.is_bound and form.is_valid() else None)
+    return form, (form.filters() if form.is_bound and form.is_valid() else None)
 
 
-def _orders_page(request: HttpRequest, *, form: OrderFilterForm, filters: dict | None, status: int = 200):
+def _orders_page(
+    request: HttpRequest, *, form: OrderFilterForm, filters: OrderFilters | None, status: int = 200
+) -> HttpResponse:
     queryset = order_list_for_portal(partner_pk=request.partner.pk, filters=filters)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "portal/orders.html", {"nav": "orders", "form": form, "page": page}, status=status)
@@ -109,7 +110,7 @@ def orders_csv(request: HttpRequest) -> HttpResponse:
 @require_GET
 def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
     try:
-        order = order_get_for_partner(partner_pk=request.partner.pk, order_id=order_id)
+        order = order_get_for_portal(partner_pk=request.partner.pk, order_id=order_id)
     except OrderNotFound:
         raise Http404("No such order.")
     return render(
@@ -119,7 +120,8 @@ def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
             "nav": "orders",
             "order": order,
             "history": order_status_history(order=order),
-            "charge": Charge.objects.filter(order=order).first(),
-            "payout": Payout.objects.filter(order=order).first(),
+            # Selected with the order: no query, None when there is none yet.
+            "charge": getattr(order, "charge", None),
+            "payout": getattr(order, "payout", None),
         },
     )

@@ -1,6 +1,6 @@
 """Monthly statement: a month in the partner's time zone, its figures, the payouts paid, a CSV of its lines.
 
-Every number comes from a selector of ``partners.portal_selectors``; the view only picks the month.
+Every number comes from a selector of ``payouts.selectors.statements``; the view only picks the month.
 """
 
 from __future__ import annotations
@@ -12,20 +12,16 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from ..portal_selectors import (
+from partners.portal.access import portal_page
+from partners.portal.exports import csv_response
+
+from ..selectors.statements import (
     StatementMonth,
-    statement_bought,
-    statement_charged,
+    statement_figures,
     statement_lines,
     statement_month,
-    statement_orders_created,
-    statement_paid_out,
     statement_payouts,
-    statement_refunded,
-    statement_tickets,
 )
-from .access import portal_page
-from .exports import csv_response
 
 MONTH_RE = re.compile(r"(\d{4})-(\d{2})")
 FIRST_YEAR, LAST_YEAR = 1970, 9998
@@ -61,21 +57,13 @@ def _month(request: HttpRequest, month: str | None) -> StatementMonth:
 def statement(request: HttpRequest, month: str | None = None) -> HttpResponse:
     period = _month(request, month)
     partner_pk = request.partner.pk
-    figures = {
-        "orders_created": statement_orders_created(partner_pk=partner_pk, month=period),
-        "tickets": statement_tickets(partner_pk=partner_pk, month=period),
-        "bought": statement_bought(partner_pk=partner_pk, month=period),
-        "charged": statement_charged(partner_pk=partner_pk, month=period),
-        "refunded": statement_refunded(partner_pk=partner_pk, month=period),
-        "paid_out": statement_paid_out(partner_pk=partner_pk, month=period),
-    }
     return render(
         request,
         "portal/statement.html",
         {
             "nav": "statements",
             "period": period,
-            "figures": figures,
+            "figures": statement_figures(partner_pk=partner_pk, month=period),
             "payouts": statement_payouts(partner_pk=partner_pk, month=period),
         },
     )

@@ -12,8 +12,7 @@ from django.test import Client
 
 from partners.models import PortalUser
 from tests.conftest import login_with_password, make_partner
-
-from .conftest import PASSWORD
+from tests.portal.fixtures import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,5 @@
-"""Portal fixtures: a signed-in portal user of ``partner`` and one of another partner."""
+"""Portal fixtures, for the portal pages of every app: a signed-in portal user of a partner and one of another
+partner, and the round trips through the sandbox payment platform's pages."""
 
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
@@ -7,7 +8,9 @@ import pytest
 from django.test import Client
 
 from partners.portal_services import portal_user_invite
+from payouts.services import payouts_progress
 from tests.conftest import login_with_password, make_partner
+from tests.orders.factories import make_order
 
 PASSWORD = "correct horse battery staple 42"
 
@@ -86,3 +89,12 @@ def add_card(client: Client, *, number: str = "4242 4242 4242 4242", confirm: bo
     )
     assert sandbox.status_code == 302, sandbox.content[:300]
     return client.get(sandbox["Location"], follow=True)
+
+
+@pytest.fixture
+def two_partners(ready_portal, other_portal):
+    """An order past ticket receipt, with its payout under way, of each partner: (mine, theirs)."""
+    mine = make_order(ready_portal.partner, status="ticket_received", partner_reference="MINE-1")
+    theirs = make_order(other_portal.partner, status="ticket_received", partner_reference="THEIRS-1")
+    payouts_progress()
+    return mine, theirs
