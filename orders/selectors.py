@@ -1,9 +1,11 @@
-"""Reads on orders, always scoped to the calling partner."""
+"""Reads on orders and notifications, always scoped to the calling partner and the mode of its token
+(``ModeScopedQuerySet.for_principal``): an object of the other mode is as unknown as a missing one."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from config.api.pagination import Page, paginate
+from config.modes import Principal
 
 from . import errors
 from .models import Notification, Order, OrderStatusHistory
@@ -20,17 +22,18 @@ class OrderFilters:
     updated_from: datetime | None = None  # inclusive, on status_changed_at
 
 
-def order_get_for_partner(*, partner_pk: int, order_id: str) -> Order:
-    """The partner's order; another partner's order is as unknown as a missing one (ORDER_NOT_FOUND)."""
-    order = Order.objects.select_related("event").filter(order_id=order_id, partner_id=partner_pk).first()
+def order_get_for_partner(*, principal: Principal, order_id: str) -> Order:
+    """The partner's order of the principal's mode; another partner's order, or one of the other mode, is as
+    unknown as a missing one (ORDER_NOT_FOUND)."""
+    order = Order.objects.for_principal(principal).select_related("event").filter(order_id=order_id).first()
     if order is None:
         raise errors.OrderNotFound(details={"order_id": order_id})
     return order
 
 
-def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
-    """The partner's orders, newest first, cursor-paginated."""
-    qs = Order.objects.filter(partner_id=partner_pk).select_related("event")
+def order_list(*, principal: Principal, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
+    """The partner's orders of the principal's mode, newest first, cursor-paginated."""
+    qs = Order.objects.for_principal(principal).select_related("event")
     if filters.status:
         qs = qs.filter(status=filters.status)
     if filters.event_id:
@@ -59,15 +62,25 @@ class NotificationFilters:
     after: str | None = None  # a notification id of the caller's
 
 
+def notification_get_for_partner(*, principal: Principal, notification_id: str) -> Notification:
+    """One of the partner's notifications of the principal's mode; anything else is NOTIFICATION_NOT_FOUND."""
+    notification = (
+        Notification.objects.for_principal(principal).filter(notification_id=notification_id).first()
+    )
+    if notification is None:
+        raise errors.NotificationNotFound(details={"notification_id": notification_id})
+    return notification
+
+
 def notification_list(
-    *, partner_pk: int, livemode: bool, filters: NotificationFilters, limit: int, cursor: str | None
+    *, principal: Principal, filters: NotificationFilters, limit: int, cursor: str | None
 ) -> Page:
     """The partner's notifications of one mode, oldest first, cursor-paginated.
 
     ``after`` must name one of the caller's notifications of that mode; anything else (unknown, purged,
     another partner's) is VALIDATION_ERROR on ``after``, so a poller learns its bookmark is gone.
     """
-    qs = Notification.objects.filter(partner_id=partner_pk, livemode=livemode)
+    qs = Notification.objects.for_principal(principal)
     if filters.after:
         after_pk = qs.filter(notification_id=filters.after).values_list("pk", flat=True).first()
         if after_pk is None:

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet, Sum
 from django.urls import reverse
 
+from config.modes import Principal
 from orders.models import Order
 from payouts.models import Charge, CreditCard, Payout, PayoutAccount
 
@@ -163,13 +164,14 @@ def _address(from_email: str) -> str:
 
 
 # --- orders ---------------------------------------------------------------------------------------------------
-def order_list_for_portal(*, partner_pk: int, filters: dict[str, Any] | None = None) -> QuerySet[Order]:
-    """The partner's orders, newest first, narrowed by the orders page's filters (``OrderFilterForm``).
+def order_list_for_portal(*, principal: Principal, filters: dict[str, Any] | None = None) -> QuerySet[Order]:
+    """The partner's orders of the portal's mode (the Test/Live switch), newest first, narrowed by the orders
+    page's filters (``OrderFilterForm``).
 
     ``created_from`` / ``created_to`` are dates in the active time zone (the portal activates the
     partner's), so the SQL must be built while that zone is active.
     """
-    queryset = Order.objects.filter(partner_id=partner_pk).select_related("event", "payout")
+    queryset = Order.objects.for_principal(principal).select_related("event", "payout")
     filters = filters or {}
     if filters.get("status"):
         queryset = queryset.filter(status=filters["status"])
@@ -220,7 +222,10 @@ def statement_month(*, year: int, month: int, tz: ZoneInfo) -> StatementMonth:
 
 
 def _orders_created(*, partner_pk: int, month: StatementMonth) -> QuerySet[Order]:
-    return Order.objects.filter(partner_id=partner_pk, created_at__gte=month.start, created_at__lt=month.end)
+    # Statements are money: live orders only (a test order is never charged on a real card nor paid out).
+    return Order.objects.live().filter(
+        partner_id=partner_pk, created_at__gte=month.start, created_at__lt=month.end
+    )
 
 
 def _bought(*, partner_pk: int, month: StatementMonth) -> QuerySet[Order]:

@@ -19,6 +19,7 @@ urlpatterns = [
     path("settings/payment-methods/card/add", portal.card_add, name="card-add"),
     path("settings/payment-methods/card/return", portal.card_return, name="card-return"),
     path("settings/api-credentials", portal.api_credentials, name="api-credentials"),
+    path("mode", portal.mode_switch, name="mode"),
     path("settings/preferences", portal.preferences, name="preferences"),
     path("orders", portal.orders, name="orders"),
     path("orders.csv", portal.orders_csv, name="orders-csv"),

@@ -26,7 +26,7 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
-from .models import Partner, PartnerCredential, TokenSession
+from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
 
 logger = logging.getLogger(__name__)
 
@@ -234,14 +234,18 @@ class CredentialCheck:
     partner_pk: int
     partner_id: str
     partner_status: str
+    livemode: bool = True
 
 
 def credential_for_token(*, client_id: str) -> CredentialCheck | None:
+    # A test pair's client_id starts with cli_test_ (a live one never does: its random part has no "_").
+    livemode = not client_id.startswith("cli_test_")
+    model = PartnerCredential if livemode else PartnerTestCredential
     # values_list and a slice: no model instances and no ORDER BY on the endpoint's hottest query.
-    rows = PartnerCredential.objects.filter(client_id=client_id).values_list(
+    rows = model.objects.filter(client_id=client_id).values_list(
         "secret_digest", "partner_id", "partner__public_id", "partner__status"
     )[:1]
-    return next((CredentialCheck(*row) for row in rows), None)
+    return next((CredentialCheck(*row, livemode=livemode) for row in rows), None)
 
 
 # The partner's payment set-up: the payouts app owns the two methods, the partner row names them through

@@ -98,10 +98,14 @@ def _start_of_day(day: date) -> datetime:
 
 
 def _period(label: str, start: datetime, end: datetime) -> PeriodFigures:
-    orders = Order.objects.filter(created_at__gte=start, created_at__lt=end).aggregate(
-        orders=Count("id"),
-        tickets=Coalesce(Sum("quantity"), 0),
-        bought=Coalesce(Sum("total_price", filter=~Q(status=S.CANCELED)), _ZERO),
+    orders = (
+        Order.objects.live()
+        .filter(created_at__gte=start, created_at__lt=end)
+        .aggregate(
+            orders=Count("id"),
+            tickets=Coalesce(Sum("quantity"), 0),
+            bought=Coalesce(Sum("total_price", filter=~Q(status=S.CANCELED)), _ZERO),
+        )
     )
     charged = Charge.objects.filter(
         status=Charge.Status.SUCCEEDED, created_at__gte=start, created_at__lt=end
@@ -131,7 +135,7 @@ def _queues(*, today: date) -> list[Queue]:
     soon = today + timedelta(
         days=2
     )  # the in-hand date is a venue-local date: today, tomorrow or the day after
-    awaiting = Order.objects.filter(status=S.AWAITING_TRANSFER)
+    awaiting = Order.objects.live().filter(status=S.AWAITING_TRANSFER)
     counts = awaiting.aggregate(
         due_soon=Count("id", filter=Q(in_hand_date__gte=today, in_hand_date__lte=soon)),
         overdue=Count("id", filter=Q(in_hand_date__lt=today)),
@@ -139,7 +143,7 @@ def _queues(*, today: date) -> list[Queue]:
     declined = Charge.objects.filter(status=Charge.Status.FAILED).count()
     failed_refunds = Charge.objects.filter(refund_status=Charge.RefundStatus.FAILED).count()
     failed_payouts = Payout.objects.filter(status=Payout.Status.FAILED).count()
-    disabled_endpoints = WebhookEndpoint.objects.filter(status=WebhookEndpoint.Status.DISABLED).count()
+    disabled_endpoints = WebhookEndpoint.objects.live().filter(status=WebhookEndpoint.Status.DISABLED).count()
     return [
         Queue(
             "Transfers due within 48 hours",
@@ -200,7 +204,8 @@ def _label(i: int, count: int, slot: float, text: str) -> tuple[float, str, str]
 def _orders_chart(*, today: date) -> Chart:
     first = today - timedelta(days=CHART_DAYS - 1)
     rows = (
-        Order.objects.filter(created_at__gte=_start_of_day(first))
+        Order.objects.live()
+        .filter(created_at__gte=_start_of_day(first))
         .annotate(day=TruncDate("created_at"))
         .values("day", "status")
         .annotate(n=Count("id"))

@@ -3,10 +3,13 @@ SETTLED_ORDER_STATUSES = ("paid", "canceled", "expired")
 
 
 def partner_has_active_orders(*, partner_pk: int) -> bool:
-    """Does the partner have orders that are not yet paid, canceled or expired?"""
+    """Does the partner have live orders that are not yet paid, canceled or expired? (Test-mode orders are
+    charged on the sandbox and never paid out: replacing a real method does not concern them.)"""
     from orders.models import Order
 
-    return Order.objects.filter(partner_id=partner_pk).exclude(status__in=SETTLED_ORDER_STATUSES).exists()
+    return (
+        Order.objects.live().filter(partner_id=partner_pk).exclude(status__in=SETTLED_ORDER_STATUSES).exists()
+    )
 
 
 def payout_list_for_partner(*, partner_pk: int, status: str | None = None):

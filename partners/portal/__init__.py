@@ -15,6 +15,7 @@ from .auth import (
     password_reset_done,
     welcome,
 )
+from .mode import mode_switch
 from .orders import order_detail, orders, orders_csv
 from .pages import api_credentials, dashboard, preferences
 from .payment_methods import card_add, card_return, payment_methods, payout_connect, payout_return
@@ -28,6 +29,7 @@ __all__ = [
     "dashboard",
     "login",
     "logout",
+    "mode_switch",
     "order_detail",
     "orders",
     "orders_csv",

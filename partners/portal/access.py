@@ -11,9 +11,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from config.modes import PartnerMode
 from payouts.platform import get_platform
 
 from ..models import PortalUser
+
+MODE_SESSION_KEY = "portal_mode"
+MODE_TEST = "test"
 
 
 def _content_security_policy() -> str:
@@ -65,6 +69,9 @@ def portal_page(view):
         if profile is None:
             return secure(render(request, "portal/no_access.html", status=403))
         request.partner = profile.partner
+        # The Test/Live switch (``mode_switch``): orders, webhooks and their deliveries follow it.
+        request.livemode = request.session.get(MODE_SESSION_KEY) != MODE_TEST
+        request.mode = PartnerMode(pk=profile.partner.pk, livemode=request.livemode)
         request.partner_tz = _partner_zone(profile.partner.time_zone)
         # Date filters (``created_at__date``) and the ``date`` filter of templates follow the active zone.
         timezone.activate(request.partner_tz)

@@ -17,7 +17,7 @@ from payouts.selectors import SETTLED_ORDER_STATUSES
 
 from .. import portal_selectors, portal_services, services
 from ..forms import PreferencesForm, RotateSecretForm
-from ..models import PartnerCredential
+from ..models import PartnerCredential, PartnerTestCredential
 from .access import portal_page
 
 IN_FLIGHT_PAYOUTS = (Payout.Status.PENDING, Payout.Status.IN_PROCESS, Payout.Status.SCHEDULED)
@@ -29,7 +29,7 @@ ISSUED_SESSION_KEY = "portal_issued_credentials"
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     partner = request.partner
-    orders = Order.objects.filter(partner_id=partner.pk)
+    orders = Order.objects.for_principal(request.mode)
     payouts = Payout.objects.filter(partner_id=partner.pk)
     stats = {
         "active_orders": orders.exclude(status__in=SETTLED_ORDER_STATUSES).count(),
@@ -56,13 +56,19 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def api_credentials(request: HttpRequest) -> HttpResponse:
     partner = request.partner
-    form = RotateSecretForm(request.POST or None, user=request.user)
-    if request.method == "POST" and form.is_valid():
-        issued = services.credentials_rotate(partner=partner)
+    # Two forms, one per pair: the test pair's fields carry the prefix "test" (DECISIONS "Test mode").
+    rotating_test = request.method == "POST" and "test-password" in request.POST
+    data = request.POST if request.method == "POST" else None
+    form = RotateSecretForm(None if rotating_test else data, user=request.user)
+    test_form = RotateSecretForm(data if rotating_test else None, user=request.user, prefix="test")
+    bound = test_form if rotating_test else form
+    if request.method == "POST" and bound.is_valid():
+        issued = services.credentials_rotate(partner=partner, livemode=not rotating_test)
         # POST → redirect → GET: a reload of the page that shows the secret must not rotate it again.
         request.session[ISSUED_SESSION_KEY] = {
             "client_id": issued.client_id,
             "client_secret": issued.client_secret,
+            "livemode": issued.livemode,
         }
         return redirect("portal:api-credentials")
     # Shown once: taken out of the session by the first GET after the rotation.
@@ -73,10 +79,15 @@ def api_credentials(request: HttpRequest) -> HttpResponse:
         {
             "nav": "api_credentials",
             "credential": PartnerCredential.objects.filter(partner=partner).first(),
+            "test_credential": PartnerTestCredential.objects.filter(partner=partner).first(),
             "form": form,
+            "test_form": test_form,
             "issued": issued,
             "live_sessions": partner.token_sessions.filter(
-                revoked_at__isnull=True, expires_at__gt=timezone.now()
+                livemode=True, revoked_at__isnull=True, expires_at__gt=timezone.now()
+            ).count(),
+            "test_sessions": partner.token_sessions.filter(
+                livemode=False, revoked_at__isnull=True, expires_at__gt=timezone.now()
             ).count(),
         },
         status=400 if request.method == "POST" else 200,
