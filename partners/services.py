@@ -103,9 +103,7 @@ def credentials_rotate(*, partner: Partner, livemode: bool = True) -> IssuedCred
     credential = model.objects.select_for_update().filter(partner=partner).first()
     secret = _new_secret(livemode=livemode)
     if credential is None:
-        if livemode:
-            return credentials_issue(partner=partner)
-        # A partner without a test pair (none was provisioned for it): the rotation issues one.
+        # A partner without this pair (none was provisioned for it): the rotation issues one.
         credential = model(partner=partner)
     credential.secret_digest = _digest(secret)
     credential.secret_last4 = secret[-4:]

@@ -107,3 +107,18 @@ def test_quotes_and_orders_carry_their_mode(live_client, test_client, row):
     assert api_quote(test_client, row)["livemode"] is False
     assert api_order(live_client, row)["livemode"] is True
     assert api_order(test_client, row)["livemode"] is False
+
+
+def test_another_partners_notification_and_test_order_are_not_found(
+    test_client, row, django_capture_on_commit_callbacks
+):
+    from .conftest import client_for, make_partner_with_both_pairs
+
+    other = client_for(make_partner_with_both_pairs(name="Other Resale Co").test)
+    with django_capture_on_commit_callbacks(execute=True):
+        order = api_order(test_client, row)
+    notification = test_client.get("/v1/notifications").json()["data"]["results"][0]
+    assert_error(other.get(f"/v1/notifications/{notification['id']}"), 404, "NOTIFICATION_NOT_FOUND")
+    response = other.post(f"/v1/test/orders/{order['order_id']}/advance", {"to": "paid"}, format="json")
+    assert_error(response, 404, "ORDER_NOT_FOUND")
+    assert test_client.get(f"/v1/orders/{order['order_id']}").json()["data"]["status"] == "awaiting_transfer"
