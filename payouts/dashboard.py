@@ -1,5 +1,5 @@
 """The staff dashboard on the admin's index: what was bought and paid today and this week, the trend, and the
-queues of work that needs a person.
+queues of work that needs a person. Live data only: test-mode orders and endpoints never count.
 
 Every figure is one aggregate query over an indexed column, so the page stays fast at any number of orders
 (measured at 100,000 in ``bench/dashboard.py``). Figures are UTC days and ISO weeks (Monday first).

@@ -99,13 +99,20 @@ def test_rotate_credentials_rotates_the_pair_the_client_id_names(pairs, mode):
     assert token_response(other.client_id, other.client_secret).status_code == 200  # untouched
 
 
-def test_a_partner_without_a_test_secret_gets_one_by_rotating(db):
-    """Partners that existed before test mode got a test client_id whose secret nobody knows (migration)."""
+def test_the_migration_gives_existing_partners_a_test_client_id_whose_secret_nobody_knows(db):
+    """Partners that existed before test mode: a test client_id, and a secret they get by rotating."""
+    import importlib
+
+    from django.apps import apps
+
     from partners.models import PartnerTestCredential
 
-    pairs_partner = services.partner_create(name="Older Partner")
-    PartnerTestCredential.objects.filter(partner=pairs_partner.partner).update(secret_last4="")
-    PartnerTestCredential.objects.filter(partner=pairs_partner.partner).delete()
-    issued = services.credentials_rotate(partner=pairs_partner.partner, livemode=False)
-    assert issued.client_id.startswith("cli_test_")
-    assert token_response(issued.client_id, issued.client_secret).status_code == 200
+    migration = importlib.import_module("partners.migrations.0004_test_credentials")
+    older = services.partner_create(name="Older Partner")
+    PartnerTestCredential.objects.filter(partner=older.partner).delete()
+    migration.provision_test_credentials(apps, None)
+    credential = PartnerTestCredential.objects.get(partner=older.partner)
+    assert credential.client_id.startswith("cli_test_") and credential.secret_last4 == ""
+    rotated = services.credentials_rotate(partner=older.partner, livemode=False)
+    assert rotated.client_id == credential.client_id
+    assert token_response(rotated.client_id, rotated.client_secret).status_code == 200
