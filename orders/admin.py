@@ -14,6 +14,8 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
+from config.modes import ModeFilter
+
 from . import errors, outbox, services
 from .models import Notification, Order, OrderStatusHistory
 
@@ -67,6 +69,7 @@ class OrderAdmin(admin.ModelAdmin):
     # The list fits a 1280 px screen beside the filters: quantity and seat share a column, and the creation time
     # is left to the date hierarchy and the newest-first order.
     list_filter = (
+        ModeFilter,
         "status",
         ("partner", admin.RelatedOnlyFieldListFilter),
         ("event", admin.RelatedOnlyFieldListFilter),
@@ -351,3 +354,6 @@ class OrderAdmin(admin.ModelAdmin):
             "back_url": back_url or reverse("admin:orders_order_changelist"),
         }
         return TemplateResponse(request, "admin/orders/order/confirm_cancel.html", context)
+
+
+from . import notifications_admin  # noqa: E402, F401  (registers the notifications' admin)

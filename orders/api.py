@@ -16,6 +16,7 @@ from . import errors, examples, selectors, services
 from .serializers import (
     NotificationListParamsSerializer,
     NotificationListSerializer,
+    NotificationSerializer,
     OrderCancelSerializer,
     OrderCreateSerializer,
     OrderDetailSerializer,
@@ -98,7 +99,10 @@ class OrderListCreateView(APIView):
         form = OrderCreateSerializer(data=data)
         form.is_valid(raise_exception=True)
         order = services.order_create(
-            partner_pk=request.user.pk, actor=_actor(request), **form.validated_data
+            partner_pk=request.user.pk,
+            livemode=request.user.livemode,
+            actor=_actor(request),
+            **form.validated_data,
         )
         return Response(OrderSerializer(order).data, status=201)
 
@@ -121,7 +125,7 @@ class OrderListCreateView(APIView):
         params.is_valid(raise_exception=True)
         p = params.validated_data
         page = selectors.order_list(
-            partner_pk=request.user.pk,
+            principal=request.user,
             filters=selectors.OrderFilters(
                 status=p.get("status"),
                 event_id=p.get("event_id"),
@@ -162,7 +166,7 @@ class OrderDetailView(APIView):
         examples=examples.DETAIL_EXAMPLES,
     )
     def get(self, request, order_id: str):
-        order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
+        order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
         return Response(OrderDetailSerializer(order).data)
 
@@ -198,11 +202,11 @@ class OrderCancelView(APIView):
     def post(self, request, order_id: str):
         body = OrderCancelSerializer(data=request.data or {})
         body.is_valid(raise_exception=True)
-        order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
+        order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order = services.order_cancel(
             order=order, actor=_actor(request), reason=body.validated_data.get("reason", "")
         )
-        order = selectors.order_get_for_partner(partner_pk=request.user.pk, order_id=order_id)
+        order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
         return Response(OrderDetailSerializer(order).data)
 
@@ -230,8 +234,7 @@ class NotificationListView(APIView):
         params.is_valid(raise_exception=True)
         p = params.validated_data
         page = selectors.notification_list(
-            partner_pk=request.user.pk,
-            livemode=request.user.livemode,
+            principal=request.user,
             filters=selectors.NotificationFilters(
                 type=p.get("type"), order_id=p.get("order_id"), after=p.get("after")
             ),
@@ -245,3 +248,35 @@ class NotificationListView(APIView):
                 "next_cursor": page.next_cursor,
             }
         )
+
+
+class NotificationDetailView(APIView):
+    """GET /v1/notifications/{notification_id}."""
+
+    required_scope = "orders:write"
+    permission_classes = [HasRequiredScope]
+
+    @extend_schema(
+        operation_id="notifications_retrieve",
+        tags=["Notifications"],
+        summary="Read one of your notifications",
+        description=(
+            "One notification exactly as the feed and the webhooks carry it. Another partner's, the other "
+            "mode's, a purged or an unknown id is 404 NOTIFICATION_NOT_FOUND. Scope `orders:write`."
+        ),
+        parameters=[
+            OpenApiParameter(
+                "notification_id", str, OpenApiParameter.PATH, description="The notification id (`ntf_…`)."
+            )
+        ],
+        responses={
+            200: NotificationSerializer,
+            **error_responses(api_errors.Forbidden, api_errors.NotificationNotFound),
+        },
+        examples=examples.NOTIFICATION_DETAIL_EXAMPLES,
+    )
+    def get(self, request, notification_id: str):
+        notification = selectors.notification_get_for_partner(
+            principal=request.user, notification_id=notification_id
+        )
+        return Response(notification.payload)

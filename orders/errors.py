@@ -4,15 +4,18 @@ from config.api.errors import (  # noqa: F401  (re-exported for the app)
     EventExpired,
     FileRequired,
     Forbidden,
+    IllegalTransitionError,
     InHandDateRequired,
     InsufficientQuantity,
     InvalidDeliveryDeadline,
+    NotificationNotFound,
     OrderNotCancelable,
     OrderNotFound,
     PayoutMethodNotConfigured,
     QuoteAlreadyConsumed,
     QuoteExpired,
     QuoteNotFound,
+    TestModeOnly,
     ValidationFailed,
 )
 

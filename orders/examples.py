@@ -56,6 +56,7 @@ ORDER_EXAMPLE = {
     "transfer_address": "ord-k3x9q2m7v1n8c4wz@transfers.buyback.example",
     "partner_reference": "A-10042",
     "seller_email": "jane.doe@example.com",
+    "livemode": True,
 }
 
 CREATE_EXAMPLES = [
@@ -185,6 +186,10 @@ NOTIFICATION_EXAMPLE = {
     },
 }
 
+NOTIFICATION_DETAIL_EXAMPLES = [
+    OpenApiExample("Notification", response_only=True, value=NOTIFICATION_EXAMPLE)
+]
+
 NOTIFICATION_LIST_EXAMPLES = [
     OpenApiExample(
         "One page",
@@ -196,3 +201,28 @@ NOTIFICATION_LIST_EXAMPLES = [
         },
     )
 ]
+
+ADVANCED_ORDER_EXAMPLE = {
+    **ORDER_EXAMPLE,
+    "status": "paid",
+    "livemode": False,
+    "status_changed_at": "2026-11-21T18:32:00Z",
+    "status_history": [
+        *HISTORY_EXAMPLE,
+        *(
+            {
+                "from_status": before,
+                "to_status": after,
+                "at": "2026-11-21T18:32:00Z",
+                "actor": "system",
+                "reason": reason,
+            }
+            for before, after, reason in (
+                ("awaiting_transfer", "ticket_received", "Test mode: ticket received"),
+                ("ticket_received", "payout_in_process", "Test mode: payout started (no money moves)"),
+                ("payout_in_process", "scheduled", "Test mode: payout scheduled (no money moves)"),
+                ("scheduled", "paid", "Test mode: payout disbursed (no money moves)"),
+            )
+        ),
+    ],
+}

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from catalog.models import Event, Row
 from config.ids import new_public_id
+from config.modes import ModeScopedQuerySet
 from partners.models import Partner
 from quotes.models import Quote
 
@@ -49,6 +50,9 @@ class Order(models.Model):
 
     order_id = models.CharField("order id", max_length=32, unique=True, default=new_order_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="orders")
+    # A test-mode order (DECISIONS "Test mode") takes no quantity, is charged on the sandbox, e-mails the
+    # partner instead of the seller and is never paid out; staff figures count live orders only.
+    livemode = models.BooleanField(default=True)
     # One order per quote, enforced by the database (the unique index of the one-to-one).
     quote = models.OneToOneField(Quote, on_delete=models.PROTECT, related_name="order")
     event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="orders")
@@ -115,11 +119,15 @@ class Order(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = ModeScopedQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
             # The partner's order list (newest first, cursor on created_at, id).
-            models.Index(fields=["partner", "-created_at", "-id"], name="order_partner_cursor"),
+            models.Index(
+                fields=["partner", "livemode", "-created_at", "-id"], name="order_partner_mode_cursor"
+            ),
             models.Index(fields=["partner", "status", "-created_at"], name="order_partner_status"),
             models.Index(fields=["partner", "event", "-created_at"], name="order_partner_event"),
             # The sweeper and the expiry task walk open orders only.
@@ -221,6 +229,8 @@ class Notification(models.Model):
     payload = models.JSONField()
     created_at = models.DateTimeField(default=timezone.now)
     dispatched_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ModeScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]

@@ -6,9 +6,15 @@ from django.template.loader import render_to_string
 
 from .models import Order
 
+TEST_SUBJECT_PREFIX = "[TEST] "
+
 
 def seller_recipient(order: Order) -> str:
-    """seller_email, else the quote's ``user_metadata.email``, else the partner's contact e-mail (DECISIONS)."""
+    """seller_email, else the quote's ``user_metadata.email``, else the partner's contact e-mail (DECISIONS).
+
+    A test-mode order never e-mails the seller: its messages go to the partner's contact e-mail."""
+    if not order.livemode:
+        return order.partner.contact_email or ""
     if order.seller_email:
         return order.seller_email
     metadata = order.quote.user_metadata if isinstance(order.quote.user_metadata, dict) else {}
@@ -53,6 +59,8 @@ def confirmation_message_id(order: Order) -> str:
 def _send(
     *, template: str, subject: str, order: Order, to: str, headers: dict | None = None, connection=None
 ) -> None:
+    if not order.livemode:
+        subject = TEST_SUBJECT_PREFIX + subject
     context = _context(order)
     text = render_to_string(f"emails/{template}.txt", context)
     html = render_to_string(f"emails/{template}.html", context)

@@ -71,7 +71,7 @@ def order_notification_record(
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
     notification = Notification(
-        partner_id=order.partner_id, livemode=True, type=type, order_id=order.pk, created_at=at
+        partner_id=order.partner_id, livemode=order.livemode, type=type, order_id=order.pk, created_at=at
     )
     notification.payload = {
         "id": notification.notification_id,

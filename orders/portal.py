@@ -49,7 +49,7 @@ def _order_filters(request: HttpRequest) -> tuple[OrderFilterForm, OrderFilters 
 def _orders_page(
     request: HttpRequest, *, form: OrderFilterForm, filters: OrderFilters | None, status: int = 200
 ) -> HttpResponse:
-    queryset = order_list_for_portal(partner_pk=request.partner.pk, filters=filters)
+    queryset = order_list_for_portal(principal=request.mode, filters=filters)
     page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "portal/orders.html", {"nav": "orders", "form": form, "page": page}, status=status)
 
@@ -92,10 +92,10 @@ def orders_csv(request: HttpRequest) -> HttpResponse:
     form, filters = _order_filters(request)
     if form.is_bound and filters is None:
         return _orders_page(request, form=form, filters=None, status=400)
-    partner_pk = request.partner.pk
+    mode = request.mode
 
     def rows() -> Iterator[list[object]]:
-        queryset = order_list_for_portal(partner_pk=partner_pk, filters=filters)
+        queryset = order_list_for_portal(principal=mode, filters=filters)
         return (_order_csv_row(order) for order in queryset.iterator(chunk_size=EXPORT_CHUNK_SIZE))
 
     return csv_response(
@@ -110,7 +110,7 @@ def orders_csv(request: HttpRequest) -> HttpResponse:
 @require_GET
 def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
     try:
-        order = order_get_for_portal(partner_pk=request.partner.pk, order_id=order_id)
+        order = order_get_for_portal(principal=request.mode, order_id=order_id)
     except OrderNotFound:
         raise Http404("No such order.")
     return render(

@@ -1,4 +1,5 @@
-"""Reads on orders, always scoped to the calling partner."""
+"""Reads on orders and notifications, always scoped to the calling partner and the mode of its token
+(``ModeScopedQuerySet.for_principal``): an object of the other mode is as unknown as a missing one."""
 
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -6,6 +7,7 @@ from datetime import date, datetime
 from django.db.models import Q, QuerySet
 
 from config.api.pagination import Page, paginate
+from config.modes import Principal
 
 from . import errors
 from .models import Notification, Order, OrderStatusHistory
@@ -31,20 +33,21 @@ class OrderFilters:
     created_on_or_before: date | None = None
 
 
-def order_get_for_partner(*, partner_pk: int, order_id: str) -> Order:
-    """The partner's order; another partner's order is as unknown as a missing one (ORDER_NOT_FOUND)."""
-    order = Order.objects.select_related("event").filter(order_id=order_id, partner_id=partner_pk).first()
+def order_get_for_partner(*, principal: Principal, order_id: str) -> Order:
+    """The partner's order of the principal's mode; another partner's order, or one of the other mode, is as
+    unknown as a missing one (ORDER_NOT_FOUND)."""
+    order = Order.objects.for_principal(principal).select_related("event").filter(order_id=order_id).first()
     if order is None:
         raise errors.OrderNotFound(details={"order_id": order_id})
     return order
 
 
-def order_filter(*, partner_pk: int, filters: OrderFilters) -> QuerySet[Order]:
-    """The partner's orders that match ``filters``, unordered.
+def order_filter(*, principal: Principal, filters: OrderFilters) -> QuerySet[Order]:
+    """The partner's orders of the principal's mode that match ``filters``, unordered.
 
     The day filters are built in the active time zone, so the SQL must be evaluated while that zone is active.
     """
-    qs = Order.objects.filter(partner_id=partner_pk)
+    qs = Order.objects.for_principal(principal)
     if filters.status:
         qs = qs.filter(status=filters.status)
     if filters.event_id:
@@ -68,24 +71,26 @@ def order_filter(*, partner_pk: int, filters: OrderFilters) -> QuerySet[Order]:
     return qs
 
 
-def order_list(*, partner_pk: int, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
-    """The partner's orders, newest first, cursor-paginated."""
-    qs = order_filter(partner_pk=partner_pk, filters=filters).select_related("event")
+def order_list(*, principal: Principal, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
+    """The partner's orders of the principal's mode, newest first, cursor-paginated."""
+    qs = order_filter(principal=principal, filters=filters).select_related("event")
     return paginate(qs, ordering=LIST_ORDERING, limit=limit, cursor=cursor)
 
 
-def order_list_for_portal(*, partner_pk: int, filters: OrderFilters | None = None) -> QuerySet[Order]:
-    """The portal's orders page and CSV: newest first, with the event and the payout (``order.payout``) each
+def order_list_for_portal(*, principal: Principal, filters: OrderFilters | None = None) -> QuerySet[Order]:
+    """The portal's orders page and CSV, in the mode of the portal's Test/Live switch: newest first, with the event and the payout (``order.payout``) each
     row shows."""
-    qs = order_filter(partner_pk=partner_pk, filters=filters or OrderFilters())
+    qs = order_filter(principal=principal, filters=filters or OrderFilters())
     return qs.select_related("event", "payout").order_by(*LIST_ORDERING)
 
 
-def order_get_for_portal(*, partner_pk: int, order_id: str) -> Order:
-    """One order of the partner with its event, card charge and payout (``order.charge``, ``order.payout``)."""
+def order_get_for_portal(*, principal: Principal, order_id: str) -> Order:
+    """One order of the partner in the portal's mode, with its event, card charge and payout
+    (``order.charge``, ``order.payout``)."""
     order = (
-        Order.objects.select_related("event", "charge", "payout")
-        .filter(order_id=order_id, partner_id=partner_pk)
+        Order.objects.for_principal(principal)
+        .select_related("event", "charge", "payout")
+        .filter(order_id=order_id)
         .first()
     )
     if order is None:
@@ -93,9 +98,9 @@ def order_get_for_portal(*, partner_pk: int, order_id: str) -> Order:
     return order
 
 
-def orders_active(*, partner_pk: int) -> QuerySet[Order]:
-    """The partner's orders that are not yet paid, canceled or expired."""
-    return Order.objects.filter(partner_id=partner_pk).exclude(status__in=SETTLED_STATUSES)
+def orders_active(*, principal: Principal) -> QuerySet[Order]:
+    """The partner's orders of the principal's mode that are not yet paid, canceled or expired."""
+    return Order.objects.for_principal(principal).exclude(status__in=SETTLED_STATUSES)
 
 
 def order_status_history(*, order: Order) -> list[OrderStatusHistory]:
@@ -113,15 +118,25 @@ class NotificationFilters:
     after: str | None = None  # a notification id of the caller's
 
 
+def notification_get_for_partner(*, principal: Principal, notification_id: str) -> Notification:
+    """One of the partner's notifications of the principal's mode; anything else is NOTIFICATION_NOT_FOUND."""
+    notification = (
+        Notification.objects.for_principal(principal).filter(notification_id=notification_id).first()
+    )
+    if notification is None:
+        raise errors.NotificationNotFound(details={"notification_id": notification_id})
+    return notification
+
+
 def notification_list(
-    *, partner_pk: int, livemode: bool, filters: NotificationFilters, limit: int, cursor: str | None
+    *, principal: Principal, filters: NotificationFilters, limit: int, cursor: str | None
 ) -> Page:
     """The partner's notifications of one mode, oldest first, cursor-paginated.
 
     ``after`` must name one of the caller's notifications of that mode; anything else (unknown, purged,
     another partner's) is VALIDATION_ERROR on ``after``, so a poller learns its bookmark is gone.
     """
-    qs = Notification.objects.filter(partner_id=partner_pk, livemode=livemode)
+    qs = Notification.objects.for_principal(principal)
     if filters.after:
         after_pk = qs.filter(notification_id=filters.after).values_list("pk", flat=True).first()
         if after_pk is None:

@@ -253,6 +253,9 @@ class OrderSerializer(serializers.Serializer):
         help_text="The partner's own reference, as sent; null when none was."
     )
     seller_email = OptionalTextField(help_text="The seller_email sent with the order; null when none was.")
+    livemode = serializers.BooleanField(
+        help_text="false for a test-mode order (made with a test-mode token); true for a live one."
+    )
 
     @extend_schema_field(OrderQuoteSnapshotSerializer(many=True))
     def get_quotes(self, order: Order) -> list[dict]:

@@ -1,10 +1,20 @@
 from django.urls import path
 
-from . import api
+from . import api, testmode_api
 
 urlpatterns = [
     path("orders", api.OrderListCreateView.as_view(), name="orders"),
     path("orders/<str:order_id>", api.OrderDetailView.as_view(), name="order-detail"),
     path("orders/<str:order_id>/cancel", api.OrderCancelView.as_view(), name="order-cancel"),
     path("notifications", api.NotificationListView.as_view(), name="notifications"),
+    path(
+        "notifications/<str:notification_id>",
+        api.NotificationDetailView.as_view(),
+        name="notification-detail",
+    ),
+    path(
+        "test/orders/<str:order_id>/advance",
+        testmode_api.OrderAdvanceView.as_view(),
+        name="test-order-advance",
+    ),
 ]

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from . import portal_services, services
+from .admin_testmode import TestCredentialsAdminMixin
 from .models import Partner, PortalUser, TokenSession
 from .selectors import payment_readiness
 
@@ -58,15 +59,23 @@ admin.site.enable_nav_sidebar = False
 
 
 @admin.register(Partner)
-class PartnerAdmin(admin.ModelAdmin):
+class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
-    search_fields = ("name", "public_id", "contact_email", "credential__client_id")
+    search_fields = (
+        "name",
+        "public_id",
+        "contact_email",
+        "credential__client_id",
+        "test_credential__client_id",
+    )
     ordering = ("name",)
     readonly_fields = (
         "public_id",
         "client_id",
         "secret_hint",
+        "test_client_id",
+        "test_secret_hint",
         "readiness",
         "status",
         "suspended_reason",
@@ -76,7 +85,7 @@ class PartnerAdmin(admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("name", "contact_email", "public_id", "status", "suspended_reason")}),
-        ("API credentials", {"fields": ("client_id", "secret_hint")}),
+        ("API credentials", {"fields": ("client_id", "secret_hint", "test_client_id", "test_secret_hint")}),
         ("Payment readiness", {"fields": ("readiness",)}),
         ("Token sessions", {"fields": ("recent_sessions",)}),
         ("Record", {"fields": ("created_at", "updated_at")}),
@@ -95,7 +104,7 @@ class PartnerAdmin(admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
-            .select_related("credential", "payout_account", "credit_card")
+            .select_related("credential", "test_credential", "payout_account", "credit_card")
             .annotate(
                 live_session_count=Count(
                     "token_sessions",
@@ -189,10 +198,16 @@ class PartnerAdmin(admin.ModelAdmin):
                     "partner_pk": item.partner.pk,
                     "partner_name": item.partner.name,
                     "partner_id": item.partner.public_id,
-                    "client_id": item.client_id,
-                    "client_secret": item.client_secret,
+                    "client_id": client_id,
+                    "client_secret": secret,
                 }
                 for item in issued_list
+                # A new partner gets both pairs at once: the test-mode pair is a row of its own.
+                for client_id, secret in (
+                    (item.client_id, item.client_secret),
+                    (item.test_client_id, item.test_client_secret),
+                )
+                if client_id
             ],
         }
         return HttpResponseRedirect(reverse("admin:partners_partner_credentials_once"))
@@ -240,7 +255,7 @@ class PartnerAdmin(admin.ModelAdmin):
                 name="partners_partner_invite_portal_user",
             ),
         ]
-        return custom + super().get_urls()
+        return custom + self.test_credential_urls() + super().get_urls()
 
     def _partner_for_change(self, request: HttpRequest, pk: int) -> Partner:
         partner = get_object_or_404(Partner, pk=pk)

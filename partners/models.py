@@ -21,6 +21,10 @@ def new_client_id() -> str:
     return new_public_id("cli", 24)
 
 
+def new_test_client_id() -> str:
+    return new_public_id("cli_test", 24)
+
+
 def new_session_id() -> str:
     return new_public_id("tks", 24)
 
@@ -59,10 +63,9 @@ class Partner(models.Model):
         return self.status == self.Status.ACTIVE
 
 
-class PartnerCredential(models.Model):
-    """The partner's client credentials. The secret is kept only as a SHA-256 digest."""
+class ClientCredential(models.Model):
+    """A client_id and its secret, kept only as a SHA-256 digest."""
 
-    partner = models.OneToOneField(Partner, on_delete=models.CASCADE, related_name="credential")
     client_id = models.CharField(max_length=40, unique=True, default=new_client_id, editable=False)
     secret_digest = models.CharField(max_length=64, editable=False)
     secret_last4 = models.CharField(
@@ -71,8 +74,29 @@ class PartnerCredential(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     rotated_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        abstract = True
+
     def __str__(self) -> str:
         return self.client_id
+
+
+class PartnerCredential(ClientCredential):
+    """The partner's live client credentials (``cli_…`` / ``sec_…``)."""
+
+    livemode = True
+
+    partner = models.OneToOneField(Partner, on_delete=models.CASCADE, related_name="credential")
+
+
+class PartnerTestCredential(ClientCredential):
+    """The partner's test-mode client credentials (``cli_test_…`` / ``sec_test_…``): their tokens see and
+    make test-mode objects only (DECISIONS "Test mode")."""
+
+    livemode = False
+
+    partner = models.OneToOneField(Partner, on_delete=models.CASCADE, related_name="test_credential")
+    client_id = models.CharField(max_length=40, unique=True, default=new_test_client_id, editable=False)
 
 
 class TokenSession(models.Model):
@@ -81,6 +105,8 @@ class TokenSession(models.Model):
     session_id = models.CharField(max_length=40, unique=True, default=new_session_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="token_sessions")
     scope = models.CharField(max_length=200)
+    # The mode of the credentials the token was issued for (DECISIONS "Test mode").
+    livemode = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -6,7 +6,7 @@ from django.urls import path
 
 from config import two_factor
 
-from .portal import auth, pages
+from .portal import auth, mode, pages
 
 urlpatterns = [
     path("login", auth.login, name="login"),
@@ -23,4 +23,5 @@ urlpatterns = [
     path("2fa/disable/", two_factor.portal_disable, name="2fa-disable"),
     path("settings/api-credentials", pages.api_credentials, name="api-credentials"),
     path("settings/preferences", pages.preferences, name="preferences"),
+    path("mode", mode.mode_switch, name="mode"),
 ]

@@ -26,7 +26,7 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
-from .models import Partner, PartnerCredential, PortalUser, TokenSession
+from .models import Partner, PartnerCredential, PartnerTestCredential, PortalUser, TokenSession
 
 logger = logging.getLogger(__name__)
 
@@ -234,14 +234,18 @@ class CredentialCheck:
     partner_pk: int
     partner_id: str
     partner_status: str
+    livemode: bool = True
 
 
 def credential_for_token(*, client_id: str) -> CredentialCheck | None:
+    # A test pair's client_id starts with cli_test_ (a live one never does: its random part has no "_").
+    livemode = not client_id.startswith("cli_test_")
+    model = PartnerCredential if livemode else PartnerTestCredential
     # values_list and a slice: no model instances and no ORDER BY on the endpoint's hottest query.
-    rows = PartnerCredential.objects.filter(client_id=client_id).values_list(
+    rows = model.objects.filter(client_id=client_id).values_list(
         "secret_digest", "partner_id", "partner__public_id", "partner__status"
     )[:1]
-    return next((CredentialCheck(*row) for row in rows), None)
+    return next((CredentialCheck(*row, livemode=livemode) for row in rows), None)
 
 
 # The partner's payment set-up: the payouts app owns the two methods, the partner row names them through
@@ -278,10 +282,15 @@ def credential_of_partner(*, partner_pk: int) -> PartnerCredential | None:
     return PartnerCredential.objects.filter(partner_id=partner_pk).first()
 
 
-def token_sessions_live_count(*, partner_pk: int) -> int:
-    """Bearer tokens of the partner that are neither revoked nor expired."""
+def test_credential_of_partner(*, partner_pk: int) -> PartnerTestCredential | None:
+    """The partner's test-mode API credentials (the secret only as its digest and last 4)."""
+    return PartnerTestCredential.objects.filter(partner_id=partner_pk).first()
+
+
+def token_sessions_live_count(*, partner_pk: int, livemode: bool = True) -> int:
+    """Bearer tokens of the partner, of one mode, that are neither revoked nor expired."""
     return TokenSession.objects.filter(
-        partner_id=partner_pk, revoked_at__isnull=True, expires_at__gt=timezone.now()
+        partner_id=partner_pk, livemode=livemode, revoked_at__isnull=True, expires_at__gt=timezone.now()
     ).count()
 
 

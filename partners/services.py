@@ -15,7 +15,7 @@ from django.utils import timezone
 from config.api import errors
 
 from . import tokens
-from .models import Partner, PartnerCredential, TokenSession
+from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
 from .selectors import (
     SESSION_REVOKED,
     SESSION_SUSPENDED,
@@ -36,8 +36,12 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def _new_secret() -> str:
-    return "sec_" + secrets.token_urlsafe(32)  # 32 random bytes
+def _new_secret(*, livemode: bool = True) -> str:
+    return ("sec_" if livemode else "sec_test_") + secrets.token_urlsafe(32)  # 32 random bytes
+
+
+def _credential_model(livemode: bool) -> type[PartnerCredential] | type[PartnerTestCredential]:
+    return PartnerCredential if livemode else PartnerTestCredential
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class IssuedCredentials:
     partner: Partner
     client_id: str
     client_secret: str  # shown once; never stored
+    livemode: bool = True
+    # The test-mode pair, issued with the live one at provisioning (DECISIONS "Test mode").
+    test_client_id: str | None = None
+    test_client_secret: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,49 +76,71 @@ def partner_create(*, name: str, contact_email: str = "", suspended: bool = Fals
 
 @transaction.atomic
 def credentials_issue(*, partner: Partner) -> IssuedCredentials:
-    """First credentials for a partner (the admin's add form and ``create_partner``)."""
-    secret = _new_secret()
+    """First credentials for a partner (the admin's add form and ``create_partner``): the live pair and the
+    test-mode pair, each secret shown once."""
+    secret, test_secret = _new_secret(), _new_secret(livemode=False)
     credential = PartnerCredential.objects.create(
         partner=partner, secret_digest=_digest(secret), secret_last4=secret[-4:]
     )
-    return IssuedCredentials(partner=partner, client_id=credential.client_id, client_secret=secret)
+    test_credential = PartnerTestCredential.objects.create(
+        partner=partner, secret_digest=_digest(test_secret), secret_last4=test_secret[-4:]
+    )
+    return IssuedCredentials(
+        partner=partner,
+        client_id=credential.client_id,
+        client_secret=secret,
+        test_client_id=test_credential.client_id,
+        test_client_secret=test_secret,
+    )
 
 
 @transaction.atomic
-def credentials_rotate(*, partner: Partner) -> IssuedCredentials:
-    """Keep the client_id, replace the secret, revoke every token session of the partner."""
+def credentials_rotate(*, partner: Partner, livemode: bool = True) -> IssuedCredentials:
+    """Keep the client_id of the pair of that mode, replace its secret, revoke the partner's token sessions
+    of that mode (rotating the test pair leaves live tokens working, and the other way round)."""
+    model = _credential_model(livemode)
     # Lock the credential row: two concurrent rotations must not both think their secret is current.
-    credential = PartnerCredential.objects.select_for_update().filter(partner=partner).first()
+    credential = model.objects.select_for_update().filter(partner=partner).first()
+    secret = _new_secret(livemode=livemode)
     if credential is None:
-        return credentials_issue(partner=partner)
-    secret = _new_secret()
+        # A partner without this pair (none was provisioned for it): the rotation issues one.
+        credential = model(partner=partner)
     credential.secret_digest = _digest(secret)
     credential.secret_last4 = secret[-4:]
     credential.rotated_at = timezone.now()
-    credential.save(update_fields=["secret_digest", "secret_last4", "rotated_at"])
-    sessions_revoke(partner=partner, reason="credentials rotated")
+    credential.save()
+    sessions_revoke(partner=partner, reason="credentials rotated", livemode=livemode)
     logger.info(
-        "credentials rotated", extra={"partner_id": partner.public_id, "client_id": credential.client_id}
+        "credentials rotated",
+        extra={"partner_id": partner.public_id, "client_id": credential.client_id, "livemode": livemode},
     )
-    return IssuedCredentials(partner=partner, client_id=credential.client_id, client_secret=secret)
+    return IssuedCredentials(
+        partner=partner, client_id=credential.client_id, client_secret=secret, livemode=livemode
+    )
 
 
-def sessions_revoke(*, partner: Partner, reason: str, state: str = SESSION_REVOKED) -> int:
-    """Revoke the partner's live sessions and overwrite their cached state in the shared cache.
+def credential_by_client_id(*, client_id: str) -> PartnerCredential | PartnerTestCredential | None:
+    """The live or test pair a client_id names (``cli_test_…`` is always a test pair)."""
+    model = _credential_model(not client_id.startswith("cli_test_"))
+    return model.objects.select_related("partner").filter(client_id=client_id).first()
+
+
+def sessions_revoke(
+    *, partner: Partner, reason: str, state: str = SESSION_REVOKED, livemode: bool | None = None
+) -> int:
+    """Revoke the partner's live sessions (of one mode, when ``livemode`` is given) and overwrite their
+    cached state in the shared cache.
 
     Every unexpired session is re-published, the ones revoked earlier too: a suspension must turn their
     cached "revoked" into "suspended"."""
     if partner.status != Partner.Status.ACTIVE:
         state = SESSION_SUSPENDED  # e.g. rotating a suspended partner: its tokens still say suspended
     now = timezone.now()
-    unexpired = list(
-        TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(
-            "session_id", "expires_at"
-        )
-    )
-    revoked = TokenSession.objects.filter(partner=partner, revoked_at__isnull=True).update(
-        revoked_at=now, revoked_reason=reason
-    )
+    sessions = TokenSession.objects.filter(partner=partner)
+    if livemode is not None:
+        sessions = sessions.filter(livemode=livemode)
+    unexpired = list(sessions.filter(expires_at__gt=now).values_list("session_id", "expires_at"))
+    revoked = sessions.filter(revoked_at__isnull=True).update(revoked_at=now, revoked_reason=reason)
     entries = [(sid, expires_at, state, partner.pk, partner.public_id) for sid, expires_at in unexpired]
 
     def publish() -> None:
@@ -174,6 +204,7 @@ def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = N
     expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
     session = TokenSession.objects.create(
         partner_id=credential.partner_pk,
+        livemode=credential.livemode,
         scope=GRANTED_SCOPE,
         expires_at=expires_at,
         client_ip=client_ip or None,
@@ -183,6 +214,7 @@ def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = N
         session_id=session.session_id,
         expires_at=expires_at,
         scope=GRANTED_SCOPE,
+        livemode=credential.livemode,
     )
     return IssuedToken(
         access_token=access_token, expires_at=expires_at, expires_in=ttl, scope=GRANTED_SCOPE, session=session

@@ -27,6 +27,8 @@ class TokenClaims:
     session_id: str
     expires_at: int
     scopes: frozenset[str]
+    # False for a token issued from test-mode credentials (DECISIONS "Test mode").
+    livemode: bool = True
 
 
 def _b64(data: bytes) -> str:
@@ -49,11 +51,11 @@ def _invalid_token(description: str) -> errors.Unauthorized:
     )
 
 
-def sign(*, partner_id: str, session_id: str, expires_at: datetime, scope: str) -> str:
-    payload = json.dumps(
-        {"v": 1, "p": partner_id, "s": session_id, "exp": int(expires_at.timestamp()), "scp": scope},
-        separators=(",", ":"),
-    ).encode()
+def sign(*, partner_id: str, session_id: str, expires_at: datetime, scope: str, livemode: bool = True) -> str:
+    claims = {"v": 1, "p": partner_id, "s": session_id, "exp": int(expires_at.timestamp()), "scp": scope}
+    if not livemode:
+        claims["test"] = True  # signed with the rest: a live token cannot be turned into a test one
+    payload = json.dumps(claims, separators=(",", ":")).encode()
     signature = hmac.new(_signing_key(), payload, hashlib.sha256).digest()
     return f"{_b64(payload)}.{_b64(signature)}"
 
@@ -75,6 +77,7 @@ def verify(token: str, *, now: float | None = None) -> TokenClaims:
             session_id=str(data["s"]),
             expires_at=int(data["exp"]),
             scopes=frozenset(str(data["scp"]).split()),
+            livemode=data.get("test") is not True,
         )
     except (ValueError, KeyError, TypeError):
         raise _invalid_token("malformed payload")

@@ -1,5 +1,5 @@
 """The staff dashboard on the admin's index: what was bought and paid today and this week, the trend, and the
-queues of work that needs a person.
+queues of work that needs a person. Live data only: test-mode orders and endpoints never count.
 
 Every figure is one aggregate query over an indexed column, so the page stays fast at any number of orders
 (measured at 100,000 in ``bench/dashboard.py``). Figures are UTC days and ISO weeks (Monday first).
@@ -109,7 +109,7 @@ def _queues(*, today: date) -> list[Queue]:
     soon = today + timedelta(
         days=2
     )  # the in-hand date is a venue-local date: today, tomorrow or the day after
-    awaiting = Order.objects.filter(status=S.AWAITING_TRANSFER)
+    awaiting = Order.objects.live().filter(status=S.AWAITING_TRANSFER)
     counts = awaiting.aggregate(
         due_soon=Count("id", filter=Q(in_hand_date__gte=today, in_hand_date__lte=soon)),
         overdue=Count("id", filter=Q(in_hand_date__lt=today)),
@@ -117,7 +117,7 @@ def _queues(*, today: date) -> list[Queue]:
     declined = Charge.objects.filter(status=Charge.Status.FAILED).count()
     failed_refunds = Charge.objects.filter(refund_status=Charge.RefundStatus.FAILED).count()
     failed_payouts = Payout.objects.filter(status=Payout.Status.FAILED).count()
-    disabled_endpoints = WebhookEndpoint.objects.filter(status=WebhookEndpoint.Status.DISABLED).count()
+    disabled_endpoints = WebhookEndpoint.objects.live().filter(status=WebhookEndpoint.Status.DISABLED).count()
     return [
         Queue(
             "Transfers due within 48 hours",
@@ -178,7 +178,8 @@ def _label(i: int, count: int, slot: float, text: str) -> tuple[float, str, str]
 def _orders_chart(*, today: date) -> Chart:
     first = today - timedelta(days=CHART_DAYS - 1)
     rows = (
-        Order.objects.filter(created_at__gte=_start_of_day(first))
+        Order.objects.live()
+        .filter(created_at__gte=_start_of_day(first))
         .annotate(day=TruncDate("created_at"))
         .values("day", "status")
         .annotate(n=Count("id"))

@@ -3,6 +3,8 @@
 from django.contrib import admin
 from django.utils import timezone
 
+from config.modes import ModeFilter
+
 from .codec import decode_quote_id, encode_quote_id
 from .models import Quote
 
@@ -40,7 +42,7 @@ class QuoteAdmin(admin.ModelAdmin):
         "created_at",
         "expires_at",
     )
-    list_filter = (StatusFilter, "created_at")
+    list_filter = (ModeFilter, StatusFilter, "created_at")
     search_fields = ("event_name", "partner__name", "partner__public_id", "event__event_id")
     list_select_related = ("partner",)
     date_hierarchy = "created_at"

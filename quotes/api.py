@@ -59,6 +59,7 @@ class QuoteCreateView(APIView):
             row_name=data.get("row_name"),
             quantity=data["quantity"],
             user_metadata=dict(data.get("user_metadata") or {}),
+            livemode=request.user.livemode,
         )
         return Response(quote_data(quote, event_public_id=data["event_id"]), status=201)
 
@@ -87,7 +88,7 @@ class QuoteDetailView(APIView):
         ],
     )
     def get(self, request, quote_id: str):
-        quote = selectors.quote_get_for_partner(quote_id=quote_id, partner_pk=request.user.pk)
+        quote = selectors.quote_get_for_partner(quote_id=quote_id, principal=request.user)
         # The id is echoed as sent: during a key rotation an id made with the previous key stays stable.
         data = quote_data(quote, event_public_id=quote.event.event_id, quote_id=quote_id, with_order=True)
         return Response(data)

@@ -35,6 +35,7 @@ QUOTE = {
     "restrictions": ["Obstructed view"],
     "restriction_detail": "A pillar blocks part of the stage from seats 1–4.",
     "primary_site": "ticketmaster",
+    "livemode": True,
 }
 
 QUOTE_CONSUMED = {**QUOTE, "status": "consumed", "order_id": "ord_Tq8ZbN3wK5xR1mV9cL2p"}

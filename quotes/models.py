@@ -9,6 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
+from config.modes import ModeScopedQuerySet
 from partners.models import Partner
 
 
@@ -19,6 +20,8 @@ class Quote(models.Model):
         EXPIRED = "expired", "Expired"
 
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="quotes")
+    # Test-mode quotes come from test-mode tokens and can only be ordered by them (DECISIONS "Test mode").
+    livemode = models.BooleanField(default=True)
     event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="quotes")
     section = models.ForeignKey(Section, on_delete=models.PROTECT, related_name="quotes")
     row = models.ForeignKey(Row, on_delete=models.PROTECT, related_name="quotes")
@@ -42,6 +45,8 @@ class Quote(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     consumed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ModeScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -2,24 +2,26 @@
 
 from django.core.exceptions import ObjectDoesNotExist
 
+from config.modes import Principal
+
 from . import errors
 from .codec import decode_quote_id
 from .models import Quote
 
 
-def quote_get_for_partner(*, quote_id: str, partner_pk: int) -> Quote:
+def quote_get_for_partner(*, quote_id: str, principal: Principal) -> Quote:
     """The quote behind an encrypted id, if it is the caller's.
 
-    An id that does not decrypt, or names no quote, is QUOTE_NOT_FOUND; another partner's quote is
-    FORBIDDEN (spec 5.4).
+    An id that does not decrypt, names no quote, or names a quote of the other mode (DECISIONS "Test mode")
+    is QUOTE_NOT_FOUND; another partner's quote of the same mode is FORBIDDEN (spec 5.4).
     """
     pk = decode_quote_id(quote_id)
     quote = None
     if pk is not None:
-        quote = Quote.objects.select_related("event").filter(pk=pk).first()
+        quote = Quote.objects.select_related("event").filter(pk=pk, livemode=principal.livemode).first()
     if quote is None:
         raise errors.QuoteNotFound(details={"quote_id": quote_id})
-    if quote.partner_id != partner_pk:
+    if quote.partner_id != principal.pk:
         raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
     return quote
 

@@ -75,6 +75,7 @@ def quote_data(
         "restrictions": list(quote.restrictions or []),
         "restriction_detail": quote.restriction_detail,
         "primary_site": quote.primary_site,
+        "livemode": quote.livemode,
     }
     if with_order:
         data["order_id"] = quote_order_id(quote)
@@ -110,6 +111,10 @@ class QuoteSerializer(serializers.Serializer):
     restrictions = serializers.ListField(child=serializers.CharField())
     restriction_detail = serializers.CharField(allow_null=True)
     primary_site = serializers.CharField()
+    livemode = serializers.BooleanField(
+        help_text="false for a test-mode quote (made with a test-mode token); it can be ordered only in "
+        "test mode."
+    )
 
 
 class QuoteDetailSerializer(QuoteSerializer):

@@ -35,8 +35,10 @@ def quote_create(
     quantity: int,
     row_name: str | None = None,
     user_metadata: dict[str, Any] | None = None,
+    livemode: bool = True,
 ) -> Quote:
-    """Lock the row's current offer price for ``QUOTE_TTL_SECONDS``.
+    """Lock the row's current offer price for ``QUOTE_TTL_SECONDS``; the quote has the mode of the token
+    (``livemode``) and can be ordered only in that mode.
 
     Checks, in order: EVENT_NOT_FOUND, EVENT_EXPIRED (started or canceled), SECTION_NOT_FOUND,
     ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. Reads the database, never the catalog cache. No quantity is
@@ -63,6 +65,7 @@ def quote_create(
             row=row,
             quantity=quantity,
             user_metadata=user_metadata,
+            livemode=livemode,
         )
     # Something is missing: find out what, step by step, in the order of the checks.
     event = Event.objects.filter(event_id=event_id).first()
@@ -91,6 +94,7 @@ def quote_create(
         row=row,
         quantity=quantity,
         user_metadata=user_metadata,
+        livemode=livemode,
     )
 
 
@@ -113,10 +117,12 @@ def _quote_insert(
     row: Row,
     quantity: int,
     user_metadata: dict[str, Any] | None,
+    livemode: bool,
 ) -> Quote:
     now = timezone.now()
     return Quote.objects.create(
         partner_id=partner_pk,
+        livemode=livemode,
         event=event,
         section=section,
         row=row,

@@ -188,6 +188,16 @@ class IdempotencyKeyMismatch(ApiError):
     message = "This Idempotency-Key was used with another request (method, path or body); use a new key."
 
 
+class TestModeOnly(ApiError):
+    code, status = "TEST_MODE_ONLY", 403
+    message = "This endpoint works with a test-mode token only (credentials cli_test_… / sec_test_…)."
+
+
+class IllegalTransitionError(ApiError):
+    code, status = "ILLEGAL_TRANSITION", 409
+    message = "The order cannot move to this status from its current one."
+
+
 def all_error_classes() -> list[type[ApiError]]:
     """Every concrete error, once per code (used by the schema and by tests)."""
     seen: dict[str, type[ApiError]] = {}

@@ -37,9 +37,7 @@ class WebhookView(APIView):
     permission_classes = [HasRequiredScope]
 
     def endpoint(self, request, endpoint_id: str):
-        return selectors.endpoint_get_for_partner(
-            partner_pk=request.user.pk, livemode=request.user.livemode, endpoint_id=endpoint_id
-        )
+        return selectors.endpoint_get_for_partner(principal=request.user, endpoint_id=endpoint_id)
 
 
 def _page(page, serializer) -> dict:
@@ -96,8 +94,7 @@ class EndpointListCreateView(WebhookView):
         params = ListParamsSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         page = selectors.endpoint_list(
-            partner_pk=request.user.pk,
-            livemode=request.user.livemode,
+            principal=request.user,
             limit=params.validated_data["limit"],
             cursor=params.validated_data.get("cursor"),
         )

@@ -9,6 +9,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.ids import new_public_id
+from config.modes import ModeScopedQuerySet
 from orders.models import Notification
 from partners.models import Partner
 
@@ -54,6 +55,8 @@ class WebhookEndpoint(models.Model):
     disabled_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ModeScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

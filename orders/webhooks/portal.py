@@ -2,7 +2,8 @@
 
 Every POST answers with a redirect, so a reload never repeats it. A new secret travels to the page that
 shows it through the session, once: the page takes it out, and a reload says it was already shown.
-The portal shows live-mode endpoints (test mode has its own tokens and, later, its own switch).
+The pages follow the portal's Test/Live switch (``request.mode``): test-mode endpoints get only test-mode
+notifications, live ones only live ones.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from . import selectors, services
 from .forms import EndpointForm, ResendForm, RotateSecretForm, StatusForm
 from .models import WebhookEndpoint
 
-LIVEMODE = True
 SECRET_SESSION_KEY = "webhook_secret_once"
 ADD_FORM_SESSION_KEY = "webhook_add_form"
 DELIVERIES_DAYS = 30
@@ -28,9 +28,7 @@ DELIVERIES_SHOWN = 200
 
 def _endpoint(request: HttpRequest, endpoint_id: str) -> WebhookEndpoint:
     try:
-        return selectors.endpoint_get_for_partner(
-            partner_pk=request.partner.pk, livemode=LIVEMODE, endpoint_id=endpoint_id
-        )
+        return selectors.endpoint_get_for_partner(principal=request.mode, endpoint_id=endpoint_id)
     except ApiError:
         raise Http404("No such webhook endpoint.")
 
@@ -54,7 +52,7 @@ def endpoint_list(request: HttpRequest) -> HttpResponse:
     form = EndpointForm(data) if data else EndpointForm()
     if data:
         form.is_valid()
-    endpoints = selectors.endpoints_of_partner(partner_pk=request.partner.pk, livemode=LIVEMODE)
+    endpoints = selectors.endpoints_of_partner(principal=request.mode)
     return render(
         request, "portal/webhooks/list.html", {"nav": "webhooks", "endpoints": endpoints, "form": form}
     )
@@ -67,7 +65,7 @@ def endpoint_add(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             endpoint, secret = services.endpoint_create(
-                partner_pk=request.partner.pk, livemode=LIVEMODE, **form.cleaned_data
+                partner_pk=request.partner.pk, livemode=request.livemode, **form.cleaned_data
             )
         except ApiError as exc:
             messages.error(request, exc.message)

@@ -6,6 +6,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from config.api.pagination import Page, paginate
+from config.modes import Principal
 
 from . import errors
 from .models import WebhookAttempt, WebhookEndpoint
@@ -14,25 +15,21 @@ ENDPOINT_ORDERING = ("-created_at", "-id")
 ATTEMPT_ORDERING = ("-id",)
 
 
-def endpoint_get_for_partner(*, partner_pk: int, livemode: bool, endpoint_id: str) -> WebhookEndpoint:
+def endpoint_get_for_partner(*, principal: Principal, endpoint_id: str) -> WebhookEndpoint:
     """Another partner's (or the other mode's) endpoint is as unknown as a missing one."""
-    endpoint = WebhookEndpoint.objects.filter(
-        endpoint_id=endpoint_id, partner_id=partner_pk, livemode=livemode
-    ).first()
+    endpoint = WebhookEndpoint.objects.for_principal(principal).filter(endpoint_id=endpoint_id).first()
     if endpoint is None:
         raise errors.WebhookEndpointNotFound(details={"endpoint_id": endpoint_id})
     return endpoint
 
 
-def endpoints_of_partner(*, partner_pk: int, livemode: bool) -> QuerySet[WebhookEndpoint]:
-    return WebhookEndpoint.objects.filter(partner_id=partner_pk, livemode=livemode).order_by(
-        *ENDPOINT_ORDERING
-    )
+def endpoints_of_partner(*, principal: Principal) -> QuerySet[WebhookEndpoint]:
+    return WebhookEndpoint.objects.for_principal(principal).order_by(*ENDPOINT_ORDERING)
 
 
-def endpoint_list(*, partner_pk: int, livemode: bool, limit: int, cursor: str | None) -> Page:
+def endpoint_list(*, principal: Principal, limit: int, cursor: str | None) -> Page:
     return paginate(
-        endpoints_of_partner(partner_pk=partner_pk, livemode=livemode),
+        endpoints_of_partner(principal=principal),
         ordering=ENDPOINT_ORDERING,
         limit=limit,
         cursor=cursor,

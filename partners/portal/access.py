@@ -18,6 +18,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from config.modes import PartnerMode
+
 from ..selectors import portal_profile_of_user
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,9 @@ def _form_action_origins() -> list[str]:
         except Exception:  # a misconfigured platform must not take the portal's pages down
             logger.warning("form-action origins unavailable", exc_info=True)
     return origins
+
+MODE_SESSION_KEY = "portal_mode"
+MODE_TEST = "test"
 
 
 def _content_security_policy() -> str:
@@ -86,6 +91,9 @@ def portal_page(view):
         if profile is None:
             return secure(render(request, "portal/no_access.html", status=403))
         request.partner = profile.partner
+        # The Test/Live switch (``mode_switch``): orders, webhooks and their deliveries follow it.
+        request.livemode = request.session.get(MODE_SESSION_KEY) != MODE_TEST
+        request.mode = PartnerMode(pk=profile.partner.pk, livemode=request.livemode)
         request.partner_tz = _partner_zone(profile.partner.time_zone)
         # Date filters (``created_at__date``) and the ``date`` filter of templates follow the active zone.
         timezone.activate(request.partner_tz)

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from .. import portal_services, services
 from ..forms import PreferencesForm, RotateSecretForm
-from ..selectors import credential_of_partner, token_sessions_live_count
+from ..selectors import credential_of_partner, test_credential_of_partner, token_sessions_live_count
 from .access import portal_page
 
 # The secret a rotation issued waits here for the one GET the POST redirects to, which removes it.
@@ -21,13 +21,19 @@ ISSUED_SESSION_KEY = "portal_issued_credentials"
 @require_http_methods(["GET", "POST"])
 def api_credentials(request: HttpRequest) -> HttpResponse:
     partner = request.partner
-    form = RotateSecretForm(request.POST or None, user=request.user)
-    if request.method == "POST" and form.is_valid():
-        issued = services.credentials_rotate(partner=partner)
+    # Two forms, one per pair: the test pair's fields carry the prefix "test" (DECISIONS "Test mode").
+    rotating_test = request.method == "POST" and "test-password" in request.POST
+    data = request.POST if request.method == "POST" else None
+    form = RotateSecretForm(None if rotating_test else data, user=request.user)
+    test_form = RotateSecretForm(data if rotating_test else None, user=request.user, prefix="test")
+    bound = test_form if rotating_test else form
+    if request.method == "POST" and bound.is_valid():
+        issued = services.credentials_rotate(partner=partner, livemode=not rotating_test)
         # POST → redirect → GET: a reload of the page that shows the secret must not rotate it again.
         request.session[ISSUED_SESSION_KEY] = {
             "client_id": issued.client_id,
             "client_secret": issued.client_secret,
+            "livemode": issued.livemode,
         }
         return redirect("portal:api-credentials")
     # Shown once: taken out of the session by the first GET after the rotation.
@@ -38,9 +44,12 @@ def api_credentials(request: HttpRequest) -> HttpResponse:
         {
             "nav": "api_credentials",
             "credential": credential_of_partner(partner_pk=partner.pk),
+            "test_credential": test_credential_of_partner(partner_pk=partner.pk),
             "form": form,
+            "test_form": test_form,
             "issued": issued,
             "live_sessions": token_sessions_live_count(partner_pk=partner.pk),
+            "test_sessions": token_sessions_live_count(partner_pk=partner.pk, livemode=False),
         },
         status=400 if request.method == "POST" else 200,
     )

@@ -32,9 +32,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "account": methods.account,
             "card": methods.card,
             "credential": credential_of_partner(partner_pk=partner.pk),
-            "recent_orders": order_list_for_portal(partner_pk=partner.pk)[:RECENT_ORDERS],
+            "recent_orders": order_list_for_portal(principal=request.mode)[:RECENT_ORDERS],
             "stats": {
-                "active_orders": orders_active(partner_pk=partner.pk).count(),
+                "active_orders": orders_active(principal=request.mode).count(),
                 "in_flight": totals.in_flight,
                 "paid_out": totals.paid,
             },

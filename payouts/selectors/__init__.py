@@ -11,6 +11,7 @@ from decimal import Decimal
 from django.db.models import Count, DecimalField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
+from config.modes import PartnerMode
 from orders.models import Order
 from orders.selectors import orders_active
 
@@ -23,7 +24,8 @@ _ZERO = Value(ZERO, output_field=DecimalField(max_digits=14, decimal_places=2))
 
 def partner_has_active_orders(*, partner_pk: int) -> bool:
     """Does the partner have orders that are not yet paid, canceled or expired?"""
-    return orders_active(partner_pk=partner_pk).exists()
+    # Test orders are charged on the sandbox and never paid out: replacing a real method does not concern them.
+    return orders_active(principal=PartnerMode(pk=partner_pk, livemode=True)).exists()
 
 
 def payout_list_for_partner(*, partner_pk: int, status: str | None = None) -> QuerySet[Payout]:
@@ -81,8 +83,8 @@ def _in_range(queryset: QuerySet, *, field: str, start: datetime, end: datetime,
 
 
 def orders_created(*, start: datetime, end: datetime, partner_pk: int | None = None) -> QuerySet[Order]:
-    """Orders created in ``[start, end)``, whatever became of them."""
-    return _in_range(Order.objects.all(), field="created_at", start=start, end=end, partner_pk=partner_pk)
+    """Live orders created in ``[start, end)``, whatever became of them (test orders are never money)."""
+    return _in_range(Order.objects.live(), field="created_at", start=start, end=end, partner_pk=partner_pk)
 
 
 def charges_succeeded(*, start: datetime, end: datetime, partner_pk: int | None = None) -> QuerySet[Charge]:

@@ -327,13 +327,14 @@ def _count(outcome: tuple[bool, int, bool] | None, summary: ProgressSummary) -> 
 
 
 def payouts_create_missing() -> int:
-    """A pending payout row for every ``ticket_received`` order that has none."""
+    """A pending payout row for every live ``ticket_received`` order that has none (a test-mode order is
+    never paid out: its payout steps are simulated by the test-mode advance)."""
     from orders.models import Order
 
     orders = list(
-        Order.objects.filter(status="ticket_received", payout__isnull=True).values_list(
-            "pk", "partner_id", "total_price"
-        )[:PROGRESS_BATCH]
+        Order.objects.live()
+        .filter(status="ticket_received", payout__isnull=True)
+        .values_list("pk", "partner_id", "total_price")[:PROGRESS_BATCH]
     )
     if not orders:
         return 0

@@ -18,6 +18,7 @@ from orders.models import Notification, Order
 from ..errors import PlatformUnavailable
 from . import charge_for_order
 from .refunds import refund_enqueue, refund_request
+from .testmode import test_charge_for_order
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,8 @@ def order_confirm(*, order_pk: int) -> Order | None:
                 reason_code=outbox.REASON_EVENT_CANCELED,
             )
         if order.status == S.ACCEPTED:
-            charge = charge_for_order(order=order)
+            # A test-mode order is charged on the sandbox only, never on the partner's real card.
+            charge = charge_for_order(order=order) if order.livemode else test_charge_for_order(order=order)
             if charge.status != "succeeded":
                 return order_services.order_transition(
                     order=order,

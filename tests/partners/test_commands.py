@@ -22,7 +22,7 @@ def _run(*args) -> dict:
 @pytest.mark.django_db
 def test_create_partner_prints_one_json_line():
     result = _run("create_partner", "--name", "Resale Ltd", "--email", "ops@resale.example", "--json")
-    assert set(result) == {"partner_id", "client_id", "client_secret"}
+    assert set(result) == {"partner_id", "client_id", "client_secret", "test_client_id", "test_client_secret"}
     assert result["partner_id"].startswith("ptn_")
     assert result["client_id"].startswith("cli_")
     assert result["client_secret"].startswith("sec_")

@@ -49,6 +49,7 @@ def test_quote_create_locks_the_rows_offer_price(auth_client, partner, event, qu
         "restrictions": [],
         "restriction_detail": None,
         "primary_site": "ticketmaster",
+        "livemode": True,
     }
     assert data["exp_dt"].endswith(".123456")
     assert set(data) == set(QuoteSerializer().fields)

@@ -7,7 +7,10 @@ from partners import services
 
 
 class Command(BaseCommand):
-    help = "Create a partner with client credentials. The secret is printed once and never stored."
+    help = (
+        "Create a partner with its live and test-mode client credentials. The secrets are printed once and "
+        "never stored."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--name", required=True)
@@ -31,6 +34,8 @@ class Command(BaseCommand):
             "partner_id": issued.partner.public_id,
             "client_id": issued.client_id,
             "client_secret": issued.client_secret,
+            "test_client_id": issued.test_client_id,
+            "test_client_secret": issued.test_client_secret,
         }
         if options["json"]:
             self.stdout.write(json.dumps(result))
@@ -40,5 +45,7 @@ class Command(BaseCommand):
                 f"  partner_id:    {result['partner_id']}\n"
                 f"  client_id:     {result['client_id']}\n"
                 f"  client_secret: {result['client_secret']}\n"
-                "The secret is shown only now; store it safely."
+                f"  test_client_id:     {result['test_client_id']}\n"
+                f"  test_client_secret: {result['test_client_secret']}\n"
+                "The secrets are shown only now; store them safely."
             )

@@ -1,0 +1,27 @@
+"""Staff admin for the notification outbox: read-only, live notifications unless test ones are asked for."""
+
+from django.contrib import admin
+
+from config.modes import ModeFilter
+
+from .models import Notification
+
+
+@admin.register(Notification)
+class NotificationAdmin(admin.ModelAdmin):
+    list_display = ("notification_id", "type", "partner", "order", "livemode", "created_at", "dispatched_at")
+    list_filter = (ModeFilter, "type", "created_at")
+    search_fields = ("=notification_id", "=order__order_id", "partner__name", "partner__public_id")
+    list_select_related = ("partner", "order")
+    date_hierarchy = "created_at"
+    readonly_fields = ("notification_id", "partner", "livemode", "type", "order", "payload", "created_at")
+    fields = readonly_fields + ("dispatched_at",)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -1,0 +1,160 @@
+"""The portal's Test/Live switch and test credentials, and the staff admin's mode filter (DECISIONS "Test
+mode": staff views show live data by default)."""
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from partners.portal_services import portal_user_invite
+from tests.conftest import login_with_password
+
+from .conftest import api_order, client_for
+
+PASSWORD = "correct horse battery staple 42"
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def portal_client(pairs) -> Client:
+    portal_user_invite(partner=pairs.partner, email="alice@acme.example", password=PASSWORD)
+    client = Client()
+    assert login_with_password(client, username="alice@acme.example", password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def one_order_each(live_client, test_client, row):
+    return {"live": api_order(live_client, row), "test": api_order(test_client, row)}
+
+
+def switch(client: Client, mode: str, next_url: str = "/portal/orders"):
+    return client.post("/portal/mode", {"mode": mode, "next": next_url})
+
+
+def test_portal_shows_live_orders_until_switched_to_test(portal_client, one_order_each):
+    live_id, test_id = one_order_each["live"]["order_id"], one_order_each["test"]["order_id"]
+    page = portal_client.get("/portal/orders").content.decode()
+    assert live_id in page and test_id not in page
+    assert 'data-testid="test-mode-banner"' not in page
+    assert portal_client.get(f"/portal/orders/{test_id}").status_code == 404
+
+    response = switch(portal_client, "test")
+    assert response.status_code == 302 and response["Location"] == "/portal/orders"
+    page = portal_client.get("/portal/orders").content.decode()
+    assert test_id in page and live_id not in page
+    assert 'data-testid="test-mode-banner"' in page
+    assert portal_client.get(f"/portal/orders/{test_id}").status_code == 200
+    assert portal_client.get(f"/portal/orders/{live_id}").status_code == 404
+    csv = b"".join(portal_client.get("/portal/orders.csv").streaming_content).decode()
+    assert test_id in csv and live_id not in csv
+
+    switch(portal_client, "live")
+    page = portal_client.get("/portal/orders").content.decode()
+    assert live_id in page and 'data-testid="test-mode-banner"' not in page
+
+
+def test_switch_never_redirects_off_the_portal(portal_client):
+    response = switch(portal_client, "test", next_url="https://evil.example/")
+    assert response["Location"] == "/portal/"
+
+
+def test_portal_webhooks_follow_the_switch(portal_client, live_client, test_client):
+    live = live_client.post(
+        "/v1/webhook_endpoints", {"url": "http://127.0.0.1:9/live", "event_types": ["*"]}, format="json"
+    ).json()["data"]
+    test = test_client.post(
+        "/v1/webhook_endpoints", {"url": "http://127.0.0.1:9/test", "event_types": ["*"]}, format="json"
+    ).json()["data"]
+    page = portal_client.get("/portal/settings/webhooks/").content.decode()
+    assert live["endpoint_id"] in page and test["endpoint_id"] not in page
+    switch(portal_client, "test")
+    page = portal_client.get("/portal/settings/webhooks/").content.decode()
+    assert test["endpoint_id"] in page and live["endpoint_id"] not in page
+    assert portal_client.get(f"/portal/settings/webhooks/{live['endpoint_id']}").status_code == 404
+    # An endpoint added while in test mode is a test-mode endpoint.
+    portal_client.post(
+        "/portal/settings/webhooks/",
+        {"url": "http://127.0.0.1:9/added", "event_types": ["*"], "description": ""},
+    )
+    listed = test_client.get("/v1/webhook_endpoints").json()["data"]["results"]
+    assert {e["url"] for e in listed} >= {"http://127.0.0.1:9/test"}
+    assert all(e["livemode"] is False for e in listed)
+
+
+def test_portal_rotates_the_test_pair_on_its_own_and_shows_the_secret_once(portal_client, pairs):
+    live_api, test_api = client_for(pairs.live), client_for(pairs.test)
+    page = portal_client.get("/portal/settings/api-credentials").content.decode()
+    assert pairs.test.client_id in page and pairs.live.client_id in page
+
+    response = portal_client.post("/portal/settings/api-credentials", {"test-password": PASSWORD})
+    assert response.status_code == 302  # a reload of the next page does not rotate again
+    shown = portal_client.get("/portal/settings/api-credentials").content.decode()
+    secret = re.search(r'data-testid="client-secret">(sec_test_[^<]+)<', shown).group(1)
+    assert secret not in portal_client.get("/portal/settings/api-credentials").content.decode()
+
+    assert test_api.get("/v1/orders").status_code == 401  # old test tokens stop working
+    assert live_api.get("/v1/orders").status_code == 200  # live ones do not
+    from rest_framework.test import APIClient
+
+    token = APIClient().post(
+        "/v1/auth/token",
+        {"client_id": pairs.test.client_id, "client_secret": secret, "grant_type": "client_credentials"},
+        format="json",
+    )
+    assert token.status_code == 200
+
+
+def test_portal_test_rotation_needs_the_password(portal_client, pairs):
+    response = portal_client.post("/portal/settings/api-credentials", {"test-password": "wrong"})
+    assert response.status_code == 400
+    assert client_for(pairs.test).get("/v1/orders").status_code == 200
+
+
+@pytest.fixture
+def staff_client(db) -> Client:
+    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-long-enough-123")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("changelist", ["/admin/orders/order/", "/admin/orders/notification/"])
+def test_admin_shows_live_by_default_and_test_on_request(staff_client, one_order_each, changelist):
+    live_id, test_id = one_order_each["live"]["order_id"], one_order_each["test"]["order_id"]
+    default = staff_client.get(changelist).content.decode()
+    assert live_id in default and test_id not in default
+    test = staff_client.get(changelist, {"mode": "test"}).content.decode()
+    assert test_id in test and live_id not in test
+    both = staff_client.get(changelist, {"mode": "all"}).content.decode()
+    assert test_id in both and live_id in both
+
+
+def test_admin_quotes_default_to_live(staff_client, live_client, test_client, row, pairs):
+    from quotes.models import Quote
+
+    from .conftest import api_quote
+
+    api_quote(live_client, row)
+    api_quote(test_client, row)
+    live_pk = Quote.objects.get(livemode=True).pk
+    test_pk = Quote.objects.get(livemode=False).pk
+    default = staff_client.get("/admin/quotes/quote/")
+    assert [q.pk for q in default.context["cl"].result_list] == [live_pk]
+    test = staff_client.get("/admin/quotes/quote/", {"mode": "test"})
+    assert [q.pk for q in test.context["cl"].result_list] == [test_pk]
+
+
+def test_admin_rotates_the_test_pair_and_shows_it_once(staff_client, pairs):
+    url = f"/admin/partners/partner/{pairs.partner.pk}/rotate-test/"
+    assert staff_client.get(url).status_code == 200  # asks first
+    response = staff_client.post(url, {"reason": "lost"})
+    assert response.status_code == 302
+    page = staff_client.get(response["Location"]).content.decode()
+    assert pairs.test.client_id in page and "sec_test_" in page
+    assert client_for(pairs.live).get("/v1/orders").status_code == 200
