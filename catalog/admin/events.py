@@ -158,7 +158,7 @@ class EventAdmin(admin.ModelAdmin):
         )
 
     def save_model(self, request, obj: Event, form, change: bool) -> None:
-        services.event_save(event=obj)
+        services.event_save(event=obj, actor=f"staff:{request.user.get_username()}")
 
     def save_related(self, request, form, formsets, change: bool) -> None:
         super().save_related(request, form, formsets, change)
@@ -166,7 +166,8 @@ class EventAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel selected events (no new quotes or orders)")
     def cancel_events(self, request, queryset) -> None:
-        canceled = sum(services.event_cancel(event=event) for event in queryset)
+        actor = f"staff:{request.user.get_username()}"
+        canceled = sum(services.event_cancel(event=event, actor=actor) for event in queryset)
         self.message_user(
             request,
             f"Canceled {canceled} event(s); {queryset.count() - canceled} were already canceled.",

@@ -1,5 +1,5 @@
 from .methods import CreditCard, PayoutAccount
-from .money import Charge, Payout
+from .money import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
 from .sandbox import (
     SandboxAccount,
     SandboxAuthorizationCode,
@@ -13,6 +13,8 @@ from .sandbox import (
 __all__ = [
     "Charge",
     "Payout",
+    "PayoutStatusHistory",
+    "RefundStatusHistory",
     "CreditCard",
     "PayoutAccount",
     "SandboxAccount",
