@@ -99,17 +99,17 @@ class StateMachine:
         to: str,
         actor: str,
         reason: str = "",
-        changes: Mapping[str, Any] | None = None,
+        changes: Mapping[str, Any] | Callable[[M], Mapping[str, Any]] | None = None,
         at=None,
     ) -> tuple[M, str]:
         """Move ``obj`` to ``to`` under its row lock; return the locked, saved row and the status it left.
 
-        ``changes`` are other fields written with the status (the caller's instance gets them too). Raises
+        ``changes`` are other fields written with the status (the caller's instance gets them too), or a
+        function of the locked row that returns them (for values computed from what the lock read). Raises
         the machine's ``IllegalStateMove`` and writes nothing when the table has no such move.
         """
         if to not in self.moves:
             raise ValueError(f"Unknown {self.name} status {to!r}")
-        changes = dict(changes or {})
         with transaction.atomic():
             # Race: two writers moving one row at once (staff, a task, a beat) — the second waits for the
             # first's commit, then re-reads the status and is refused if the move no longer applies.
@@ -118,6 +118,7 @@ class StateMachine:
             if not self.allows(from_state, to):
                 raise self.refusal(locked, from_state, to)
             at = at or timezone.now()
+            changes = dict((changes(locked) if callable(changes) else changes) or {})
             setattr(locked, self.field, to)
             for name, value in changes.items():
                 setattr(locked, name, value)

@@ -31,7 +31,7 @@ urlpatterns = [
     path("portal/2fa/recovery-codes/", two_factor.portal_recovery_codes, name="portal-2fa-recovery-codes"),
     path("portal/2fa/disable/", two_factor.portal_disable, name="portal-2fa-disable"),
     path("portal/", include("partners.portal_urls")),
-    path("sandbox/", include("payouts.sandbox_urls")),
+    path("sandbox/", include("payouts.sandbox.urls")),
     path("v1/", include(api_v1)),
     re_path(r"^v1$", views.api_not_found),
 ]

@@ -15,10 +15,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from partners.selectors import payment_readiness
-from payouts import services as payout_services
 from payouts.errors import PaymentError, ReplaceNeedsConfirmation
 from payouts.models import CreditCard, PayoutAccount
 from payouts.selectors import partner_has_active_orders
+from payouts.services import methods as payout_services
 
 from ..forms import ReplaceConfirmForm
 from .access import portal_page

@@ -9,11 +9,12 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from .. import services
 from ..models import (
     Charge,
     Payout,
 )
+from ..services.progression import payout_retry
+from ..services.refunds import refund_retry
 from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_reason
 
 
@@ -95,7 +96,7 @@ class ChargeAdmin(ReadOnlyAdmin):
         actor = f"staff:{request.user.get_username()}"
         retried = 0
         for charge in queryset.filter(refund_status=Charge.RefundStatus.FAILED):
-            if services.refund_retry(charge=charge, actor=actor):
+            if refund_retry(charge=charge, actor=actor):
                 self.log_change(request, charge, f"Refund retry requested: {reason}")
                 retried += 1
         skipped = queryset.count() - retried
@@ -185,7 +186,7 @@ class PayoutAdmin(ReadOnlyAdmin):
             )
         retried = 0
         for payout in queryset.filter(status=Payout.Status.FAILED):
-            if services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
+            if payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
                 self.log_change(request, payout, f"Retry requested: {reason}")
                 retried += 1
         skipped = queryset.count() - retried
@@ -221,7 +222,7 @@ class PayoutAdmin(ReadOnlyAdmin):
                 effect=self._RETRY_EFFECT,
                 action_url=reverse("admin:payouts_payout_retry", args=[pk]),
             )
-        if services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
+        if payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
             self.log_change(request, payout, f"Retry requested: {reason}")
             messages.success(request, "The payout will be retried on the next progression run.")
         else:

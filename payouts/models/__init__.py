@@ -1,14 +1,5 @@
 from .methods import CreditCard, PayoutAccount
 from .money import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
-from .sandbox import (
-    SandboxAccount,
-    SandboxAuthorizationCode,
-    SandboxCard,
-    SandboxCardSetup,
-    SandboxCharge,
-    SandboxPayout,
-    SandboxRefund,
-)
 
 __all__ = [
     "Charge",
@@ -17,11 +8,4 @@ __all__ = [
     "RefundStatusHistory",
     "CreditCard",
     "PayoutAccount",
-    "SandboxAccount",
-    "SandboxAuthorizationCode",
-    "SandboxCard",
-    "SandboxCardSetup",
-    "SandboxCharge",
-    "SandboxPayout",
-    "SandboxRefund",
 ]

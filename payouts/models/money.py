@@ -134,6 +134,11 @@ class Payout(models.Model):
         PAID = "paid", "Paid"
         FAILED = "failed", "Failed"
 
+    # Created at the platform and not finished yet: progression asks the platform about these.
+    AT_PLATFORM_STATUSES = (Status.IN_PROCESS, Status.SCHEDULED)
+    # Money on its way to the partner (the portal's "in flight" figure).
+    IN_FLIGHT_STATUSES = (Status.PENDING, Status.IN_PROCESS, Status.SCHEDULED)
+
     # One payout per order, decided by the database: two overlapping progression runs cannot both insert.
     order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payout")
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="payouts")

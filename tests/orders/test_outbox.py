@@ -154,7 +154,7 @@ def test_an_expiry_carries_in_hand_date_passed(partner):
 def test_a_declined_card_carries_card_declined(db, django_capture_on_commit_callbacks):
     from rest_framework.test import APIClient
 
-    from payouts.services import payment_methods_create_sandbox
+    from payouts.services.methods import payment_methods_create_sandbox
     from tests.conftest import issue_token, make_partner
 
     creds = make_partner(name="Declines Inc", payment_methods=False)

@@ -10,8 +10,9 @@ from django.db import connection
 from django.utils import timezone
 
 from orders.models import Order
-from payouts.models import Payout, SandboxPayout
-from payouts.services import payout_retry, payouts_progress
+from payouts.models import Payout
+from payouts.sandbox.models import SandboxPayout
+from payouts.services.progression import payout_retry, payouts_progress
 from payouts.tasks import progress_payouts
 from tests.conftest import make_partner
 
@@ -93,7 +94,7 @@ def test_orders_before_ticket_received_get_no_payout(partner):
 
 @pytest.mark.django_db
 def test_failed_payout_is_kept_with_reason_and_retried_by_staff(db, clock):
-    from payouts.services import payment_methods_create_sandbox
+    from payouts.services.methods import payment_methods_create_sandbox
 
     creds = make_partner(payment_methods=False)
     payment_methods_create_sandbox(partner=creds.partner, account_number="000111111116")
@@ -188,7 +189,7 @@ def test_two_concurrent_progression_runs_create_one_payout(db):
 
 @pytest.mark.django_db
 def test_one_broken_payout_does_not_stop_the_others(partner, monkeypatch, caplog):
-    from payouts import services
+    from payouts.services import progression as services
 
     first = make_order(partner, status="ticket_received")
     second = make_order(partner, status="ticket_received")

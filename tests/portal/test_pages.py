@@ -7,7 +7,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from payouts.models import Payout
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.conftest import assert_error, issue_token
 from tests.payouts.factories import make_order
 
