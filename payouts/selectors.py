@@ -1,12 +1,13 @@
-# Order statuses after which a payment method can be replaced without billing problems (spec 5).
-SETTLED_ORDER_STATUSES = ("paid", "canceled", "expired")
+from orders.models import Order
+
+# Order statuses after which a payment method can be replaced without billing problems (spec 5); the
+# portal's pages read the group from here.
+SETTLED_ORDER_STATUSES = Order.SETTLED_STATUSES
 
 
 def partner_has_active_orders(*, partner_pk: int) -> bool:
     """Does the partner have orders that are not yet paid, canceled or expired?"""
-    from orders.models import Order
-
-    return Order.objects.filter(partner_id=partner_pk).exclude(status__in=SETTLED_ORDER_STATUSES).exists()
+    return Order.objects.filter(partner_id=partner_pk).exclude(status__in=Order.SETTLED_STATUSES).exists()
 
 
 def payout_list_for_partner(*, partner_pk: int, status: str | None = None):

@@ -39,7 +39,7 @@ def recorder():
 
 def test_every_transition_writes_exactly_one_notification_with_its_previous_status(partner):
     order = create_order(partner)
-    for step in ["awaiting_transfer", "ticket_received", "payout_in_process", "scheduled", "paid"]:
+    for step in [Order.Status.AWAITING_TRANSFER, *Order.PAYOUT_PATH]:
         order = order_transition(order=order, to=step, actor="staff:test")
     rows = list(Notification.objects.filter(order=order).order_by("id"))
     assert [

@@ -86,7 +86,7 @@ def test_a_late_run_walks_the_order_through_every_status(partner, clock):
 
 @pytest.mark.django_db
 def test_orders_before_ticket_received_get_no_payout(partner):
-    for status in ("accepted", "awaiting_transfer", "canceled", "expired"):
+    for status in (*Order.OPEN_STATUSES, Order.Status.CANCELED, Order.Status.EXPIRED):
         make_order(partner, status=status)
     assert payouts_progress().created == 0
     assert not Payout.objects.exists()
