@@ -150,17 +150,22 @@ def payouts_create_missing() -> int:
     return len(created)
 
 
+def _lock_unless_taken(payout_pk: int, statuses: tuple[str, ...]) -> Payout | None:
+    """The payout with its order, locked, if it still has one of ``statuses``; ``None`` if another run has it."""
+    # Race: two overlapping progression runs — the lock gives each payout to one run, the other skips it.
+    return (
+        Payout.objects.select_for_update(skip_locked=True, of=("self",))
+        .select_related("order")
+        .filter(pk=payout_pk, status__in=statuses)
+        .first()
+    )
+
+
 def payout_start(*, payout_pk: int) -> PayoutStep | None:
     """Create a pending payout at the platform and move the order on. ``None`` if another run has it."""
     with transaction.atomic():
-        # Race: two overlapping progression runs — the lock gives each pending payout to one run, the other
-        # skips it; the attempt's idempotency key stops a second platform payout even after a crash.
-        payout = (
-            Payout.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("order")
-            .filter(pk=payout_pk, status=P.PENDING)
-            .first()
-        )
+        # The attempt's idempotency key stops a second platform payout even after a crash.
+        payout = _lock_unless_taken(payout_pk, (P.PENDING,))
         if payout is None:
             return None
         account = PayoutAccount.objects.filter(partner_id=payout.partner_id).first()
@@ -192,13 +197,7 @@ def payout_start(*, payout_pk: int) -> PayoutStep | None:
 def payout_refresh(*, payout_pk: int) -> PayoutStep | None:
     """Ask the platform how an in-flight payout is doing and move the order on."""
     with transaction.atomic():
-        # Race: two overlapping progression runs — one refreshes a payout, the other skips it.
-        payout = (
-            Payout.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("order")
-            .filter(pk=payout_pk, status__in=Payout.AT_PLATFORM_STATUSES)
-            .first()
-        )
+        payout = _lock_unless_taken(payout_pk, Payout.AT_PLATFORM_STATUSES)
         if payout is None:
             return None
         try:
