@@ -9,13 +9,26 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from config.history_admin import StatusHistoryInline
+
 from ..models import (
     Charge,
     Payout,
+    PayoutStatusHistory,
+    RefundStatusHistory,
 )
 from ..services.progression import payout_retry
 from ..services.refunds import refund_retry
 from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_reason
+
+
+class RefundStatusHistoryInline(StatusHistoryInline):
+    model = RefundStatusHistory
+    verbose_name_plural = "refund status history"
+
+
+class PayoutStatusHistoryInline(StatusHistoryInline):
+    model = PayoutStatusHistory
 
 
 # --- charges and payouts ----------------------------------------------------------------------------------------------
@@ -44,6 +57,7 @@ class ChargeAdmin(ReadOnlyAdmin):
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Charge._meta.fields if f.name != "order")]
     actions = ("retry_refund_action",)
+    inlines = (RefundStatusHistoryInline,)
 
     # The first column opens the charge (read-only); the order is linked from the charge's page. An order link
     # in the first column would swallow the row's own link.
@@ -143,6 +157,7 @@ class PayoutAdmin(ReadOnlyAdmin):
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Payout._meta.fields if f.name != "order")]
     actions = ("retry_action",)
+    inlines = (PayoutStatusHistoryInline,)
     change_form_template = "admin/payouts/payout/change_form.html"
 
     # As for charges: the first column opens the payout, its page links the order.

@@ -136,8 +136,6 @@ class Payout(models.Model):
 
     # Created at the platform and not finished yet: progression asks the platform about these.
     AT_PLATFORM_STATUSES = (Status.IN_PROCESS, Status.SCHEDULED)
-    # Money on its way to the partner (the portal's "in flight" figure).
-    IN_FLIGHT_STATUSES = (Status.PENDING, Status.IN_PROCESS, Status.SCHEDULED)
 
     # One payout per order, decided by the database: two overlapping progression runs cannot both insert.
     order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payout")

@@ -74,6 +74,22 @@ def test_an_admin_edit_of_the_status_goes_through_the_transition():
     assert len(_history(event)) == 1
 
 
+def test_the_admin_cancel_action_is_recorded_and_shown_on_the_event_page():
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("ops", "ops@service.example", "pass 5511 x"))
+    event = EventFactory()
+    response = staff.post(
+        "/admin/catalog/event/", {"action": "cancel_events", "_selected_action": [event.pk]}, follow=True
+    )
+    assert "Canceled 1 event(s)" in response.content.decode()
+    assert _history(event) == [(E.SCHEDULED, E.CANCELED, "staff:ops", "Canceled by staff")]
+    page = staff.get(f"/admin/catalog/event/{event.pk}/change/").content.decode()
+    assert "Canceled by staff" in page and "staff:ops" in page
+
+
 def test_a_created_event_records_its_first_status():
     event = services.event_create(
         name="New Show",

@@ -153,6 +153,23 @@ def test_a_failed_payout_and_its_retry_are_in_the_history(db):
     ]
 
 
+@pytest.mark.django_db
+def test_staff_see_the_payout_and_refund_history_in_the_admin(partner):
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    staff = Client()
+    staff.force_login(get_user_model().objects.create_superuser("ops", "ops@service.example", "pass 5511 x"))
+    payout = _payout(partner, P.FAILED)
+    payout_retry(payout=payout, actor="staff:ops")
+    page = staff.get(f"/admin/payouts/payout/{payout.pk}/change/").content.decode()
+    assert "Retried by staff" in page and "staff:ops" in page
+    charge = _charge(partner)
+    refund_request(order_pk=charge.order_id)
+    page = staff.get(f"/admin/payouts/charge/{charge.pk}/change/").content.decode()
+    assert "Refund status history" in page and "Order canceled" in page
+
+
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_payout_retries_are_decided_by_the_row_lock(monkeypatch):
     published = []
