@@ -14,6 +14,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from config.statemachine import IllegalStateMove
+
 from ..importing import ImportLineSerializer, Item, line_errors
 from ..models import Event, Row, Section, Venue
 from .events import (
@@ -218,7 +220,12 @@ def _event_write(event: Event, *, created: bool, fields_changed: bool, stored_st
         event.save(update_fields=_EVENT_FIELDS)
     if event.status != stored_status:
         # A cancellation cancels the event's open orders once the import commits, as staff's cancel does.
-        event_transition(event=event, to=event.status, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
+        try:
+            event_transition(event=event, to=event.status, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
+        except IllegalStateMove as exc:
+            if exc.from_state != exc.to_state:
+                raise
+            # Staff made the same move since the line was read: the event is as the file says.
 
 
 def catalog_import(*, items: Iterable[Item], dry_run: bool = False) -> ImportReport:
