@@ -13,6 +13,7 @@ from django.db.models.functions import Upper
 from django.utils import timezone
 
 from config.ids import new_public_id
+from config.statemachine import StatusHistory
 
 
 def new_venue_id() -> str:
@@ -135,6 +136,17 @@ class Event(models.Model):
     @property
     def is_canceled(self) -> bool:
         return self.status == self.Status.CANCELED
+
+
+class EventStatusHistory(StatusHistory):
+    """One row per move of ``Event.status`` (``catalog.services.event_transition``), and one for its creation."""
+
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="status_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "event status change"
+        verbose_name_plural = "event status history"
+        indexes = [models.Index(fields=["event", "at", "id"], name="event_history_event_at")]
 
 
 class Section(models.Model):

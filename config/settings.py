@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "orders",
     "orders.webhooks",
     "payouts",
+    "payouts.sandbox",
 ]
 
 MIDDLEWARE = [

@@ -34,7 +34,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("portal/settings/webhooks/", include("orders.webhooks.portal_urls")),
     path("portal/", include((portal, "portal"))),
-    path("sandbox/", include("payouts.sandbox_urls")),
+    path("sandbox/", include("payouts.sandbox.urls")),
     path("v1/", include(api_v1)),
     re_path(r"^v1$", views.api_not_found),
 ]

@@ -14,25 +14,15 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
+from config.history_admin import StatusHistoryInline
 from config.modes import ModeFilter
 
 from . import errors, outbox, services
 from .models import Notification, Order, OrderStatusHistory
 
 
-class OrderStatusHistoryInline(admin.TabularInline):
+class OrderStatusHistoryInline(StatusHistoryInline):
     model = OrderStatusHistory
-    fields = ("at", "from_status", "to_status", "actor", "reason")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    ordering = ("at", "id")
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class NotificationInline(admin.TabularInline):

@@ -18,9 +18,10 @@ from config.api.errors import (  # noqa: F401  (re-exported for the app)
     TestModeOnly,
     ValidationFailed,
 )
+from config.statemachine import IllegalStateMove
 
 
-class IllegalTransition(Exception):
+class IllegalTransition(IllegalStateMove):
     """``order_transition`` refused a move the life cycle does not allow (DECISIONS: order life cycle).
 
     Not an API error by itself: each caller says what it means for them (the cancel endpoint answers
@@ -31,4 +32,4 @@ class IllegalTransition(Exception):
         self.order_id = order_id
         self.from_status = from_status
         self.to_status = to_status
-        super().__init__(f"Order {order_id} cannot move from {from_status} to {to_status}.")
+        super().__init__(machine="order", label=order_id, from_state=from_status, to_state=to_status)

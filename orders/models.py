@@ -43,6 +43,15 @@ class Order(models.Model):
         EXPIRED = "expired", "Expired"
         CANCELED = "canceled", "Canceled"
 
+    # The life cycle's groups of statuses, named once (DECISIONS: order life cycle); everything that filters
+    # or reasons on "open", "settled" or the payout path uses these.
+    # Not yet charged or not yet delivered: a partner or a canceled event may still cancel it.
+    OPEN_STATUSES = (Status.ACCEPTED, Status.AWAITING_TRANSFER)
+    # Nothing more happens to it: a payment method can be replaced without billing problems (spec 5).
+    SETTLED_STATUSES = (Status.PAID, Status.CANCELED, Status.EXPIRED)
+    # The part of the life cycle that the payout drives, in order.
+    PAYOUT_PATH = (Status.TICKET_RECEIVED, Status.PAYOUT_IN_PROCESS, Status.SCHEDULED, Status.PAID)
+
     class DeliveryType(models.TextChoices):
         MOBILE_TRANSFER = "mobile_transfer", "Mobile transfer"
         MOBILE_QR = "mobile_qr", "Mobile QR code"
@@ -133,7 +142,7 @@ class Order(models.Model):
             # The sweeper and the expiry task walk open orders only.
             models.Index(
                 fields=["status", "created_at"],
-                condition=Q(status__in=["accepted", "awaiting_transfer"]),
+                condition=Q(status__in=["accepted", "awaiting_transfer"]),  # Order.OPEN_STATUSES
                 name="order_open_by_created",
             ),
             models.Index(fields=["created_at"], name="order_created"),

@@ -7,8 +7,8 @@ from celery import shared_task
 
 from orders.tasks import MAX_RETRIES, TRANSIENT_ERRORS, backoff_seconds
 
-from . import services
 from .errors import PlatformUnavailable
+from .services import alerts, confirmation, progression, refunds
 
 logger = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 def confirm_order(self, order_pk: int) -> str | None:
     """An order's confirmation published again by the sweeper (the first run reacts to ``order.created``)."""
     try:
-        order = services.order_confirm(order_pk=order_pk)
+        order = confirmation.order_confirm(order_pk=order_pk)
     except (PlatformUnavailable, *TRANSIENT_ERRORS) as exc:
         logger.warning("Confirmation of order pk=%s failed for now (%r); retrying", order_pk, exc)
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
@@ -26,7 +26,7 @@ def confirm_order(self, order_pk: int) -> str | None:
 
 @shared_task(name="payouts.tasks.sweep_unconfirmed_orders")
 def sweep_unconfirmed_orders() -> int:
-    published = services.orders_requeue_unconfirmed()
+    published = confirmation.orders_requeue_unconfirmed()
     if published:
         logger.info("Re-published the confirmation of %d order(s)", len(published))
     return len(published)
@@ -36,8 +36,8 @@ def sweep_unconfirmed_orders() -> int:
 def progress_payouts() -> dict:
     """Beat: ``ticket_received`` → ``payout_in_process`` → ``scheduled`` → ``paid`` (DECISIONS: order life cycle),
     then the refunds of canceled orders that the refund task did not finish."""
-    summary = asdict(services.payouts_progress())
-    summary["refunds"] = asdict(services.refunds_sweep())
+    summary = asdict(progression.payouts_progress())
+    summary["refunds"] = asdict(refunds.refunds_sweep())
     return summary
 
 
@@ -50,7 +50,7 @@ def refund_order_charge(self, order_pk: int) -> str | None:
     if order is None:
         return None
     try:
-        charge = services.refund_for_order(order=order)
+        charge = refunds.refund_for_order(order=order)
     except (PlatformUnavailable, *TRANSIENT_ERRORS) as exc:
         logger.warning("Refund of order pk=%s failed for now (%r); retrying", order_pk, exc)
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
@@ -61,7 +61,7 @@ def refund_order_charge(self, order_pk: int) -> str | None:
 def send_payment_alert(self, kind: str, pk: int) -> bool:
     """E-mail the partner about a declined charge, a failed payout or a failed refund (once per failure)."""
     try:
-        return services.payment_alert_send(kind=kind, pk=pk)
+        return alerts.payment_alert_send(kind=kind, pk=pk)
     except TRANSIENT_ERRORS as exc:
         logger.warning("Payment alert %s pk=%s not sent for now (%r); retrying", kind, pk, exc)
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))

@@ -49,7 +49,7 @@ def make_partner(
 
     issued = services.partner_create(name=name, contact_email=email, suspended=suspended)
     if payment_methods:
-        from payouts.services import payment_methods_create_sandbox
+        from payouts.services.methods import payment_methods_create_sandbox
 
         payment_methods_create_sandbox(partner=issued.partner)
     return PartnerWithCredentials(issued.partner, issued.client_id, issued.client_secret)

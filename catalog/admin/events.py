@@ -6,6 +6,8 @@ from django.db.models import Count, Sum
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from config.history_admin import status_history_table
+
 from .. import services
 from ..models import Event, Performer, Row, RowQuantityAdjustment, Section, Venue
 
@@ -83,6 +85,7 @@ class EventAdmin(admin.ModelAdmin):
         "event_id",
         "event_date",
         "canceled_at",
+        "status_history",
         "capacity",
         "quantity_adjustments",
         "created_at",
@@ -91,7 +94,19 @@ class EventAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("name", "event_id", "external_id", "venue", "performers")}),
         ("When", {"fields": ("starts_at", "timezone", "event_date")}),
-        ("Sale", {"fields": ("primary_site", "status", "canceled_at", "capacity", "quantity_adjustments")}),
+        (
+            "Sale",
+            {
+                "fields": (
+                    "primary_site",
+                    "status",
+                    "canceled_at",
+                    "status_history",
+                    "capacity",
+                    "quantity_adjustments",
+                )
+            },
+        ),
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     inlines = (SectionInline,)
@@ -106,6 +121,10 @@ class EventAdmin(admin.ModelAdmin):
         if obj.is_canceled:
             return format_html('<strong style="color:#ba2121">{}</strong>', "canceled")
         return "started" if obj.has_started else "scheduled"
+
+    @admin.display(description="Status history")
+    def status_history(self, obj: Event) -> str:
+        return "—" if obj.pk is None else status_history_table(obj.status_history.order_by("at", "id"))
 
     @admin.display(description="Buy-back capacity")
     def capacity(self, obj: Event) -> str:
@@ -158,7 +177,7 @@ class EventAdmin(admin.ModelAdmin):
         )
 
     def save_model(self, request, obj: Event, form, change: bool) -> None:
-        services.event_save(event=obj)
+        services.event_save(event=obj, actor=f"staff:{request.user.get_username()}")
 
     def save_related(self, request, form, formsets, change: bool) -> None:
         super().save_related(request, form, formsets, change)
@@ -166,7 +185,8 @@ class EventAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel selected events (no new quotes or orders)")
     def cancel_events(self, request, queryset) -> None:
-        canceled = sum(services.event_cancel(event=event) for event in queryset)
+        actor = f"staff:{request.user.get_username()}"
+        canceled = sum(services.event_cancel(event=event, actor=actor) for event in queryset)
         self.message_user(
             request,
             f"Canceled {canceled} event(s); {queryset.count() - canceled} were already canceled.",

@@ -1,16 +1,20 @@
 """Every write on the catalog (STYLE: services).
 
-- ``events``: venues, performers, events (with their local date), cancellation, rows' descriptions;
+- ``events``: venues, performers, events (with their local date), the one writer of an event's status
+  (``event_transition``), rows' descriptions;
 - ``imports``: catalog imports from files;
 - ``quantities``: the one writer of a row's available quantity (orders, cancels, expiries, staff
   adjustments), always relative.
 """
 
 from .events import (
+    EVENT_TRANSITIONS,
     catalog_changed,
     event_cancel,
     event_create,
+    event_insert,
     event_save,
+    event_transition,
     local_event_date,
     performers_get_or_create,
     row_save,
@@ -26,13 +30,16 @@ from .quantities import (
 )
 
 __all__ = [
+    "EVENT_TRANSITIONS",
     "ImportReport",
     "QuantityAdjustmentRefused",
     "catalog_changed",
     "catalog_import",
     "event_cancel",
     "event_create",
+    "event_insert",
     "event_save",
+    "event_transition",
     "local_event_date",
     "performers_get_or_create",
     "row_quantity_adjust",

@@ -1,7 +1,9 @@
 """Writes on venues, performers, events (with their local date), cancellation, and rows' descriptions.
 
 ``Event.event_date`` is derived here from ``starts_at`` in the event's time zone; nothing else writes
-events, so the stored date that the list filters on always matches the start instant.
+events, so the stored date that the list filters on always matches the start instant. ``Event.status``
+changes only in ``event_transition`` (staff's cancel action, an edit in the admin, a catalog import), which
+records the move in ``EventStatusHistory`` and tells the apps above about a cancellation once it commits.
 """
 
 import logging
@@ -13,11 +15,33 @@ from zoneinfo import ZoneInfo
 from django.db import transaction
 from django.utils import timezone
 
+from config.statemachine import IllegalStateMove, StateMachine
+
 from .. import cache as catalog_cache
 from ..events import event_canceled_after_commit
-from ..models import Event, Performer, Row, Section, Venue
+from ..models import Event, EventStatusHistory, Performer, Row, Section, Venue
 
 logger = logging.getLogger(__name__)
+
+E = Event.Status
+# Every legal move of an event's status. A canceled event may be scheduled again (staff or the supplier's
+# file reinstate it); the orders its cancellation canceled stay canceled.
+EVENT_TRANSITIONS: dict[str, frozenset[str]] = {
+    E.SCHEDULED: frozenset({E.CANCELED}),
+    E.CANCELED: frozenset({E.SCHEDULED}),
+}
+EVENT_MACHINE = StateMachine(
+    name="event",
+    field="status",
+    moves=EVENT_TRANSITIONS,
+    history=EventStatusHistory,
+    history_fk="event",
+    refuse=lambda event, from_status, to_status: IllegalStateMove(
+        machine="event", label=event.event_id, from_state=from_status, to_state=to_status
+    ),
+)
+# The fields an edit saves; the status and its cancellation time belong to ``event_transition``.
+_STATUS_FIELDS = frozenset({"id", "status", "canceled_at"})
 
 
 def local_event_date(*, starts_at: datetime, tz_name: str) -> date:
@@ -79,6 +103,7 @@ def event_create(
     tz_name: str | None = None,
     external_id: str | None = None,
     status: str = Event.Status.SCHEDULED,
+    actor: str = "system:catalog",
 ) -> Event:
     tz_name = tz_name or venue.timezone
     event = Event(
@@ -90,10 +115,9 @@ def event_create(
         primary_site=primary_site.strip().lower(),
         external_id=external_id or None,
         status=status,
-        canceled_at=timezone.now() if status == Event.Status.CANCELED else None,
     )
     event.full_clean(exclude=["performers"])
-    event.save()
+    event_insert(event=event, actor=actor)
     performers = list(performers)
     if performers:
         event.performers.set(performers)
@@ -101,36 +125,67 @@ def event_create(
     return event
 
 
+def event_insert(*, event: Event, actor: str, reason: str = "Event created") -> Event:
+    """Insert a new event with its initial status (and its cancellation time if it starts canceled), and
+    record the status it was created with."""
+    now = timezone.now()
+    event.canceled_at = now if event.status == E.CANCELED else None
+    event.save(force_insert=True)
+    EVENT_MACHINE.record(obj=event, from_state="", to_state=event.status, actor=actor, reason=reason, at=now)
+    return event
+
+
 @transaction.atomic
-def event_save(*, event: Event) -> Event:
-    """Save an edited event (admin, import): recompute its local date and normalise the site."""
+def event_save(*, event: Event, actor: str = "staff", reason: str = "") -> Event:
+    """Save an edited event (admin, import): recompute its local date and normalise the site. A changed
+    status goes through ``event_transition``; a new event is created with its status."""
     event.primary_site = event.primary_site.strip().lower()
     event.event_date = local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
-    if event.status == Event.Status.CANCELED and event.canceled_at is None:
-        event.canceled_at = timezone.now()
-        if event.pk is not None:
-            event_canceled_after_commit(event_pk=event.pk)
-    elif event.status != Event.Status.CANCELED:
-        event.canceled_at = None
-    event.save()
+    if event.pk is None:
+        event_insert(event=event, actor=actor)
+    else:
+        wanted = event.status
+        event.save(
+            update_fields=[f.name for f in Event._meta.concrete_fields if f.name not in _STATUS_FIELDS]
+        )
+        stored = Event.objects.filter(pk=event.pk).values_list("status", flat=True).get()
+        if wanted != stored:
+            event_transition(event=event, to=wanted, actor=actor, reason=reason or "Status edited")
     _announce_change()
     return event
 
 
 @transaction.atomic
-def event_cancel(*, event: Event) -> bool:
-    """Cancel an event: no new quote or order is accepted for it. Returns False if it already was."""
-    # Conditional update: two staff canceling at once record one cancellation time.
-    updated = (
-        Event.objects.filter(pk=event.pk)
-        .exclude(status=Event.Status.CANCELED)
-        .update(status=Event.Status.CANCELED, canceled_at=timezone.now(), updated_at=timezone.now())
+def event_transition(*, event: Event, to: str, actor: str, reason: str = "") -> Event:
+    """Move ``event`` to ``to`` if ``EVENT_TRANSITIONS`` allows it; write the history row; return the fresh
+    event. Raises ``IllegalStateMove`` for anything else (including a move to the status it already has).
+
+    A cancellation stamps ``canceled_at`` (cleared again by a reinstatement) and, once it commits, runs the
+    catalog's event-canceled subscribers: orders cancels the event's open orders.
+    """
+    now = timezone.now()
+    locked, _ = EVENT_MACHINE.move(
+        obj=event,
+        to=to,
+        actor=actor,
+        reason=reason,
+        changes={"canceled_at": now if to == E.CANCELED else None},
+        at=now,
     )
-    event.refresh_from_db(fields=["status", "canceled_at", "updated_at"])
-    if updated:
-        _announce_change()
-        event_canceled_after_commit(event_pk=event.pk)
-    return bool(updated)
+    _announce_change()
+    if to == E.CANCELED:
+        event_canceled_after_commit(event_pk=locked.pk)
+    return locked
+
+
+def event_cancel(*, event: Event, actor: str = "staff", reason: str = "Canceled by staff") -> bool:
+    """Cancel an event: no new quote or order is accepted for it. Returns False if it already was."""
+    try:
+        event_transition(event=event, to=E.CANCELED, actor=actor, reason=reason)
+    except IllegalStateMove:
+        event.refresh_from_db(fields=["status", "canceled_at", "updated_at"])
+        return False
+    return True
 
 
 # What the admin may write on an existing row: everything but its quantity.

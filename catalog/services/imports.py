@@ -13,11 +13,24 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+
+from config.statemachine import IllegalStateMove
 
 from ..importing import ImportLineSerializer, Item, line_errors
 from ..models import Event, Row, Section, Venue
-from .events import catalog_changed, local_event_date, performers_get_or_create, venue_get_or_create
+from .events import (
+    catalog_changed,
+    event_insert,
+    event_transition,
+    local_event_date,
+    performers_get_or_create,
+    venue_get_or_create,
+)
+
+IMPORT_ACTOR = "system:import"
+IMPORT_REASON = "Catalog import"
+# What an import line may write on an existing event; its status goes through ``event_transition``.
+_EVENT_FIELDS = ("name", "venue", "starts_at", "timezone", "primary_site", "event_date", "updated_at")
 
 
 @dataclass
@@ -124,15 +137,17 @@ class _Importer:
         created = event is None
         if created:
             event = Event(external_id=data["external_id"])
+        stored_status = None if created else event.status
         status = data["status"] or (Event.Status.SCHEDULED if created else event.status)
-        watched = ("name", "venue_id", "starts_at", "timezone", "primary_site", "status")
+        watched = ("name", "venue_id", "starts_at", "timezone", "primary_site")
         before = None if created else tuple(getattr(event, f) for f in watched)
         event.name, event.venue, event.starts_at = data["event_name"], venue, data["starts_at"]
         event.timezone, event.primary_site, event.status = data["timezone"], data["primary_site"], status
-        changed = before != tuple(getattr(event, f) for f in watched)
+        fields_changed = before != tuple(getattr(event, f) for f in watched)
+        changed = fields_changed or stored_status != status
         if changed:
             event.full_clean(exclude=["performers", "event_date", "event_id"])
-            _event_write(event)
+            _event_write(event, created=created, fields_changed=fields_changed, stored_status=stored_status)
         performers = performers_get_or_create(names=data["performers"])
         current = [] if created else list(event.performers.order_by("id").values_list("pk", flat=True))
         if [p.pk for p in performers] != current:
@@ -196,13 +211,21 @@ class _Importer:
         )
 
 
-def _event_write(event: Event) -> None:
+def _event_write(event: Event, *, created: bool, fields_changed: bool, stored_status: str | None) -> None:
     event.event_date = local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
-    if event.status == Event.Status.CANCELED and event.canceled_at is None:
-        event.canceled_at = timezone.now()
-    elif event.status != Event.Status.CANCELED:
-        event.canceled_at = None
-    event.save()
+    if created:
+        event_insert(event=event, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
+        return
+    if fields_changed:
+        event.save(update_fields=_EVENT_FIELDS)
+    if event.status != stored_status:
+        # A cancellation cancels the event's open orders once the import commits, as staff's cancel does.
+        try:
+            event_transition(event=event, to=event.status, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
+        except IllegalStateMove as exc:
+            if exc.from_state != exc.to_state:
+                raise
+            # Staff made the same move since the line was read: the event is as the file says.
 
 
 def catalog_import(*, items: Iterable[Item], dry_run: bool = False) -> ImportReport:

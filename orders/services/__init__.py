@@ -18,6 +18,7 @@ from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
 from config.api.envelope import utc_iso
 from config.publish import publish_after_commit
+from config.statemachine import StateMachine
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
 
@@ -43,6 +44,17 @@ LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
 # The service no longer buys these tickets: the row's buy-back capacity comes back.
 RELEASES_QUANTITY = frozenset({S.CANCELED, S.EXPIRED})
 CANCELABLE = frozenset(s for s, targets in LEGAL_TRANSITIONS.items() if S.CANCELED in targets)
+
+ORDER_MACHINE = StateMachine(
+    name="order",
+    field="status",
+    moves=LEGAL_TRANSITIONS,
+    history=OrderStatusHistory,
+    history_fk="order",
+    refuse=lambda order, from_status, to_status: errors.IllegalTransition(
+        order_id=order.order_id, from_status=from_status, to_status=to_status
+    ),
+)
 
 IN_HAND_MIN_DAYS_BEFORE_EVENT = 2
 
@@ -196,20 +208,10 @@ def order_transition(
     Canceling or expiring gives the quantity back to the row in the same transaction; whatever reacts to the
     change (e-mails, refunds, webhooks) leaves after commit.
     """
-    if to not in S.values:
-        raise ValueError(f"Unknown order status {to!r}")
     with transaction.atomic():
-        # Race: two movers of one order (partner cancel vs. confirmation vs. staff) — one waits, then re-checks.
-        locked = Order.objects.select_for_update().get(pk=order.pk)
-        from_status = locked.status
-        if to not in LEGAL_TRANSITIONS[from_status]:
-            raise errors.IllegalTransition(order_id=locked.order_id, from_status=from_status, to_status=to)
         now = timezone.now()
-        locked.status = to
-        locked.status_changed_at = now
-        locked.save(update_fields=["status", "status_changed_at", "updated_at"])
-        OrderStatusHistory.objects.create(
-            order=locked, from_status=from_status, to_status=to, at=now, actor=actor, reason=reason[:500]
+        locked, from_status = ORDER_MACHINE.move(
+            obj=order, to=to, actor=actor, reason=reason, changes={"status_changed_at": now}, at=now
         )
         if to in RELEASES_QUANTITY and locked.livemode:  # a test order never took any
             row_quantity_release(row_pk=locked.row_id, quantity=locked.quantity)
@@ -224,8 +226,6 @@ def order_transition(
             from ..tasks import notify_order_canceled  # the tasks module imports this one
 
             publish_after_commit(notify_order_canceled, locked.pk)
-    order.status = locked.status
-    order.status_changed_at = locked.status_changed_at
     return locked
 
 

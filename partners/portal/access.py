@@ -41,6 +41,7 @@ def _form_action_origins() -> list[str]:
             logger.warning("form-action origins unavailable", exc_info=True)
     return origins
 
+
 MODE_SESSION_KEY = "portal_mode"
 MODE_TEST = "test"
 

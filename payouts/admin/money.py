@@ -9,12 +9,26 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from .. import services
+from config.history_admin import StatusHistoryInline
+
 from ..models import (
     Charge,
     Payout,
+    PayoutStatusHistory,
+    RefundStatusHistory,
 )
+from ..services.progression import payout_retry
+from ..services.refunds import refund_retry
 from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_one, retry_reason
+
+
+class RefundStatusHistoryInline(StatusHistoryInline):
+    model = RefundStatusHistory
+    verbose_name_plural = "refund status history"
+
+
+class PayoutStatusHistoryInline(StatusHistoryInline):
+    model = PayoutStatusHistory
 
 
 # --- charges and payouts ----------------------------------------------------------------------------------------------
@@ -43,6 +57,7 @@ class ChargeAdmin(ReadOnlyAdmin):
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Charge._meta.fields if f.name != "order")]
     actions = ("retry_refund_action",)
+    inlines = (RefundStatusHistoryInline,)
 
     # The first column opens the charge (read-only); the order is linked from the charge's page. An order link
     # in the first column would swallow the row's own link.
@@ -99,7 +114,7 @@ class ChargeAdmin(ReadOnlyAdmin):
         actor = f"staff:{request.user.get_username()}"
         retried = 0
         for charge in queryset.filter(refund_status=Charge.RefundStatus.FAILED):
-            if services.refund_retry(charge=charge, actor=actor):
+            if refund_retry(charge=charge, actor=actor):
                 self.log_change(request, charge, f"Refund retry requested: {reason}")
                 retried += 1
         skipped = queryset.count() - retried
@@ -146,6 +161,7 @@ class PayoutAdmin(ReadOnlyAdmin):
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Payout._meta.fields if f.name != "order")]
     actions = ("retry_action",)
+    inlines = (PayoutStatusHistoryInline,)
     change_form_template = "admin/payouts/payout/change_form.html"
 
     # As for charges: the first column opens the payout, its page links the order.
@@ -189,7 +205,7 @@ class PayoutAdmin(ReadOnlyAdmin):
             )
         retried = 0
         for payout in queryset.filter(status=Payout.Status.FAILED):
-            if services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
+            if payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
                 self.log_change(request, payout, f"Retry requested: {reason}")
                 retried += 1
         skipped = queryset.count() - retried
@@ -215,7 +231,7 @@ class PayoutAdmin(ReadOnlyAdmin):
             request,
             self,
             payout,
-            retry=lambda: services.payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"),
+            retry=lambda: payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"),
             what="this payout",
             effect=self.RETRY_EFFECT,
             action_url=reverse("admin:payouts_payout_retry", args=[pk]),

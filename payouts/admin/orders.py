@@ -15,11 +15,12 @@ from django.utils.html import format_html
 from orders.admin import OrderAdmin
 from orders.models import Order
 
-from .. import services
 from ..models import (
     Charge,
     Payout,
 )
+from ..services.progression import payout_retry
+from ..services.refunds import refund_retry
 from .common import retry_one
 from .money import ChargeAdmin, PayoutAdmin
 
@@ -91,7 +92,7 @@ RETRIES = {
         "Retry refund",
         Charge,
         lambda charge: charge.refund_status == Charge.RefundStatus.FAILED,
-        lambda charge, actor: services.refund_retry(charge=charge, actor=actor),
+        lambda charge, actor: refund_retry(charge=charge, actor=actor),
         "this refund",
         ChargeAdmin.RETRY_EFFECT,
         "Refund retry requested",
@@ -102,7 +103,7 @@ RETRIES = {
         "Retry payout",
         Payout,
         lambda payout: payout.status == Payout.Status.FAILED,
-        lambda payout, actor: services.payout_retry(payout=payout, actor=actor),
+        lambda payout, actor: payout_retry(payout=payout, actor=actor),
         "this payout",
         PayoutAdmin.RETRY_EFFECT,
         "Retry requested",

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import payouts.models.sandbox
+import payouts.sandbox.models
 from django.db import migrations, models
 
 
@@ -17,7 +17,7 @@ class Migration(migrations.Migration):
             name='SandboxAccount',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('account_id', models.CharField(default=payouts.models.sandbox.new_sandbox_account_id, max_length=40, unique=True)),
+                ('account_id', models.CharField(default=payouts.sandbox.models.new_sandbox_account_id, max_length=40, unique=True)),
                 ('reference', models.CharField(help_text="The platform client's reference (partner id).", max_length=64)),
                 ('holder_name', models.CharField(max_length=120)),
                 ('method', models.CharField(max_length=8)),
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             name='SandboxCard',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token', models.CharField(default=payouts.models.sandbox.new_sandbox_card_token, max_length=40, unique=True)),
+                ('token', models.CharField(default=payouts.sandbox.models.new_sandbox_card_token, max_length=40, unique=True)),
                 ('customer_reference', models.CharField(max_length=64)),
                 ('holder_name', models.CharField(blank=True, max_length=120)),
                 ('brand', models.CharField(max_length=32)),
@@ -53,7 +53,7 @@ class Migration(migrations.Migration):
             name='SandboxAuthorizationCode',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('code', models.CharField(default=payouts.models.sandbox.new_sandbox_code, max_length=48, unique=True)),
+                ('code', models.CharField(default=payouts.sandbox.models.new_sandbox_code, max_length=48, unique=True)),
                 ('redirect_uri', models.URLField(max_length=500)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('used_at', models.DateTimeField(blank=True, null=True)),
@@ -64,7 +64,7 @@ class Migration(migrations.Migration):
             name='SandboxCardSetup',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('setup_id', models.CharField(default=payouts.models.sandbox.new_sandbox_setup_id, max_length=48, unique=True)),
+                ('setup_id', models.CharField(default=payouts.sandbox.models.new_sandbox_setup_id, max_length=48, unique=True)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('redeemed_at', models.DateTimeField(blank=True, null=True)),
                 ('card', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='setups', to='payouts.sandboxcard')),
@@ -74,7 +74,7 @@ class Migration(migrations.Migration):
             name='SandboxCharge',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('charge_id', models.CharField(default=payouts.models.sandbox.new_sandbox_charge_id, max_length=40, unique=True)),
+                ('charge_id', models.CharField(default=payouts.sandbox.models.new_sandbox_charge_id, max_length=40, unique=True)),
                 ('amount', models.DecimalField(decimal_places=2, max_digits=12)),
                 ('currency', models.CharField(max_length=3)),
                 ('description', models.CharField(blank=True, max_length=255)),
@@ -92,7 +92,7 @@ class Migration(migrations.Migration):
             name='SandboxPayout',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('payout_id', models.CharField(default=payouts.models.sandbox.new_sandbox_payout_id, max_length=40, unique=True)),
+                ('payout_id', models.CharField(default=payouts.sandbox.models.new_sandbox_payout_id, max_length=40, unique=True)),
                 ('amount', models.DecimalField(decimal_places=2, max_digits=12)),
                 ('currency', models.CharField(max_length=3)),
                 ('description', models.CharField(blank=True, max_length=255)),

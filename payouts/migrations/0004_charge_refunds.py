@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import payouts.models.sandbox
+import payouts.sandbox.models
 from django.db import migrations, models
 
 
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
             name='SandboxRefund',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('refund_id', models.CharField(default=payouts.models.sandbox.new_sandbox_refund_id, max_length=40, unique=True)),
+                ('refund_id', models.CharField(default=payouts.sandbox.models.new_sandbox_refund_id, max_length=40, unique=True)),
                 ('amount', models.DecimalField(decimal_places=2, max_digits=12)),
                 ('currency', models.CharField(max_length=3)),
                 ('reason', models.CharField(blank=True, max_length=255)),

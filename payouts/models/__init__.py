@@ -1,25 +1,11 @@
 from .methods import CreditCard, PayoutAccount
-from .money import Charge, Payout
-from .sandbox import (
-    SandboxAccount,
-    SandboxAuthorizationCode,
-    SandboxCard,
-    SandboxCardSetup,
-    SandboxCharge,
-    SandboxPayout,
-    SandboxRefund,
-)
+from .money import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
 
 __all__ = [
     "Charge",
     "Payout",
+    "PayoutStatusHistory",
+    "RefundStatusHistory",
     "CreditCard",
     "PayoutAccount",
-    "SandboxAccount",
-    "SandboxAuthorizationCode",
-    "SandboxCard",
-    "SandboxCardSetup",
-    "SandboxCharge",
-    "SandboxPayout",
-    "SandboxRefund",
 ]

@@ -3,6 +3,7 @@
 from django.db import models
 from django.db.models import Q
 
+from config.statemachine import StatusHistory
 from partners.models import Partner
 
 
@@ -133,6 +134,9 @@ class Payout(models.Model):
         PAID = "paid", "Paid"
         FAILED = "failed", "Failed"
 
+    # Created at the platform and not finished yet: progression asks the platform about these.
+    AT_PLATFORM_STATUSES = (Status.IN_PROCESS, Status.SCHEDULED)
+
     # One payout per order, decided by the database: two overlapping progression runs cannot both insert.
     order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payout")
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="payouts")
@@ -181,3 +185,25 @@ class Payout(models.Model):
     def idempotency_key(self) -> str:
         """One key per attempt: a retry after a failure is a new payout at the platform, a repeat is not."""
         return f"{self.order.order_id}:payout:{self.attempt}"
+
+
+class PayoutStatusHistory(StatusHistory):
+    """One row per move of ``Payout.status`` (``payouts.services.progression.payout_transition``)."""
+
+    payout = models.ForeignKey(Payout, on_delete=models.CASCADE, related_name="status_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "payout status change"
+        verbose_name_plural = "payout status history"
+        indexes = [models.Index(fields=["payout", "at", "id"], name="payout_history_payout_at")]
+
+
+class RefundStatusHistory(StatusHistory):
+    """One row per move of ``Charge.refund_status`` (``payouts.services.refunds.refund_transition``)."""
+
+    charge = models.ForeignKey(Charge, on_delete=models.CASCADE, related_name="refund_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "refund status change"
+        verbose_name_plural = "refund status history"
+        indexes = [models.Index(fields=["charge", "at", "id"], name="refund_history_charge_at")]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -30,6 +31,7 @@ from .base import (
     PayoutState,
     RefundResult,
     SavedCard,
+    TestPaymentMethods,
 )
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "PayoutState",
     "RefundResult",
     "SavedCard",
+    "TestPaymentMethods",
     "get_platform",
 ]
 
@@ -67,57 +70,146 @@ _LOGGED_ARGS = (
 )
 
 
-class LoggedPlatform:
+class LoggedPlatform(PaymentPlatform):
     """Wraps a backend: one structured log line per platform call."""
 
     def __init__(self, backend: PaymentPlatform) -> None:
         self.backend = backend
         self.name = backend.name
 
-    def __getattr__(self, operation: str) -> Any:
+    def authorize_url(self, *, state: str, return_url: str, account_reference: str, email: str = "") -> str:
+        return self._call(
+            "authorize_url",
+            state=state,
+            return_url=return_url,
+            account_reference=account_reference,
+            email=email,
+        )
+
+    def complete_authorization(self, *, code: str, idempotency_key: str) -> ConnectedAccount:
+        return self._call("complete_authorization", code=code, idempotency_key=idempotency_key)
+
+    def card_setup_url(
+        self,
+        *,
+        state: str,
+        return_url: str,
+        customer_reference: str,
+        email: str = "",
+        existing_card_token: str = "",
+        idempotency_key: str,
+    ) -> str:
+        return self._call(
+            "card_setup_url",
+            state=state,
+            return_url=return_url,
+            customer_reference=customer_reference,
+            email=email,
+            existing_card_token=existing_card_token,
+            idempotency_key=idempotency_key,
+        )
+
+    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
+        return self._call("complete_card_setup", setup_id=setup_id)
+
+    def charge_card(
+        self, *, card_token: str, amount: Decimal, currency: str, idempotency_key: str, description: str
+    ) -> ChargeResult:
+        return self._call(
+            "charge_card",
+            card_token=card_token,
+            amount=amount,
+            currency=currency,
+            idempotency_key=idempotency_key,
+            description=description,
+        )
+
+    def refund_charge(
+        self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
+    ) -> RefundResult:
+        return self._call(
+            "refund_charge",
+            charge_id=charge_id,
+            amount=amount,
+            currency=currency,
+            idempotency_key=idempotency_key,
+            reason=reason,
+        )
+
+    def get_refund(self, *, refund_id: str) -> RefundResult:
+        return self._call("get_refund", refund_id=refund_id)
+
+    def create_payout(
+        self, *, account_id: str, amount: Decimal, currency: str, idempotency_key: str, description: str
+    ) -> PayoutState:
+        return self._call(
+            "create_payout",
+            account_id=account_id,
+            amount=amount,
+            currency=currency,
+            idempotency_key=idempotency_key,
+            description=description,
+        )
+
+    def get_payout(self, *, account_id: str, payout_id: str) -> PayoutState:
+        return self._call("get_payout", account_id=account_id, payout_id=payout_id)
+
+    def create_test_methods(
+        self, *, reference: str, holder_name: str, card_number: str, account_number: str
+    ) -> TestPaymentMethods:
+        return self._call(
+            "create_test_methods",
+            reference=reference,
+            holder_name=holder_name,
+            card_number=card_number,
+            account_number=account_number,
+        )
+
+    def test_mode_card(self, *, reference: str, declines: bool) -> str:
+        return self.backend.test_mode_card(reference=reference, declines=declines)
+
+    def form_action_origins(self) -> list[str]:
+        return self.backend.form_action_origins()
+
+    def _call(self, operation: str, **kwargs: Any) -> Any:
         target = getattr(self.backend, operation)
-        if not callable(target) or operation.startswith("_") or operation == "form_action_origins":
-            return target
-
-        def call(**kwargs: Any) -> Any:
-            fields = {k: str(kwargs[k]) for k in _LOGGED_ARGS if k in kwargs}
-            started = time.monotonic()
-            outcome = "ok"
-            try:
-                result = target(**kwargs)
-                if isinstance(result, ChargeResult) and result.status == CHARGE_FAILED:
-                    outcome = "declined"
-                elif isinstance(result, RefundResult) and result.status == REFUND_FAILED:
-                    outcome = "refund_failed"
-                return result
-            except PlatformUnavailable:
-                outcome = "unavailable"
-                raise
-            except PlatformError:
-                outcome = "refused"
-                raise
-            except Exception:
-                outcome = "error"
-                raise
-            finally:
-                logger.info(
-                    "payment platform call %s %s idempotency_key=%s",
-                    operation,
-                    outcome,
-                    fields.get("idempotency_key", "-"),
-                    extra={
-                        "platform": self.name,
-                        "operation": operation,
-                        "outcome": outcome,
-                        "duration_ms": round((time.monotonic() - started) * 1000, 1),
-                        **{f"platform_{k}": v for k, v in fields.items()},
-                    },
-                )
-
-        return call
+        fields = {k: str(kwargs[k]) for k in _LOGGED_ARGS if k in kwargs}
+        started = time.monotonic()
+        outcome = "ok"
+        try:
+            result = target(**kwargs)
+            if isinstance(result, ChargeResult) and result.status == CHARGE_FAILED:
+                outcome = "declined"
+            elif isinstance(result, RefundResult) and result.status == REFUND_FAILED:
+                outcome = "refund_failed"
+            return result
+        except PlatformUnavailable:
+            outcome = "unavailable"
+            raise
+        except PlatformError:
+            outcome = "refused"
+            raise
+        except Exception:
+            outcome = "error"
+            raise
+        finally:
+            logger.info(
+                "payment platform call %s %s idempotency_key=%s",
+                operation,
+                outcome,
+                fields.get("idempotency_key", "-"),
+                extra={
+                    "platform": self.name,
+                    "operation": operation,
+                    "outcome": outcome,
+                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
+                    **{f"platform_{k}": v for k, v in fields.items()},
+                },
+            )
 
 
-def get_platform(name: str | None = None) -> LoggedPlatform:
+def get_platform(name: str | None = None) -> PaymentPlatform:
+    """The backend ``name`` (default: ``settings.PAYMENT_PLATFORM``), wrapped in ``LoggedPlatform``."""
     name = name or settings.PAYMENT_PLATFORM
     if name == "sandbox":
         from .sandbox import SandboxPlatform

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from ..errors import PlatformError
+
 CHARGE_SUCCEEDED = "succeeded"
 CHARGE_FAILED = "failed"
 
@@ -68,6 +70,14 @@ class PayoutState:
     scheduled_for: datetime | None = None  # when the platform expects to disburse
     paid_at: datetime | None = None
     failure_reason: str = ""
+
+
+@dataclass(frozen=True)
+class TestPaymentMethods:
+    """A test bank account and card made directly on a platform that has them (the sandbox)."""
+
+    account: ConnectedAccount
+    card: SavedCard
 
 
 class PaymentPlatform(abc.ABC):
@@ -131,6 +141,18 @@ class PaymentPlatform(abc.ABC):
     @abc.abstractmethod
     def get_payout(self, *, account_id: str, payout_id: str) -> PayoutState:
         """The payout's state now."""
+
+    # --- test methods ---------------------------------------------------------------------------------------
+    def create_test_methods(
+        self, *, reference: str, holder_name: str, card_number: str, account_number: str
+    ) -> TestPaymentMethods:
+        """A bank account and a card from the platform's test numbers, without its pages (demo partners)."""
+        raise PlatformError(f"The {self.name} platform has no test payment methods.")
+
+    def test_mode_card(self, *, reference: str, declines: bool) -> str:
+        """The token of a platform test card for test-mode charges (one that succeeds, or one that declines),
+        made on first use for ``reference``."""
+        raise PlatformError(f"The {self.name} platform has no test cards.")
 
     def form_action_origins(self) -> list[str]:
         """Origins the portal's forms may redirect to (Content-Security-Policy ``form-action``)."""

@@ -17,10 +17,10 @@ from django.views.decorators.http import require_GET, require_POST
 from partners.portal.access import portal_page
 from partners.selectors import payment_readiness
 
-from .. import services as payout_services
 from ..errors import PaymentError, ReplaceNeedsConfirmation
 from ..forms import ReplaceConfirmForm
 from ..selectors import partner_has_active_orders, payment_methods_of_partner
+from ..services import methods as payout_services
 
 # OAuth-style ``state`` values issued for platform redirects, kept in the session, single use.
 STATES_SESSION_KEY = "portal_platform_states"

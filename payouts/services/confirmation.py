@@ -16,7 +16,7 @@ from orders import services as order_services
 from orders.models import Notification, Order
 
 from ..errors import PlatformUnavailable
-from . import charge_for_order
+from .charges import charge_for_order
 from .refunds import refund_enqueue, refund_request
 from .testmode import test_charge_for_order
 

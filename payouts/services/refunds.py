@@ -12,30 +12,54 @@ refund the platform left pending.
 The whole charge is refunded, through the platform that took it, with the idempotency key
 ``"<order_id>:refund"`` (a staff retry after a failure is a new attempt: ``"<order_id>:refund:<n>"``).
 An ``expired`` order keeps its charge: the seller never delivered, and the charge covers those tickets.
+
+``refund_transition`` is the only code that changes ``Charge.refund_status`` (``REFUND_TRANSITIONS``); every
+move is recorded in ``RefundStatusHistory``.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from config.publish import publish, publish_after_commit
+from config.statemachine import IllegalStateMove, StateMachine
+from orders.models import Order
 
 from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
-from ..models import Charge
+from ..models import Charge, RefundStatusHistory
 from ..platform import get_platform
 from .alerts import REFUND_FAILED, payment_alert_enqueue
 
 logger = logging.getLogger(__name__)
 
 R = Charge.RefundStatus
-ORDER_CANCELED = "canceled"
+ORDER_CANCELED = Order.Status.CANCELED
+REFUNDS_ACTOR = "system:refunds"
+
+# Every legal move of a charge's refund. A succeeded refund is final; a failed one goes back to pending only
+# through a staff retry (a new attempt).
+REFUND_TRANSITIONS: dict[str, frozenset[str]] = {
+    R.NONE: frozenset({R.PENDING}),
+    R.PENDING: frozenset({R.SUCCEEDED, R.FAILED}),
+    R.SUCCEEDED: frozenset(),
+    R.FAILED: frozenset({R.PENDING}),
+}
+REFUND_MACHINE = StateMachine(
+    name="refund",
+    field="refund_status",
+    moves=REFUND_TRANSITIONS,
+    history=RefundStatusHistory,
+    history_fk="charge",
+)
 
 # An owed refund that no worker has tried after this long: its message never reached a worker.
 REFUND_SWEEP_GRACE = timedelta(minutes=2)
@@ -45,18 +69,42 @@ REFUND_RECHECK_AFTER = timedelta(minutes=10)
 REFUND_SWEEP_BATCH = 200
 
 
+def refund_transition(
+    *,
+    charge: Charge,
+    to: str,
+    actor: str,
+    reason: str = "",
+    changes: Mapping[str, Any] | Callable[[Charge], Mapping[str, Any]] | None = None,
+) -> Charge:
+    """Move ``charge.refund_status`` to ``to`` if ``REFUND_TRANSITIONS`` allows it, with ``changes`` to its
+    other fields; write the history row; return the fresh charge. Raises ``IllegalStateMove`` otherwise."""
+    locked, _ = REFUND_MACHINE.move(obj=charge, to=to, actor=actor, reason=reason, changes=changes)
+    return locked
+
+
 def refund_request(*, order_pk: int) -> bool:
     """The canceled order's succeeded charge now owes a refund. Returns whether this call marked it.
 
-    Idempotent: a repeat finds the charge already marked and returns False. The caller publishes the task
-    (``refund_enqueue``).
+    Idempotent: a repeat (or the sweep marking it first) finds the charge already marked and returns False.
+    The caller publishes the task (``refund_enqueue``).
     """
-    now = timezone.now()
-    # Race: the sweep finding the same canceled order — only the UPDATE that still finds "none" marks it.
-    marked = Charge.objects.filter(
+    charge = Charge.objects.filter(
         order_id=order_pk, status=Charge.Status.SUCCEEDED, refund_status=R.NONE
-    ).update(refund_status=R.PENDING, refund_requested_at=now, updated_at=now)
-    return bool(marked)
+    ).first()
+    if charge is None:
+        return False
+    try:
+        refund_transition(
+            charge=charge,
+            to=R.PENDING,
+            actor=REFUNDS_ACTOR,
+            reason="Order canceled",
+            changes={"refund_requested_at": timezone.now()},
+        )
+    except IllegalStateMove:
+        return False
+    return True
 
 
 def refund_enqueue(*, order_pk: int) -> bool:
@@ -94,8 +142,15 @@ def refund_for_order(*, order) -> Charge | None:
             return charge
         now = timezone.now()
         if charge.refund_status == R.NONE:  # canceled before refunds were requested at cancel time
-            charge.refund_status, charge.refund_requested_at = R.PENDING, now
-        charge.refund_attempted_at = now
+            refund_transition(
+                charge=charge,
+                to=R.PENDING,
+                actor=REFUNDS_ACTOR,
+                reason="Order canceled",
+                changes={"refund_requested_at": now},
+            )
+        changes: dict[str, Any] = {"refund_attempted_at": now}
+        outcome, reason = R.PENDING, ""
         platform = get_platform(charge.platform)
         try:
             if charge.platform_refund_id:  # the platform took the refund earlier and had not finished it
@@ -109,22 +164,31 @@ def refund_for_order(*, order) -> Charge | None:
                     reason=f"Ticket buy-back order {charge.order.order_id} canceled",
                 )
         except PlatformUnavailable as exc:
-            charge.refund_last_error = exc.message[:255]
+            changes["refund_last_error"] = exc.message[:255]
             unavailable = exc
         except PlatformError as exc:
-            charge.refund_status = R.FAILED
-            charge.refund_failure_reason = exc.message[:255]
+            outcome, reason = R.FAILED, exc.message[:255]
         else:
-            charge.platform_refund_id = result.refund_id or charge.platform_refund_id
-            charge.refund_last_error = ""
+            changes["platform_refund_id"] = result.refund_id or charge.platform_refund_id
+            changes["refund_last_error"] = ""
             if result.status == pf.REFUND_SUCCEEDED:
-                charge.refund_status, charge.refunded_at = R.SUCCEEDED, now
+                outcome, reason = R.SUCCEEDED, "The platform refunded the charge"
+                changes["refunded_at"] = now
             elif result.status == pf.REFUND_FAILED:
-                reason = result.failure_reason or "The platform refused the refund."
-                charge.refund_status, charge.refund_failure_reason = R.FAILED, reason[:255]
+                outcome, reason = (
+                    R.FAILED,
+                    (result.failure_reason or "The platform refused the refund.")[:255],
+                )
             # REFUND_PENDING: the platform is not done yet; the sweep asks it again later.
-        charge.save()
-        if charge.refund_status == R.FAILED:  # only a refund that was owed gets here: a new failure
+        if outcome == R.FAILED:
+            changes["refund_failure_reason"] = reason
+        if outcome == R.PENDING:
+            for name, value in changes.items():
+                setattr(charge, name, value)
+            charge.save(update_fields=[*changes, "updated_at"])
+        else:
+            refund_transition(charge=charge, to=outcome, actor=REFUNDS_ACTOR, reason=reason, changes=changes)
+        if outcome == R.FAILED:  # only a refund that was owed gets here: a new failure
             payment_alert_enqueue(kind=REFUND_FAILED, pk=charge.pk)  # published once this commits
     if unavailable is not None:
         raise unavailable
@@ -143,24 +207,28 @@ def _refund_may_be_owed(charge: Charge) -> bool:
 
 def refund_retry(*, charge: Charge, actor: str) -> bool:
     """Staff: try a failed refund again, as a new attempt (new idempotency key). Returns whether it was failed."""
-    now = timezone.now()
-    # Race: a double click or two staff members — only the UPDATE that still finds it failed retries it.
-    updated = Charge.objects.filter(pk=charge.pk, refund_status=R.FAILED).update(
-        refund_status=R.PENDING,
-        refund_attempt=F("refund_attempt") + 1,
-        platform_refund_id="",
-        refund_failure_reason="",
-        refund_last_error="",
-        refund_attempted_at=None,
-        refund_failure_alerted_at=None,  # the next failure is a new event with its own alert
-        updated_at=now,
-    )
-    if updated:
-        logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
-        from ..tasks import refund_order_charge
+    try:
+        refund_transition(
+            charge=charge,
+            to=R.PENDING,
+            actor=actor,
+            reason="Retried by staff",
+            changes=lambda locked: {
+                "refund_attempt": locked.refund_attempt + 1,
+                "platform_refund_id": "",
+                "refund_failure_reason": "",
+                "refund_last_error": "",
+                "refund_attempted_at": None,
+                "refund_failure_alerted_at": None,  # the next failure is a new event with its own alert
+            },
+        )
+    except IllegalStateMove:  # a double click or a second staff member: it is pending already
+        return False
+    logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
+    from ..tasks import refund_order_charge
 
-        publish_after_commit(refund_order_charge, charge.order_id)
-    return bool(updated)
+    publish_after_commit(refund_order_charge, charge.order_id)
+    return True
 
 
 @dataclass

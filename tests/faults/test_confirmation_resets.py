@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from orders.models import Order, OrderStatusHistory
 from payouts.models import Charge
-from payouts.models.sandbox import SandboxCharge
+from payouts.sandbox.models import SandboxCharge
 from tests.catalog.factories import RowFactory
 from tests.conftest import issue_token
 

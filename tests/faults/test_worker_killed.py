@@ -14,7 +14,7 @@ from config.celery import app as celery_app
 from orders.models import Order, OrderStatusHistory
 from payouts import tasks
 from payouts.models import Charge
-from payouts.models.sandbox import SandboxCharge
+from payouts.sandbox.models import SandboxCharge
 from tests.conftest import issue_token
 
 from .conftest import ORDER_FORM, quote_body

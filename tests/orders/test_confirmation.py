@@ -9,7 +9,8 @@ from orders.tasks import backoff_seconds
 from payouts import tasks
 from payouts.errors import PlatformUnavailable
 from payouts.models import Charge
-from payouts.services import order_confirm, payment_methods_create_sandbox
+from payouts.services.confirmation import order_confirm
+from payouts.services.methods import payment_methods_create_sandbox
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory
@@ -232,7 +233,7 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
 
     from orders import notifications
     from orders.services import EMAIL_CLAIM_LEASE
-    from payouts.services import orders_requeue_unconfirmed
+    from payouts.services.confirmation import orders_requeue_unconfirmed
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
     attempts = []

@@ -39,7 +39,7 @@ def recorder():
 
 def test_every_transition_writes_exactly_one_notification_with_its_previous_status(partner):
     order = create_order(partner)
-    for step in ["awaiting_transfer", "ticket_received", "payout_in_process", "scheduled", "paid"]:
+    for step in [Order.Status.AWAITING_TRANSFER, *Order.PAYOUT_PATH]:
         order = order_transition(order=order, to=step, actor="staff:test")
     rows = list(Notification.objects.filter(order=order).order_by("id"))
     assert [
@@ -155,7 +155,7 @@ def test_an_expiry_carries_in_hand_date_passed(partner):
 def test_a_declined_card_carries_card_declined(db, django_capture_on_commit_callbacks):
     from rest_framework.test import APIClient
 
-    from payouts.services import payment_methods_create_sandbox
+    from payouts.services.methods import payment_methods_create_sandbox
     from tests.conftest import issue_token, make_partner
 
     creds = make_partner(name="Declines Inc", payment_methods=False)

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from orders.portal import ORDER_CSV_HEADER
 from partners.portal.exports import csv_cell
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_on
 

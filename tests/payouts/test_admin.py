@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from partners.models import PortalUser
 from payouts.models import Charge, Payout
-from payouts.services import charge_for_order, payment_methods_create_sandbox, payouts_progress
+from payouts.services.charges import charge_for_order
+from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.progression import payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
@@ -179,10 +181,10 @@ def test_admin_pages_render(staff, failed_payout):
         "/admin/payouts/payout/",
         f"/admin/payouts/payout/{failed_payout[1].pk}/change/",
         "/admin/payouts/charge/",
-        "/admin/payouts/sandboxaccount/",
-        "/admin/payouts/sandboxcard/",
-        "/admin/payouts/sandboxcharge/",
-        "/admin/payouts/sandboxpayout/",
+        "/admin/sandbox/sandboxaccount/",
+        "/admin/sandbox/sandboxcard/",
+        "/admin/sandbox/sandboxcharge/",
+        "/admin/sandbox/sandboxpayout/",
     ):
         assert staff.get(path).status_code == 200, path
 
@@ -227,7 +229,7 @@ def test_order_page_retries_a_failed_payout_after_confirmation_and_returns_to_th
 
 
 def test_order_page_retries_a_failed_refund_after_confirmation(staff, django_capture_on_commit_callbacks):
-    from payouts.services import order_confirm
+    from payouts.services.confirmation import order_confirm
     from tests.payouts.test_refunds import REFUND_FAILS_CARD, cancel_order
 
     creds = make_partner(payment_methods=False)

@@ -7,8 +7,11 @@ import pytest
 from django.db import connection
 
 from payouts.errors import PlatformUnavailable
-from payouts.models import Charge, SandboxCharge
-from payouts.services import charge_for_order, order_confirm, payment_methods_create_sandbox
+from payouts.models import Charge
+from payouts.sandbox.models import SandboxCharge
+from payouts.services.charges import charge_for_order
+from payouts.services.confirmation import order_confirm
+from payouts.services.methods import payment_methods_create_sandbox
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 

@@ -6,6 +6,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
+from orders.models import Order
 from payouts.models import CreditCard, PayoutAccount
 from tests.orders.factories import make_order
 from tests.portal.fixtures import add_card, connect_payout_account, query_of
@@ -154,7 +155,7 @@ def test_replacing_with_active_orders_shows_the_warning_and_needs_confirmation(r
 
 
 def test_replacing_with_only_settled_orders_needs_no_confirmation(ready_portal):
-    for status in ("paid", "canceled", "expired"):
+    for status in Order.SETTLED_STATUSES:
         make_order(ready_portal.partner, status=status)
     page = ready_portal.client.get("/portal/settings/payment-methods").content.decode()
     assert WARNING not in page

@@ -7,7 +7,7 @@ import pytest
 
 from payouts.models import Payout
 from payouts.portal.payouts import PAYOUT_CSV_HEADER
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import csv_rows, payout_on
 

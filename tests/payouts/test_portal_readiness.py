@@ -10,7 +10,9 @@ from django.utils import timezone
 
 from partners.models import Partner
 from payouts.models import Charge, Payout
-from payouts.services import order_confirm, payment_methods_create_sandbox, payouts_progress
+from payouts.services.confirmation import order_confirm
+from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.payouts.test_alerts import FAILING_ACCOUNT
 from tests.payouts.test_refunds import DECLINED_CARD, REFUND_FAILS_CARD, cancel_order, charged_order

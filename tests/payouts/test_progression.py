@@ -10,8 +10,9 @@ from django.db import connection
 from django.utils import timezone
 
 from orders.models import Order
-from payouts.models import Payout, SandboxPayout
-from payouts.services import payout_retry, payouts_progress
+from payouts.models import Payout
+from payouts.sandbox.models import SandboxPayout
+from payouts.services.progression import payout_retry, payouts_progress
 from payouts.tasks import progress_payouts
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
@@ -84,7 +85,7 @@ def test_a_late_run_walks_the_order_through_every_status(partner, clock):
 
 @pytest.mark.django_db
 def test_orders_before_ticket_received_get_no_payout(partner):
-    for status in ("accepted", "awaiting_transfer", "canceled", "expired"):
+    for status in (*Order.OPEN_STATUSES, Order.Status.CANCELED, Order.Status.EXPIRED):
         make_order(partner, status=status)
     assert payouts_progress().created == 0
     assert not Payout.objects.exists()
@@ -92,7 +93,7 @@ def test_orders_before_ticket_received_get_no_payout(partner):
 
 @pytest.mark.django_db
 def test_failed_payout_is_kept_with_reason_and_retried_by_staff(db, clock):
-    from payouts.services import payment_methods_create_sandbox
+    from payouts.services.methods import payment_methods_create_sandbox
 
     creds = make_partner(payment_methods=False)
     payment_methods_create_sandbox(partner=creds.partner, account_number="000111111116")
@@ -187,7 +188,7 @@ def test_two_concurrent_progression_runs_create_one_payout(db):
 
 @pytest.mark.django_db
 def test_one_broken_payout_does_not_stop_the_others(partner, monkeypatch, caplog):
-    from payouts import services
+    from payouts.services import progression as services
 
     first = make_order(partner, status="ticket_received")
     second = make_order(partner, status="ticket_received")

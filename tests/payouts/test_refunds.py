@@ -24,10 +24,13 @@ from orders.models import Order
 from orders.services import order_cancel, order_create, orders_expire_overdue
 from payouts import tasks
 from payouts.errors import PlatformError, PlatformUnavailable
-from payouts.models import Charge, CreditCard, SandboxCard, SandboxCharge, SandboxRefund
+from payouts.models import Charge, CreditCard
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
-from payouts.services import order_confirm, payment_methods_create_sandbox, refund_request, refunds_sweep
+from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
+from payouts.services.confirmation import order_confirm
+from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.refunds import refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
 from tests.payouts.test_stripe_platform import FakeStripe
@@ -532,7 +535,7 @@ def test_failed_refund_is_listed_and_staff_retry_refunds_it_once(staff, django_c
     ]
     assert SandboxCharge.objects.get(charge_id=charge.platform_charge_id).amount_refunded == charge.amount
     assert refunds_of(other) == []  # awaiting transfer: nothing owed
-    platform_side = staff.get("/admin/payouts/sandboxrefund/").content.decode()
+    platform_side = staff.get("/admin/sandbox/sandboxrefund/").content.decode()
     assert f"{order.order_id}:refund:2" in platform_side
 
     with django_capture_on_commit_callbacks(execute=True):

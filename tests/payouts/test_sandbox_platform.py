@@ -11,9 +11,9 @@ import time_machine
 from django.utils import timezone
 
 from payouts.errors import AuthorizationFailed, PlatformError, PlatformUnavailable
-from payouts.models import SandboxAccount, SandboxCard, SandboxCharge, SandboxPayout
 from payouts.platform import get_platform
-from payouts.platform.sandbox import (
+from payouts.sandbox.models import SandboxAccount, SandboxCard, SandboxCharge, SandboxPayout
+from payouts.sandbox.services import (
     luhn_valid,
     routing_number_valid,
     sandbox_account_authorize,

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from partners.portal_services import portal_user_invite
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.conftest import login_with_password, make_partner
 from tests.orders.factories import make_order
 

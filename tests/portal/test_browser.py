@@ -19,7 +19,7 @@ from orders.models import Order
 from orders.services import order_transition
 from partners.portal_services import portal_user_invite
 from payouts.models import Charge, CreditCard, PayoutAccount
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.catalog.factories import RowFactory
 from tests.conftest import make_partner
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from partners.portal_services import portal_user_invite
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 

@@ -26,7 +26,7 @@ def make_partner_with_both_pairs(*, name: str = "Acme Tickets", payment_methods:
 
     issued = services.partner_create(name=name, contact_email="ops@acme.example")
     if payment_methods:
-        from payouts.services import payment_methods_create_sandbox
+        from payouts.services.methods import payment_methods_create_sandbox
 
         payment_methods_create_sandbox(partner=issued.partner)
     return BothPairs(

@@ -7,8 +7,9 @@ from standardwebhooks.webhooks import Webhook
 
 from catalog.models import Row
 from orders.models import Notification, Order
-from payouts.models import Charge, Payout, SandboxCharge
-from payouts.services import payouts_progress
+from payouts.models import Charge, Payout
+from payouts.sandbox.models import SandboxCharge
+from payouts.services.progression import payouts_progress
 from tests.conftest import assert_error
 
 from .conftest import api_order

@@ -5,7 +5,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from orders.services import order_transition
-from payouts.services import payouts_progress
+from payouts.services.progression import payouts_progress
 from tests.orders.conftest import create_order
 
 

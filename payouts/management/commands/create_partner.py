@@ -27,7 +27,7 @@ class Command(BaseCommand):
                 name=options["name"], contact_email=options["email"], suspended=options["suspended"]
             )
             if options["with_payment_methods"]:
-                from payouts.services import payment_methods_create_sandbox
+                from payouts.services.methods import payment_methods_create_sandbox
 
                 payment_methods_create_sandbox(partner=issued.partner)
         result = {

@@ -72,7 +72,7 @@ class Command(BaseCommand):
         partner = Partner.objects.filter(name=DEMO_NAME, contact_email=DEMO_EMAIL).first()
         if partner is None:
             issued = services.partner_create(name=DEMO_NAME, contact_email=DEMO_EMAIL)
-            from payouts.services import payment_methods_create_sandbox
+            from payouts.services.methods import payment_methods_create_sandbox
 
             payment_methods_create_sandbox(partner=issued.partner)
             return issued, True

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import sandbox_views
+from . import views as sandbox_views
 
 app_name = "sandbox"
 

@@ -14,14 +14,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods
 
-from .platform.sandbox import (
+from .forms import BankAuthorizeForm, CardForm
+from .services import (
     BANKS_BY_ROUTING,
     FAILING_ACCOUNTS,
     TEST_CARDS,
     sandbox_account_authorize,
     sandbox_card_save,
 )
-from .sandbox_forms import BankAuthorizeForm, CardForm
 
 CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "

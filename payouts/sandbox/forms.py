@@ -5,7 +5,7 @@ import re
 from django import forms
 from django.utils import timezone
 
-from .platform.sandbox import TEST_CARDS, luhn_valid, routing_number_valid
+from .services import TEST_CARDS, luhn_valid, routing_number_valid
 
 _NON_DIGITS = re.compile(r"[\s\-]")
 

@@ -1,5 +1,7 @@
 """State of the sandbox payment platform: a stateful simulator that lives in the service's database.
 
+The tables keep the names they had when these models belonged to the payouts app (``payouts_sandbox…``).
+
 It plays the external platform's side (its own accounts, cards, charges and payouts), so it keeps the
 same rule as a real platform's records would: only last 4 digits, never a full card or account number.
 """
@@ -60,6 +62,7 @@ class SandboxAccount(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "payouts_sandboxaccount"
         verbose_name = "sandbox bank account"
 
     def __str__(self) -> str:
@@ -76,6 +79,9 @@ class SandboxAuthorizationCode(models.Model):
     redirect_uri = models.URLField(max_length=500)
     created_at = models.DateTimeField(default=timezone.now)
     used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "payouts_sandboxauthorizationcode"
 
     def __str__(self) -> str:
         return f"code for {self.account_id}"
@@ -106,6 +112,7 @@ class SandboxCard(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "payouts_sandboxcard"
         verbose_name = "sandbox card"
 
     def __str__(self) -> str:
@@ -121,6 +128,9 @@ class SandboxCardSetup(models.Model):
     card = models.ForeignKey(SandboxCard, on_delete=models.CASCADE, related_name="setups")
     created_at = models.DateTimeField(default=timezone.now)
     redeemed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "payouts_sandboxcardsetup"
 
     def __str__(self) -> str:
         return self.setup_id
@@ -150,6 +160,7 @@ class SandboxCharge(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "payouts_sandboxcharge"
         verbose_name = "sandbox charge"
 
     def __str__(self) -> str:
@@ -179,6 +190,7 @@ class SandboxRefund(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "payouts_sandboxrefund"
         verbose_name = "sandbox refund"
 
     def __str__(self) -> str:
@@ -199,6 +211,7 @@ class SandboxPayout(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "payouts_sandboxpayout"
         verbose_name = "sandbox payout"
 
     def __str__(self) -> str:

@@ -2,14 +2,14 @@
 
 from django.contrib import admin
 
-from ..models import (
+from ..admin.common import ReadOnlyAdmin
+from .models import (
     SandboxAccount,
     SandboxCard,
     SandboxCharge,
     SandboxPayout,
     SandboxRefund,
 )
-from .common import ReadOnlyAdmin
 
 
 # --- the sandbox platform's side, for staff looking at what the simulator holds ---------------------------------

@@ -1,0 +1,146 @@
+"""A status that changes in exactly one place: the table of legal moves, the row lock, the history row.
+
+Each machine (orders, payouts, refunds, events) declares its moves once::
+
+    PAYOUT_MACHINE = StateMachine(
+        name="payout", field="status", moves={...}, history=PayoutStatusHistory, history_fk="payout"
+    )
+
+and its one writer (``payout_transition`` …) calls ``machine.move(...)`` inside its own transaction, adding
+whatever else the move means for that app (notifications, alerts, quantities). ``move`` locks the row,
+re-reads the status under the lock, refuses any move the table does not have, writes the new status with
+the caller's other field changes, and records ``from → to`` with the time, the actor and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from django.db import models, transaction
+from django.utils import timezone
+
+M = TypeVar("M", bound=models.Model)
+
+REASON_MAX_LENGTH = 500
+
+
+class StatusHistory(models.Model):
+    """What every machine's history row holds; the concrete model adds the foreign key to its row."""
+
+    from_status = models.CharField(max_length=20, blank=True, help_text="Empty for the creation row.")
+    to_status = models.CharField(max_length=20)
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=200, help_text="partner:…, staff:…, system:…")
+    reason = models.CharField(max_length=REASON_MAX_LENGTH, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["at", "id"]
+        verbose_name = "status change"
+        verbose_name_plural = "status history"
+
+    def __str__(self) -> str:
+        return f"{self.from_status or '∅'} → {self.to_status}"
+
+
+class IllegalStateMove(Exception):
+    """A move the machine's table does not have (including a move to the status the row already has)."""
+
+    def __init__(self, *, machine: str, label: str, from_state: str, to_state: str) -> None:
+        self.machine = machine
+        self.label = label
+        self.from_state = from_state
+        self.to_state = to_state
+        super().__init__(f"{machine.capitalize()} {label} cannot move from {from_state} to {to_state}.")
+
+
+Refusal = Callable[[Any, str, str], IllegalStateMove]
+
+
+class StateMachine:
+    """The legal moves of one status field and the history model that records them.
+
+    The history model has a foreign key ``history_fk`` to the machine's model and the fields
+    ``from_status``, ``to_status``, ``at``, ``actor`` and ``reason``.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        field: str,
+        moves: Mapping[str, frozenset[str]],
+        history: type[models.Model],
+        history_fk: str,
+        refuse: Refusal | None = None,
+    ) -> None:
+        self.name = name
+        self.field = field
+        self.moves = dict(moves)
+        self.history = history
+        self.history_fk = history_fk
+        self._refuse = refuse
+
+    def allows(self, from_state: str, to_state: str) -> bool:
+        return to_state in self.moves.get(from_state, frozenset())
+
+    def refusal(self, obj: models.Model, from_state: str, to_state: str) -> IllegalStateMove:
+        if self._refuse is not None:
+            return self._refuse(obj, from_state, to_state)
+        return IllegalStateMove(
+            machine=self.name, label=str(obj.pk), from_state=from_state, to_state=to_state
+        )
+
+    def move(
+        self,
+        *,
+        obj: M,
+        to: str,
+        actor: str,
+        reason: str = "",
+        changes: Mapping[str, Any] | Callable[[M], Mapping[str, Any]] | None = None,
+        at=None,
+    ) -> tuple[M, str]:
+        """Move ``obj`` to ``to`` under its row lock; return the locked, saved row and the status it left.
+
+        ``changes`` are other fields written with the status (the caller's instance gets them too), or a
+        function of the locked row that returns them (for values computed from what the lock read). Raises
+        the machine's ``IllegalStateMove`` and writes nothing when the table has no such move.
+        """
+        if to not in self.moves:
+            raise ValueError(f"Unknown {self.name} status {to!r}")
+        with transaction.atomic():
+            # Race: two writers moving one row at once (staff, a task, a beat) — the second waits for the
+            # first's commit, then re-reads the status and is refused if the move no longer applies.
+            locked = type(obj)._default_manager.select_for_update().get(pk=obj.pk)
+            from_state = getattr(locked, self.field)
+            if not self.allows(from_state, to):
+                raise self.refusal(locked, from_state, to)
+            at = at or timezone.now()
+            changes = dict((changes(locked) if callable(changes) else changes) or {})
+            setattr(locked, self.field, to)
+            for name, value in changes.items():
+                setattr(locked, name, value)
+            update_fields = [self.field, *changes]
+            if any(f.name == "updated_at" for f in locked._meta.concrete_fields):
+                update_fields.append("updated_at")
+            locked.save(update_fields=update_fields)
+            self.record(obj=locked, from_state=from_state, to_state=to, actor=actor, reason=reason, at=at)
+        setattr(obj, self.field, to)
+        for name in changes:
+            setattr(obj, name, getattr(locked, name))
+        return locked, from_state
+
+    def record(
+        self, *, obj: models.Model, from_state: str, to_state: str, actor: str, reason: str = "", at=None
+    ) -> models.Model:
+        """Write one history row (``from_state`` is empty for the row's creation)."""
+        return self.history._default_manager.create(
+            **{self.history_fk: obj},
+            from_status=from_state,
+            to_status=to_state,
+            at=at or timezone.now(),
+            actor=actor,
+            reason=reason[:REASON_MAX_LENGTH],
+        )

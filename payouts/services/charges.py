@@ -1,0 +1,89 @@
+"""The charge of the partner's card for an order (DECISIONS: order life cycle, confirm)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from .. import platform as pf
+from ..errors import PlatformError, PlatformUnavailable
+from ..models import Charge, CreditCard
+from ..platform import get_platform
+from .alerts import CHARGE_DECLINED, payment_alert_enqueue
+
+logger = logging.getLogger(__name__)
+
+CURRENCY = "USD"
+
+
+def charge_for_order(*, order) -> Charge:
+    """Charge the partner's card on file for ``order.total_price`` (DECISIONS: order life cycle, confirm).
+
+    Idempotent per order: the Charge row is unique per order and the platform call uses the order id as its
+    idempotency key, so a repeat returns the existing charge and never charges twice. A declined card gives
+    a Charge with ``status == "failed"`` and a human ``failure_reason``. A transient platform failure
+    raises ``PlatformUnavailable`` (the caller retries; the charge stays ``pending``).
+    """
+    charge = Charge.objects.filter(order_id=order.pk).first()
+    if charge is None:
+        # The unique order column decides between two concurrent first calls: both get the same row.
+        charge, _ = Charge.objects.get_or_create(
+            order_id=order.pk,
+            defaults={
+                "partner_id": order.partner_id,
+                "amount": order.total_price,
+                "currency": CURRENCY,
+                "platform": get_platform().name,
+                "idempotency_key": order.order_id,
+            },
+        )
+    if charge.is_final:
+        return charge
+    unavailable: PlatformUnavailable | None = None
+    with transaction.atomic():
+        # Race: two confirmation runs for one order — the charge row's lock lets one call the platform at a
+        # time; the other then sees the final status (and the platform's idempotency key backs it up).
+        charge = Charge.objects.select_for_update().get(pk=charge.pk)
+        if charge.is_final:
+            return charge
+        card = CreditCard.objects.filter(partner_id=charge.partner_id).first()
+        if card is None:
+            charge.status = Charge.Status.FAILED
+            charge.failure_reason = "No credit card on file."
+            charge.save(update_fields=["status", "failure_reason", "updated_at"])
+            payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
+            return charge
+        charge.attempts += 1
+        charge.card_brand, charge.card_last4 = card.brand, card.last4
+        try:
+            result = get_platform().charge_card(
+                card_token=card.platform_card_token,
+                amount=charge.amount,
+                currency=charge.currency,
+                idempotency_key=charge.idempotency_key,
+                description=f"Ticket buy-back order {order.order_id}",
+            )
+        except PlatformUnavailable as exc:
+            charge.last_error = exc.message[:255]
+            unavailable = exc
+        except PlatformError as exc:
+            charge.status = Charge.Status.FAILED
+            charge.failure_reason = exc.message[:255]
+        else:
+            charge.platform_charge_id = result.charge_id
+            if result.status == pf.CHARGE_SUCCEEDED:
+                charge.status = Charge.Status.SUCCEEDED
+            else:
+                charge.status = Charge.Status.FAILED
+                charge.failure_reason = (result.failure_reason or "The card was declined.")[:255]
+        charge.save()
+        if charge.status == Charge.Status.FAILED:
+            payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
+    if unavailable is not None:
+        raise unavailable
+    logger.info(
+        "order charged" if charge.status == Charge.Status.SUCCEEDED else "order charge failed",
+        extra={"order_id": order.order_id, "charge_status": charge.status},
+    )
+    return charge
