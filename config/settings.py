@@ -277,14 +277,14 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;
-# notifications are kept this many days (DECISIONS: notifications).
+# notifications are kept this many days (README "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) for at most this long. Past it, a
 # request whose process died no longer blocks the key. Longer than any request may run (gunicorn: 30 s).
 IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 
-# --- Webhooks (DECISIONS "Notifications") -------------------------------------------------------------
+# --- Webhooks (README "Notifications › Webhooks") ---------------------------------------------------------
 # Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
 # production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)
