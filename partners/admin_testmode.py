@@ -12,7 +12,8 @@ from .models import Partner
 
 
 class TestCredentialsAdminMixin:
-    """Mixed into ``PartnerAdmin``, which provides ``_partner_for_change``, ``_confirm`` and ``_show_secrets``."""
+    """Mixed into ``PartnerAdmin``, which provides ``_partner_for_change`` and ``_confirm``, and ``_show_secrets``
+    (``admin_credentials``)."""
 
     @admin.display(description="test client_id")
     def test_client_id(self, obj: Partner) -> str:
