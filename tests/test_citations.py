@@ -87,6 +87,17 @@ def test_code_cites_the_readme_and_docs_and_nothing_else():
     assert offenders == []
 
 
+def test_the_readme_does_not_point_at_unshipped_files_either():
+    documents = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    offenders = [
+        f"{document.relative_to(ROOT)}:{number}: {line.strip()}"
+        for document in documents
+        for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), start=1)
+        if UNSHIPPED.search(line)
+    ]
+    assert offenders == []
+
+
 def test_every_citation_names_an_existing_heading():
     found = citations()
     assert len(found) > 50  # the code does cite the README; a broken pattern would find nothing
