@@ -1,4 +1,4 @@
-"""Query validation and response shapes of the catalog endpoints (DECISIONS: Catalog).
+"""Query validation and response shapes of the catalog endpoints (README "Catalog").
 
 Responses are built by the small ``*_data`` functions (plain dicts, cheap on the hot list path); the
 Serializer classes below describe the same shapes for the OpenAPI schema, and a test holds the two equal.

@@ -5,6 +5,9 @@ Two shapes from one module:
   e-mail to the console, files on disk;
 - production shape (``DJANGO_ENV=production`` with ``DATABASE_URL`` and ``REDIS_URL``): PostgreSQL through
   psycopg 3's pool, Redis as cache, rate-limit store and Celery broker.
+
+The tables that no environment variable shapes much (DRF and the OpenAPI schema, the beat schedule, logging)
+are built in ``config/settings_parts/`` and imported here by name.
 """
 
 from datetime import timedelta
@@ -12,6 +15,10 @@ from pathlib import Path
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
+
+from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
+from config.settings_parts.beat import beat_schedule
+from config.settings_parts.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -227,31 +234,9 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.2,
 }
-CELERY_BEAT_SCHEDULE = {
-    "partners-publish-token-revocations": {
-        "task": "partners.tasks.publish_token_revocations",
-        "schedule": 60.0,
-    },
-    "quotes-purge-expired": {"task": "quotes.tasks.purge_expired_quotes", "schedule": 3600.0},
-    "payouts-sweep-unconfirmed": {"task": "payouts.tasks.sweep_unconfirmed_orders", "schedule": 30.0},
-    "orders-dispatch-notifications": {
-        "task": "orders.tasks.dispatch_pending_notifications",
-        "schedule": 30.0,
-    },
-    "orders-purge-notifications": {"task": "orders.tasks.purge_notifications", "schedule": 3600.0},
-    "orders-expire-overdue": {"task": "orders.tasks.expire_overdue_orders", "schedule": 300.0},
-    "payouts-progress": {
-        "task": "payouts.tasks.progress_payouts",
-        "schedule": env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0),
-    },
-    "idempotency-purge-expired": {
-        "task": "partners.idempotency.tasks.purge_expired_idempotency_keys",
-        "schedule": 3600.0,
-    },
-    # Sends webhook attempts that are due but whose Celery message was lost (the row is the truth).
-    "webhooks-send-due": {"task": "orders.webhooks.tasks.send_due_deliveries", "schedule": 30.0},
-    "webhooks-purge-old": {"task": "orders.webhooks.tasks.purge_old_deliveries", "schedule": 3600.0},
-}
+CELERY_BEAT_SCHEDULE = beat_schedule(
+    payouts_progress_seconds=env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0)
+)
 # The embedded default runs this schedule in its web process (config/scheduler.py): the first round
 # starts this many seconds after the process.
 EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
@@ -277,14 +262,14 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;
-# notifications are kept this many days (DECISIONS: notifications).
+# notifications are kept this many days (README "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) for at most this long. Past it, a
 # request whose process died no longer blocks the key. Longer than any request may run (gunicorn: 30 s).
 IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 
-# --- Webhooks (DECISIONS "Notifications") -------------------------------------------------------------
+# --- Webhooks (README "Notifications › Webhooks") ---------------------------------------------------------
 # Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
 # production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)
@@ -294,51 +279,6 @@ WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 # Deliveries and their attempts are kept this long (the notifications themselves 30 days too).
 WEBHOOK_RETENTION_DAYS = env.int("WEBHOOK_RETENTION_DAYS", default=30)
 WEBHOOK_MAX_ENDPOINTS = 10
-
-REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["partners.authentication.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["partners.authentication.HasRequiredScope"],
-    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.EnvelopeJSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.LenientContentNegotiation",
-    # Not a throttle: DRF runs these after authentication, rate limit and permissions, on every view,
-    # which is where an Idempotency-Key is claimed or replayed (partners/idempotency/gate.py).
-    "DEFAULT_THROTTLE_CLASSES": ["partners.idempotency.gate.IdempotencyGate"],
-    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "UNAUTHENTICATED_USER": None,
-    "UNAUTHENTICATED_TOKEN": None,
-    "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
-    "COERCE_DECIMAL_TO_STRING": False,
-}
-
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Partner API — ticket buy-back",
-    "DESCRIPTION": (
-        "Partners sell their customers' event tickets to the service. Exchange client credentials for a "
-        "bearer token, browse events, sections and rows, lock a price with a quote, and turn the quote into "
-        "an order. Every response is wrapped in the envelope `{success, data | error, meta}`."
-    ),
-    "VERSION": "1.0.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "SCHEMA_PATH_PREFIX": r"/v1",
-    "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {
-        "OrderStatusEnum": "orders.models.Order.Status",
-        "QuoteStatusEnum": ["active", "consumed", "expired"],
-        "EventStatusEnum": ["scheduled", "canceled"],
-        "WebhookEndpointStatusEnum": "orders.webhooks.models.WebhookEndpoint.Status",
-        "WebhookAttemptStatusEnum": "orders.webhooks.models.WebhookAttempt.Status",
-    },
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.api.schema.envelope_postprocessing_hook",
-        "config.api.schema.idempotency_postprocessing_hook",
-    ],
-}
 
 # --- Payment platform --------------------------------------------------------------------------------
 PAYMENT_PLATFORM = env.str("PAYMENT_PLATFORM", default="sandbox")
@@ -442,24 +382,4 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 # --- Logging --------------------------------------------------------------------------------------------
 LOG_FORMAT = env.str("LOG_FORMAT", default="json" if PRODUCTION else "text")
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.logging.RequestIdFilter"}},
-    "formatters": {
-        "json": {"()": "config.logging.JsonFormatter"},
-        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": LOG_FORMAT,
-            "filters": ["request_id"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        "django.request": {"level": "ERROR", "propagate": True},
-        "django.server": {"level": "INFO", "propagate": True},
-    },
-}
+LOGGING = logging_config(log_format=LOG_FORMAT, level=LOG_LEVEL)

@@ -7,7 +7,7 @@ Turns a quote into an order. The body is **multipart/form-data** (a JSON body is
 `body`), because a PDF may be uploaded.
 
 Checks, in order: token, scope `orders:write`, payout method and card on file (403
-PAYOUT_METHOD_NOT_CONFIGURED), then the form, whose 400s come in the spec's order — field checks
+PAYOUT_METHOD_NOT_CONFIGURED), then the form, whose 400s come in this order — field checks
 (VALIDATION_ERROR, e.g. a `delivery_type` outside `mobile_transfer|mobile_qr|pdf`, or an
 `is_ready_to_deliver` other than true/false/1/0), IN_HAND_DATE_REQUIRED, FILE_REQUIRED, the PDF over
 10 MB (VALIDATION_ERROR `{field: file, issue: too_large}`; exactly 10 485 760 bytes is accepted), a file

@@ -13,7 +13,7 @@ from . import errors
 from .models import Notification, Order, OrderStatusHistory
 
 LIST_ORDERING = ("-created_at", "-id")
-# Orders after which a payment method can be replaced without billing problems (spec 5): nothing more happens.
+# Orders after which a payment method can be replaced without billing problems (README "Partner portal, payment platform and payouts"): nothing more happens.
 SETTLED_STATUSES = (Order.Status.PAID, Order.Status.CANCELED, Order.Status.EXPIRED)
 
 

@@ -1,4 +1,4 @@
-"""Input validation and output shapes of the orders API (spec 2.4 + DECISIONS "Orders")."""
+"""Input validation and output shapes of the orders API (README "Orders")."""
 
 from datetime import UTC, date, datetime, time, timedelta
 
@@ -39,7 +39,7 @@ class FormBooleanField(serializers.Field):
 
 
 class UploadField(serializers.FileField):
-    """Any uploaded file: emptiness, size and content are judged by the order rules, in the spec's order."""
+    """Any uploaded file: emptiness, size and content are judged by the order rules, in their order (README "Orders › Ticket PDFs")."""
 
     def to_internal_value(self, data):
         if not (hasattr(data, "read") and hasattr(data, "size") and hasattr(data, "name")):
@@ -89,7 +89,7 @@ class OrderCreateSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs):
-        # The 400s after the field checks, in the order of the spec's table (spec 4.2). A partial run only
+        # The 400s after the field checks, in the order of README "Orders". A partial run only
         # checks the fields that arrived before an oversized upload stopped the parser.
         if self.partial:
             return attrs
@@ -284,7 +284,7 @@ class OrderStatusChangeSerializer(serializers.Serializer):
 
 class OrderDetailSerializer(OrderSerializer):
     # The single order (GET, cancel, notifications) says when its status last changed, so a receiver of
-    # notifications delivered out of order can drop a stale one (DECISIONS: notifications).
+    # notifications delivered out of order can drop a stale one (README "Notifications › Webhooks").
     status_changed_at = serializers.DateTimeField(
         help_text="When the status last changed (creation included)."
     )

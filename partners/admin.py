@@ -1,4 +1,7 @@
-"""Staff admin for partners: provisioning with a secret shown once, rotation, suspension, sessions."""
+"""Staff admin for partners: the partner page, suspension, portal invitations, token sessions, the audit list.
+
+Provisioning and rotation, whose secrets are shown once, are in ``admin_credentials``; the test-mode pair in
+``admin_testmode``."""
 
 from django.contrib import admin, messages
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
@@ -13,6 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from . import portal_services, services
+from .admin_credentials import CredentialsAdminMixin, with_reason
 from .admin_testmode import TestCredentialsAdminMixin
 from .models import Partner, PortalUser, TokenSession
 from .selectors import payment_readiness
@@ -42,15 +46,6 @@ class PortalUserInline(admin.TabularInline):
         return obj.user.last_login if obj.user_id else None
 
 
-SECRETS_ONCE_KEY = "partners_admin_secrets_once"
-
-
-def _with_reason(what: str, request: HttpRequest) -> str:
-    """The audit line of a staff action: what was done and, when the staff member gave one, why."""
-    reason = request.POST.get("reason", "").strip()[:255]
-    return f"{what}: {reason}" if reason else what
-
-
 admin.site.site_header = "Ticket Buy-Back · Staff admin"
 admin.site.site_title = "Ticket Buy-Back staff"
 admin.site.index_title = "Partners, catalog, orders and payouts"
@@ -59,7 +54,7 @@ admin.site.enable_nav_sidebar = False
 
 
 @admin.register(Partner)
-class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
+class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
     search_fields = (
@@ -114,21 +109,6 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
         )
 
     # --- display ---------------------------------------------------------------------------------------
-    @admin.display(description="client_id", ordering="credential__client_id")
-    def client_id(self, obj: Partner) -> str:
-        credential = getattr(obj, "credential", None)
-        return credential.client_id if credential else "—"
-
-    @admin.display(description="client_secret")
-    def secret_hint(self, obj: Partner) -> str:
-        credential = getattr(obj, "credential", None)
-        if not credential:
-            return "—"
-        rotated = (
-            credential.rotated_at.strftime("%Y-%m-%d %H:%M UTC") if credential.rotated_at else "never rotated"
-        )
-        return f"sec_…{credential.secret_last4} (stored as a digest only; {rotated})"
-
     @admin.display(description="Payment readiness")
     def readiness(self, obj: Partner) -> str:
         if obj.pk is None:
@@ -176,69 +156,9 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
             body,
         )
 
-    # --- provisioning: the secret is shown once, in the response to the save ----------------------------
-    def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        if not change:
-            request._issued_credentials = services.credentials_issue(partner=obj)
-
-    def response_add(self, request, obj, post_url_continue=None):
-        issued = getattr(request, "_issued_credentials", None)
-        if issued is None:
-            return super().response_add(request, obj, post_url_continue)
-        return self._show_secrets(request, [issued], title=f"Partner {obj.name} created")
-
-    def _show_secrets(self, request, issued_list, *, title: str) -> HttpResponseRedirect:
-        """POST → redirect → the secrets page, which reads them from the session once. A reload of that page
-        (or of the POST's answer) never provisions or rotates again, and never shows a secret twice."""
-        request.session[SECRETS_ONCE_KEY] = {
-            "title": title,
-            "items": [
-                {
-                    "partner_pk": item.partner.pk,
-                    "partner_name": item.partner.name,
-                    "partner_id": item.partner.public_id,
-                    "client_id": client_id,
-                    "client_secret": secret,
-                }
-                for item in issued_list
-                # A new partner gets both pairs at once: the test-mode pair is a row of its own.
-                for client_id, secret in (
-                    (item.client_id, item.client_secret),
-                    (item.test_client_id, item.test_client_secret),
-                )
-                if client_id
-            ],
-        }
-        return HttpResponseRedirect(reverse("admin:partners_partner_credentials_once"))
-
-    def credentials_once_view(self, request: HttpRequest):
-        shown = request.session.pop(SECRETS_ONCE_KEY, None)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": shown["title"] if shown else "Secrets already shown",
-            "issued_list": shown["items"] if shown else [],
-            "already_shown": shown is None,
-            "opts": self.model._meta,
-            "changelist_url": reverse("admin:partners_partner_changelist"),
-        }
-        response = TemplateResponse(request, "admin/partners/partner/credentials_once.html", context)
-        response["Cache-Control"] = "no-store"
-        return response
-
     # --- object tools (buttons on the change page) -------------------------------------------------------
     def get_urls(self):
         custom = [
-            path(
-                "credentials/",
-                self.admin_site.admin_view(self.credentials_once_view),
-                name="partners_partner_credentials_once",
-            ),
-            path(
-                "<int:pk>/rotate/",
-                self.admin_site.admin_view(self.rotate_view),
-                name="partners_partner_rotate",
-            ),
             path(
                 "<int:pk>/suspend/",
                 self.admin_site.admin_view(self.suspend_view),
@@ -255,7 +175,7 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
                 name="partners_partner_invite_portal_user",
             ),
         ]
-        return custom + self.test_credential_urls() + super().get_urls()
+        return custom + self.credential_urls() + self.test_credential_urls() + super().get_urls()
 
     def _partner_for_change(self, request: HttpRequest, pk: int) -> Partner:
         partner = get_object_or_404(Partner, pk=pk)
@@ -274,21 +194,6 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/partners/partner/confirm_action.html", context)
 
-    def rotate_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk)
-        if request.method != "POST":
-            return self._confirm(
-                request,
-                partner,
-                action="rotate",
-                question=f"Rotate the credentials of {partner.name}? The client_id stays; the old secret and every "
-                "token issued with it stop working at once.",
-                with_reason=True,
-            )
-        issued = services.credentials_rotate(partner=partner)
-        self.log_change(request, partner, _with_reason("Rotated credentials", request))
-        return self._show_secrets(request, [issued], title=f"New secret for {partner.name}")
-
     def suspend_view(self, request: HttpRequest, pk: int):
         partner = self._partner_for_change(request, pk)
         if request.method != "POST":
@@ -300,7 +205,7 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
                 with_reason=True,
             )
         services.partner_suspend(partner=partner, reason=request.POST.get("reason", "")[:255])
-        self.log_change(request, partner, _with_reason("Suspended", request))
+        self.log_change(request, partner, with_reason("Suspended", request))
         messages.success(request, f"{partner.name} is suspended; its token sessions were revoked.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
 
@@ -315,7 +220,7 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
                 with_reason=True,
             )
         services.partner_reactivate(partner=partner)
-        self.log_change(request, partner, _with_reason("Reactivated", request))
+        self.log_change(request, partner, with_reason("Reactivated", request))
         messages.success(request, f"{partner.name} is active again.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
 
@@ -358,21 +263,6 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/partners/partner/confirm_bulk_action.html", context)
 
-    @admin.action(description="Rotate credentials (new secrets are shown once)")
-    def rotate_credentials_action(self, request, queryset):
-        if request.POST.get("confirmed") != "yes":
-            return self._confirm_bulk(
-                request,
-                queryset,
-                action="rotate",
-                question="Rotate the credentials of these partners? Their old secrets and every token issued "
-                "with them stop working at once; the new secrets are shown once.",
-            )
-        issued = [services.credentials_rotate(partner=p) for p in queryset]
-        for item in issued:
-            self.log_change(request, item.partner, _with_reason("Rotated credentials", request))
-        return self._show_secrets(request, issued, title="New secrets")
-
     @admin.action(description="Suspend (revokes their tokens)")
     def suspend_action(self, request, queryset):
         if request.POST.get("confirmed") != "yes":
@@ -386,7 +276,7 @@ class PartnerAdmin(TestCredentialsAdminMixin, admin.ModelAdmin):
         reason = request.POST.get("reason", "").strip()[:255] or "suspended by staff"
         for partner in queryset:
             services.partner_suspend(partner=partner, reason=reason)
-            self.log_change(request, partner, _with_reason("Suspended", request))
+            self.log_change(request, partner, with_reason("Suspended", request))
         messages.success(request, f"Suspended {queryset.count()} partner(s).")
 
     @admin.action(description="Reactivate")

@@ -1,4 +1,4 @@
-"""The partner admin's part of test mode (DECISIONS "Test mode"): the test-mode pair shown next to the live
+"""The partner admin's part of test mode (README "Test mode"): the test-mode pair shown next to the live
 one, and its own rotation (the new secret is shown once, like the live one's)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from .models import Partner
 
 
 class TestCredentialsAdminMixin:
-    """Mixed into ``PartnerAdmin``, which provides ``_partner_for_change``, ``_confirm`` and ``_show_secrets``."""
+    """Mixed into ``PartnerAdmin``, which provides ``_partner_for_change`` and ``_confirm``, and ``_show_secrets``
+    (``admin_credentials``)."""
 
     @admin.display(description="test client_id")
     def test_client_id(self, obj: Partner) -> str:

@@ -23,7 +23,7 @@ class PartnerPrincipal:
     partner_id: str
     session_id: str
     scopes: frozenset[str]
-    # The mode of the credentials the token was issued for (DECISIONS "Test mode"): every quote, order,
+    # The mode of the credentials the token was issued for (README "Test mode"): every quote, order,
     # notification and webhook endpoint the request reads or writes belongs to this mode.
     livemode: bool = True
 
@@ -80,7 +80,7 @@ class TestModeOnly(BasePermission):
 
 
 class HasRequiredScope(BasePermission):
-    """A valid token, carrying the view's ``required_scope`` (DECISIONS: authentication)."""
+    """A valid token, carrying the view's ``required_scope`` (README "API conventions › Authentication")."""
 
     def has_permission(self, request, view) -> bool:
         principal = request.user
@@ -93,8 +93,8 @@ class HasRequiredScope(BasePermission):
 
 
 class PayoutConfigured(BasePermission):
-    """Quotes and orders need a payout method and a credit card on file (spec 1, 5, 7.4). In test mode the
-    sandbox test methods every partner has meet it (DECISIONS "Test mode")."""
+    """Quotes and orders need a payout method and a credit card on file (README "Quotes"). In test mode the
+    sandbox test methods every partner has meet it (README "Test mode")."""
 
     def has_permission(self, request, view) -> bool:
         if not request.user.livemode:

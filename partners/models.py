@@ -91,7 +91,7 @@ class PartnerCredential(ClientCredential):
 
 class PartnerTestCredential(ClientCredential):
     """The partner's test-mode client credentials (``cli_test_…`` / ``sec_test_…``): their tokens see and
-    make test-mode objects only (DECISIONS "Test mode")."""
+    make test-mode objects only (README "Test mode")."""
 
     livemode = False
 
@@ -105,7 +105,7 @@ class TokenSession(models.Model):
     session_id = models.CharField(max_length=40, unique=True, default=new_session_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="token_sessions")
     scope = models.CharField(max_length=200)
-    # The mode of the credentials the token was issued for (DECISIONS "Test mode").
+    # The mode of the credentials the token was issued for (README "Test mode").
     livemode = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()

@@ -50,7 +50,7 @@ class IssuedCredentials:
     client_id: str
     client_secret: str  # shown once; never stored
     livemode: bool = True
-    # The test-mode pair, issued with the live one at provisioning (DECISIONS "Test mode").
+    # The test-mode pair, issued with the live one at provisioning (README "Test mode").
     test_client_id: str | None = None
     test_client_secret: str | None = None
 
@@ -193,7 +193,7 @@ def partner_reactivate(*, partner: Partner) -> Partner:
 
 
 def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = None) -> IssuedToken:
-    """Spec 4.1: validate credentials, check the account status, create a session, sign a token."""
+    """README "API conventions › Authentication": validate credentials, check the account status, create a session, sign a token."""
     credential = credential_for_token(client_id=client_id)
     expected = credential.secret_digest if credential else _DUMMY_DIGEST
     if not hmac.compare_digest(expected, _digest(client_secret)) or credential is None:

@@ -32,7 +32,7 @@ class AuthorizationFailed(PlatformError):
 
 
 class ReplaceNeedsConfirmation(PaymentError):
-    """Spec 5: replacing a payment method while orders are active needs an explicit confirmation."""
+    """README "Partner portal, payment platform and payouts": replacing a payment method while orders are active needs an explicit confirmation."""
 
     message = (
         "Updating or replacing a payment method while orders are active may cause billing problems. "

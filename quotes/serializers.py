@@ -1,4 +1,4 @@
-"""Input validation and response shapes of the quote endpoints (DECISIONS: Quotes)."""
+"""Input validation and response shapes of the quote endpoints (README "Quotes")."""
 
 from datetime import UTC
 from decimal import Decimal
@@ -48,7 +48,7 @@ class QuoteCreateSerializer(serializers.Serializer):
 
 
 def exp_dt(value) -> str:
-    """The spec's `exp_dt` shape: UTC, six fractional digits, no zone designator."""
+    """The shape of `exp_dt` (README "API conventions"): UTC, six fractional digits, no zone designator."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 
@@ -105,7 +105,7 @@ class QuoteSerializer(serializers.Serializer):
     currency = serializers.ChoiceField(choices=["USD"])
     expires_at = serializers.DateTimeField(help_text="When the locked price lapses, UTC with `Z`.")
     exp_dt = serializers.CharField(
-        help_text="The same instant in the spec's shape: UTC, six fractional digits, no zone "
+        help_text="The same instant as expires_at: UTC, six fractional digits, no zone "
         "(`2026-12-01T18:30:00.000000`)."
     )
     restrictions = serializers.ListField(child=serializers.CharField())

@@ -30,7 +30,7 @@ from .targets import Target, TargetNotAllowed, target_resolve
 
 logger = logging.getLogger(__name__)
 
-# Delay before attempt n + 1 after attempt n failed (DECISIONS): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
+# Delay before attempt n + 1 after attempt n failed (README "Notifications › Webhooks"): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
 # 20 h, 24 h; then the delivery has failed. Ten attempts in all.
 RETRY_DELAYS_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
 MAX_ATTEMPTS = len(RETRY_DELAYS_SECONDS) + 1

@@ -21,7 +21,7 @@ ISSUED_SESSION_KEY = "portal_issued_credentials"
 @require_http_methods(["GET", "POST"])
 def api_credentials(request: HttpRequest) -> HttpResponse:
     partner = request.partner
-    # Two forms, one per pair: the test pair's fields carry the prefix "test" (DECISIONS "Test mode").
+    # Two forms, one per pair: the test pair's fields carry the prefix "test" (README "Test mode").
     rotating_test = request.method == "POST" and "test-password" in request.POST
     data = request.POST if request.method == "POST" else None
     form = RotateSecretForm(None if rotating_test else data, user=request.user)

@@ -1,5 +1,5 @@
 """The ``stripe`` payment platform: Stripe Connect (payout accounts) + Checkout in setup mode / SetupIntents
-(cards) + PaymentIntents (charges) + Transfers and Payouts (payouts), over Stripe's HTTP API with urllib.
+(cards) + PaymentIntents (charges) + Transfers and Payouts (payouts), over Stripe's HTTP API (``stripe_http``).
 
 Mapping onto ``PaymentPlatform``:
 - payout account: Connect OAuth (``/oauth/authorize`` → ``/oauth/token``), then the connected account's
@@ -17,19 +17,16 @@ Every POST carries an ``Idempotency-Key``.
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
-from urllib import error as urlerror
-from urllib import request as urlrequest
 from urllib.parse import quote, urlencode, urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from ..errors import AuthorizationFailed, PlatformError, PlatformUnavailable
+from ..errors import AuthorizationFailed, PlatformError
 from .base import (
     CHARGE_FAILED,
     CHARGE_SUCCEEDED,
@@ -47,6 +44,7 @@ from .base import (
     RefundResult,
     SavedCard,
 )
+from .stripe_http import StripeApiError, stripe_request, with_query
 
 logger = logging.getLogger(__name__)
 
@@ -62,50 +60,12 @@ BRANDS = {
 }
 
 
-class StripeApiError(PlatformError):
-    """Stripe answered 4xx: ``type``/``code``/``decline_code`` as Stripe names them."""
-
-    def __init__(self, message: str, *, status: int, error: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error = error
-        self.type = error.get("type", "")
-        self.code = error.get("code", "")
-        self.decline_code = error.get("decline_code", "")
-
-
-def encode_params(params: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    """Stripe's form encoding: ``metadata[order_id]=…``, ``expand[]=…``, booleans as ``true``/``false``."""
-    items: list[tuple[str, str]] = []
-    for key, value in params.items():
-        name = f"{prefix}[{key}]" if prefix else str(key)
-        if value is None:
-            continue
-        if isinstance(value, dict):
-            items.extend(encode_params(value, name))
-        elif isinstance(value, list | tuple):
-            for index, element in enumerate(value):
-                if isinstance(element, dict):
-                    items.extend(encode_params(element, f"{name}[{index}]"))
-                else:
-                    items.append((f"{name}[]", str(element)))
-        elif isinstance(value, bool):
-            items.append((name, "true" if value else "false"))
-        else:
-            items.append((name, str(value)))
-    return items
-
-
 def to_minor_units(amount: Decimal) -> int:
     return int((amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP) * 100).to_integral_exact())
 
 
 def _timestamp(value: Any) -> datetime | None:
     return datetime.fromtimestamp(int(value), tz=UTC) if value else None
-
-
-def _with_query(url: str, query: str) -> str:
-    return url + ("&" if "?" in url else "?") + query
 
 
 class StripePlatform(PaymentPlatform):
@@ -157,52 +117,16 @@ class StripePlatform(PaymentPlatform):
         stripe_account: str | None = None,
         base: str | None = None,
     ) -> dict[str, Any]:
-        url = (base or self.api_base) + path
-        body = urlencode(encode_params(params or {}))
-        data = None
-        if method == "GET":
-            if body:
-                url = _with_query(url, body)
-        else:
-            data = body.encode()
-        headers = {
-            "Authorization": f"Bearer {self.secret_key}",
-            "Stripe-Version": self.api_version,
-            "Accept": "application/json",
-            "User-Agent": "partner-service/1.0",
-        }
-        if data is not None:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-        if idempotency_key:
-            headers["Idempotency-Key"] = idempotency_key
-        if stripe_account:
-            headers["Stripe-Account"] = stripe_account
-        req = urlrequest.Request(url, data=data, method=method, headers=headers)  # noqa: S310 (scheme checked)
-        try:
-            with urlrequest.urlopen(req, timeout=self.timeout) as response:  # noqa: S310 (scheme checked)
-                status, raw = response.status, response.read()
-        except urlerror.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urlerror.URLError, TimeoutError, OSError) as exc:
-            raise PlatformUnavailable(
-                "Stripe could not be reached. Please try again in a few minutes."
-            ) from exc
-        try:
-            payload = json.loads(raw or b"{}")
-        except ValueError:
-            payload = {}
-        if status >= 500 or status in (409, 429):
-            # 409: the same idempotency key is still being processed; 429: rate limited. Both pass.
-            raise PlatformUnavailable(f"Stripe is not answering right now (HTTP {status}). Please try again.")
-        if status >= 400:
-            err = payload.get("error")
-            if isinstance(err, str):  # the Connect OAuth endpoints' shape
-                err = {"type": "oauth_error", "code": err, "message": payload.get("error_description", err)}
-            err = err if isinstance(err, dict) else {}
-            raise StripeApiError(
-                err.get("message") or f"Stripe refused the request (HTTP {status}).", status=status, error=err
-            )
-        return payload
+        return stripe_request(
+            method,
+            (base or self.api_base) + path,
+            params=params,
+            secret_key=self.secret_key,
+            api_version=self.api_version,
+            timeout=self.timeout,
+            idempotency_key=idempotency_key,
+            stripe_account=stripe_account,
+        )
 
     # --- payout account -----------------------------------------------------------------------------------
     def authorize_url(self, *, state: str, return_url: str, account_reference: str, email: str = "") -> str:
@@ -284,8 +208,8 @@ class StripePlatform(PaymentPlatform):
                 "payment_method_types": ["card"],
                 "client_reference_id": customer_reference,
                 # Stripe fills in {CHECKOUT_SESSION_ID}; the braces must stay literal.
-                "success_url": _with_query(return_url, state_query + "&setup_id={CHECKOUT_SESSION_ID}"),
-                "cancel_url": _with_query(return_url, state_query + "&error=canceled"),
+                "success_url": with_query(return_url, state_query + "&setup_id={CHECKOUT_SESSION_ID}"),
+                "cancel_url": with_query(return_url, state_query + "&error=canceled"),
                 "metadata": {"partner_id": customer_reference},
             },
             idempotency_key=f"{idempotency_key}:session",

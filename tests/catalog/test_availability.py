@@ -1,4 +1,4 @@
-"""DECISIONS, "Catalog availability after writes": the rows and sections pages show every committed order,
+"""README "Catalog › Availability and freshness": the rows and sections pages show every committed order,
 cancel and expiry on the very next read, in every web process, while unchanged events stay cached."""
 
 from unittest import mock

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count
 from django.utils import timezone
 
-from catalog import seeding
+from catalog import seeding_writes
 from catalog.models import Event, Row, Section
 from catalog.services import local_event_date
 
@@ -64,7 +64,7 @@ def test_seeded_catalog_is_realistic():
 
 def test_seed_portable_path_gives_the_same_shape(monkeypatch):
     """The SQLite (embedded default) path: plain bulk inserts instead of COPY."""
-    monkeypatch.setattr(seeding, "_write_postgres", seeding._write_orm)
+    monkeypatch.setattr(seeding_writes, "write_postgres", seeding_writes.write_orm)
     output = seed("--events", "40", "--seed", "5")
     demo = Event.objects.count() - 40
     assert demo >= 10 and f"including {demo} demo events" in output

@@ -1,4 +1,5 @@
-"""POST /v1/orders: the 201 shape and every error row of spec 4.2, through HTTP."""
+"""POST /v1/orders: the 201 shape and every error of its check order, through HTTP
+(README "Orders", README "Error codes")."""
 
 import re
 from datetime import UTC, timedelta
@@ -132,7 +133,7 @@ def test_order_create_with_each_delivery_type(auth_client, quote, delivery_type)
     assert order.has_ticket_file is (delivery_type == "pdf")
 
 
-# --- the spec 4.2 error table, row by row ------------------------------------------------------------------
+# --- the errors of POST /v1/orders, one by one ------------------------------------------------------------
 def test_order_create_without_token_is_unauthorized(api_client, quote):
     assert_error(post_order(api_client, order_form(quote)), 401, "UNAUTHORIZED")
 

@@ -1,4 +1,4 @@
-"""GET /v1/notifications (the feed) and GET /v1/orders?updated_from= (DECISIONS: notifications)."""
+"""GET /v1/notifications (the feed) and GET /v1/orders?updated_from= (README "Notifications")."""
 
 from datetime import timedelta
 

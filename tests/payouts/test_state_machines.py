@@ -20,7 +20,6 @@ from payouts.services.refunds import (
     refund_transition,
 )
 from tests.conftest import make_partner
-
 from tests.orders.factories import make_order
 
 P = Payout.Status

@@ -11,7 +11,8 @@ import pytest
 
 from payouts.errors import AuthorizationFailed, PlatformError, PlatformUnavailable
 from payouts.platform import get_platform
-from payouts.platform.stripe import StripePlatform, encode_params, to_minor_units
+from payouts.platform.stripe import StripePlatform, to_minor_units
+from payouts.platform.stripe_http import encode_params
 
 
 class FakeStripe:

@@ -1,5 +1,5 @@
 """Test-mode credentials: provisioned with the live pair, shown once, rotated on their own, and tokens that
-carry the mode (DECISIONS "Test mode")."""
+carry the mode (README "Test mode")."""
 
 import json
 from io import StringIO

@@ -1,5 +1,5 @@
-"""The portal's Test/Live switch and test credentials, and the staff admin's mode filter (DECISIONS "Test
-mode": staff views show live data by default)."""
+"""The portal's Test/Live switch and test credentials, and the staff admin's mode filter
+(README "Test mode": staff views show live data by default)."""
 
 import re
 
