@@ -1,8 +1,10 @@
 """What the payouts admin pages share: read-only pages, the order link, and the retry confirmation."""
 
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -108,3 +110,41 @@ def retry_one(
     else:
         messages.warning(request, refused)
     return HttpResponseRedirect(back_url)
+
+
+def retry_many(
+    request: HttpRequest,
+    model_admin: admin.ModelAdmin,
+    queryset: QuerySet,
+    *,
+    failed: QuerySet,
+    retry: Callable[[Any], bool],
+    what: str,
+    effect: str,
+    action_url: str,
+    log_message: str,
+    done: str,
+    skipped: str,
+) -> TemplateResponse | None:
+    """A list's retry action: the confirmation until it comes back with a reason, then ``retry(record)`` for
+    each of the selected ``failed`` records, the reason in each one's history, and counts of what was done
+    (``done``/``skipped`` are formatted with the count ``n``)."""
+    reason = retry_reason(request)
+    if request.POST.get("confirmed") != "yes" or not reason:
+        return confirm_retry(
+            request,
+            model_admin,
+            list(queryset.select_related("order", "partner").order_by("pk")),
+            what=what,
+            effect=effect,
+            action_url=action_url,
+        )
+    retried = 0
+    for record in failed:
+        if retry(record):
+            model_admin.log_change(request, record, f"{log_message}: {reason}")
+            retried += 1
+    messages.success(request, done.format(n=retried))
+    if left := queryset.count() - retried:
+        messages.warning(request, skipped.format(n=left))
+    return None

@@ -1,7 +1,7 @@
 """Charges and payouts: read-only records that open from their lists, and the confirmed retries of failed
 refunds and payouts."""
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -19,7 +19,7 @@ from ..models import (
 )
 from ..services.progression import payout_retry
 from ..services.refunds import refund_retry
-from .common import ReadOnlyAdmin, confirm_retry, order_link, retry_one, retry_reason
+from .common import ReadOnlyAdmin, order_link, retry_many, retry_one
 
 
 class RefundStatusHistoryInline(StatusHistoryInline):
@@ -101,29 +101,20 @@ class ChargeAdmin(ReadOnlyAdmin):
     @admin.action(description="Retry failed refunds (a new refund attempt at the payment platform)")
     def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         # A retry moves money at the platform: staff confirm it and say why, and the reason is logged.
-        reason = retry_reason(request)
-        if request.POST.get("confirmed") != "yes" or not reason:
-            return confirm_retry(
-                request,
-                self,
-                list(queryset.select_related("order", "partner").order_by("pk")),
-                what="these refunds",
-                effect=self.RETRY_EFFECT,
-                action_url=reverse("admin:payouts_charge_changelist"),
-            )
         actor = f"staff:{request.user.get_username()}"
-        retried = 0
-        for charge in queryset.filter(refund_status=Charge.RefundStatus.FAILED):
-            if refund_retry(charge=charge, actor=actor):
-                self.log_change(request, charge, f"Refund retry requested: {reason}")
-                retried += 1
-        skipped = queryset.count() - retried
-        messages.success(request, f"{retried} refund(s) will be retried now.")
-        if skipped:
-            messages.warning(
-                request, f"{skipped} selected charge(s) had no failed refund and were left alone."
-            )
-        return None
+        return retry_many(
+            request,
+            self,
+            queryset,
+            failed=queryset.filter(refund_status=Charge.RefundStatus.FAILED),
+            retry=lambda charge: refund_retry(charge=charge, actor=actor),
+            what="these refunds",
+            effect=self.RETRY_EFFECT,
+            action_url=reverse("admin:payouts_charge_changelist"),
+            log_message="Refund retry requested",
+            done="{n} refund(s) will be retried now.",
+            skipped="{n} selected charge(s) had no failed refund and were left alone.",
+        )
 
 
 class FailedFirstFilter(admin.SimpleListFilter):
@@ -193,26 +184,20 @@ class PayoutAdmin(ReadOnlyAdmin):
     @admin.action(description="Retry failed payouts (a new attempt to the current payout account)")
     def retry_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         # A retry sends money again: staff confirm it and say why, and the reason is logged.
-        reason = retry_reason(request)
-        if request.POST.get("confirmed") != "yes" or not reason:
-            return confirm_retry(
-                request,
-                self,
-                list(queryset.select_related("order", "partner").order_by("pk")),
-                what="these payouts",
-                effect=self.RETRY_EFFECT,
-                action_url=reverse("admin:payouts_payout_changelist"),
-            )
-        retried = 0
-        for payout in queryset.filter(status=Payout.Status.FAILED):
-            if payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"):
-                self.log_change(request, payout, f"Retry requested: {reason}")
-                retried += 1
-        skipped = queryset.count() - retried
-        messages.success(request, f"{retried} payout(s) will be retried on the next progression run.")
-        if skipped:
-            messages.warning(request, f"{skipped} selected payout(s) were not failed and were left alone.")
-        return None
+        actor = f"staff:{request.user.get_username()}"
+        return retry_many(
+            request,
+            self,
+            queryset,
+            failed=queryset.filter(status=Payout.Status.FAILED),
+            retry=lambda payout: payout_retry(payout=payout, actor=actor),
+            what="these payouts",
+            effect=self.RETRY_EFFECT,
+            action_url=reverse("admin:payouts_payout_changelist"),
+            log_message="Retry requested",
+            done="{n} payout(s) will be retried on the next progression run.",
+            skipped="{n} selected payout(s) were not failed and were left alone.",
+        )
 
     def get_urls(self):
         custom = [
