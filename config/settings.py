@@ -94,6 +94,9 @@ MIDDLEWARE = [
     # Last: it answers a locked-out sign-in with the lockout page (django-axes).
     "axes.middleware.AxesMiddleware",
 ]
+# `make bench` counts each request's SQL statements and Redis round trips (bench/counting.py); never deployed.
+if env.bool("BENCH_COUNT", default=False):
+    MIDDLEWARE.insert(0, "bench.counting.CountingMiddleware")
 
 # --- Sign-in security for people (admin and portal) ---------------------------------------------------------
 # Throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
