@@ -644,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small-events", type=int, default=200)
     parser.add_argument("--big-events", type=int, default=100_000)
     parser.add_argument("--targets", type=int, default=200, help="rows used by rows/quotes/orders")
-    parser.add_argument("--count-duration", type=int, default=3, help="seconds per counting run")
+    parser.add_argument("--count-duration", type=int, help="seconds per counting run (default: --duration)")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--profile", metavar="SCENARIO", help="profile one scenario with py-spy instead")
@@ -655,6 +655,8 @@ def main(argv: list[str] | None = None) -> int:
         args.duration, args.rounds, args.skip_scale = 3, 1, True
     if args.profile:
         args.skip_scale = args.skip_memory = True
+    # As long as a timed run, so that the counted requests meet the caches in their steady state.
+    args.count_duration = args.count_duration or args.duration
     bench = Bench(args)
     report = bench.run()
     table = render_table(report)

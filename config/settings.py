@@ -203,6 +203,9 @@ TOKEN_FAILURES_PER_IP_PER_MINUTE = env.int("TOKEN_FAILURES_PER_IP_PER_MINUTE", d
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # kombu's Redis transport, reusing its client for every publish (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True

@@ -55,17 +55,29 @@ def _json_ready(data) -> dict:
     return json.loads(json.dumps(data, cls=JSONEncoder))
 
 
-def order_payload(*, order: Order) -> dict:
-    """The order object exactly as ``GET /v1/orders/{order_id}`` returns it."""
+def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = None) -> dict:
+    """The order object exactly as ``GET /v1/orders/{order_id}`` returns it.
+
+    ``history``: the order's whole status history, when the caller has just written all of it (creation:
+    the order and its one history row, with their event, are in memory as inserted); otherwise both are
+    read again in the caller's transaction."""
     from .serializers import OrderDetailSerializer  # serializers import the API layer's errors
 
-    fresh = Order.objects.select_related("event").get(pk=order.pk)
-    fresh.history_rows = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
-    return _json_ready(OrderDetailSerializer(fresh).data)
+    if history is None:
+        order = Order.objects.select_related("event").get(pk=order.pk)
+        history = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
+    order.history_rows = history
+    return _json_ready(OrderDetailSerializer(order).data)
 
 
 def order_notification_record(
-    *, order: Order, type: str, previous_status: str | None, reason: str | None, at: datetime
+    *,
+    order: Order,
+    type: str,
+    previous_status: str | None,
+    reason: str | None,
+    at: datetime,
+    history: list[OrderStatusHistory] | None = None,
 ) -> Notification:
     """Write the notification of a change of ``order`` in the caller's transaction; dispatch after commit."""
     if reason is not None and reason not in REASON_CODES:
@@ -78,7 +90,11 @@ def order_notification_record(
         "type": type,
         "created_at": utc_iso(at),
         "livemode": notification.livemode,
-        "data": {"order": order_payload(order=order), "previous_status": previous_status, "reason": reason},
+        "data": {
+            "order": order_payload(order=order, history=history),
+            "previous_status": previous_status,
+            "reason": reason,
+        },
     }
     notification.save(force_insert=True)
     notification_dispatch_after_commit(notification=notification)

@@ -78,17 +78,24 @@ class TokenView(APIView):
         # An address that sprays client_ids is stopped by its own failures, before any lookup. Only its
         # failures count, and only against itself: another address is never refused because of them.
         failures_key = f"token-failures:{ip}"
-        failures = ratelimit.peek(key=failures_key, limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE)
-        if failures is not None and failures.exceeded:
-            raise errors.RateLimitExceeded(headers={"Retry-After": str(failures.reset)})
         # client_id is whatever the caller sent: hashed, so that the cache key stays short and plain.
         client_key = hashlib.blake2b(body.validated_data["client_id"].encode(), digest_size=12).hexdigest()
-        ratelimit.enforce(
-            request,
+        # One round trip: the address's failures so far, and this request counted against its client_id.
+        failures_now = ratelimit.window_key(failures_key)
+        state, found = ratelimit.hit_and_read(
             key=f"token:{client_key}:{ip}",
             limit=settings.TOKEN_RATE_LIMIT_PER_MINUTE,
             policy="token",
+            read=[failures_now],
         )
+        failures = ratelimit.state_of(
+            int((found or {}).get(failures_now) or 0),
+            limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE,
+            reached=True,
+        )
+        if found is not None and failures.exceeded:
+            raise errors.RateLimitExceeded(headers={"Retry-After": str(failures.reset)})
+        ratelimit.apply(request, state)
         try:
             issued = services.token_issue(
                 client_id=body.validated_data["client_id"],

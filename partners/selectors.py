@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from .models import Partner, PartnerCredential, TokenSession
@@ -284,12 +284,21 @@ class CredentialCheck:
     partner_status: str
 
 
+_CREDENTIAL_SQL = f"""
+    SELECT c.secret_digest, c.partner_id, p.public_id, p.status
+      FROM {PartnerCredential._meta.db_table} c
+      JOIN {Partner._meta.db_table} p ON p.id = c.partner_id
+     WHERE c.client_id = %s
+     LIMIT 1
+"""  # noqa: S608 - table names from the models, the value as a parameter
+
+
 def credential_for_token(*, client_id: str) -> CredentialCheck | None:
-    # values_list and a slice: no model instances and no ORDER BY on the endpoint's hottest query.
-    rows = PartnerCredential.objects.filter(client_id=client_id).values_list(
-        "secret_digest", "partner_id", "partner__public_id", "partner__status"
-    )[:1]
-    return next((CredentialCheck(*row) for row in rows), None)
+    # Plain SQL: the endpoint's hottest query, where compiling the ORM's join cost more than running it.
+    with connection.cursor() as cursor:
+        cursor.execute(_CREDENTIAL_SQL, [client_id])
+        row = cursor.fetchone()
+    return CredentialCheck(*row) if row is not None else None
 
 
 # The partner's payment set-up: the payouts app owns the two methods, the partner row names them through

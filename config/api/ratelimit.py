@@ -71,6 +71,28 @@ def hit(
     )
 
 
+def window_key(key: str, *, window: int = WINDOW_SECONDS, now: float | None = None) -> str:
+    """The cache key counting ``key`` in the current window (what :func:`peek` reads)."""
+    return f"rl:{key}:{_window(now, window)[0]}"
+
+
+def state_of(
+    count: int, *, limit: int, window: int = WINDOW_SECONDS, reached: bool = False, policy: str = "default"
+) -> RateLimitState:
+    """The state of a window holding ``count``; ``reached``: exceeded once ``limit`` were counted (a
+    peek), rather than past it (a hit)."""
+    reset = _window(None, window)[1]
+    exceeded = count >= limit if reached else count > limit
+    return RateLimitState(
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset=reset,
+        exceeded=exceeded,
+        policy=policy,
+        window=window,
+    )
+
+
 def peek(
     *, key: str, limit: int, window: int = WINDOW_SECONDS, now: float | None = None
 ) -> RateLimitState | None:

@@ -71,8 +71,11 @@ def order_create(
     decided by the database, so concurrent requests can neither reuse a quote nor oversell a row.
     """
     quote_pk = decode_quote_id(quote_id)
+    # A slice without ORDER BY (the models' default orderings would add one) on the order's first query.
     quote = (
-        Quote.objects.select_related("event").filter(pk=quote_pk).first() if quote_pk is not None else None
+        next(iter(Quote.objects.select_related("event").filter(pk=quote_pk).order_by()[:1]), None)
+        if quote_pk is not None
+        else None
     )
     if quote is None:
         raise errors.QuoteNotFound(details={"quote_id": quote_id})
@@ -149,7 +152,9 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
             if not Quote.objects.filter(pk=quote.pk, consumed_at__isnull=True).update(consumed_at=now):
                 raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token})
             # The catalog's conditional decrement never oversells and refreshes the catalog pages on commit.
-            taken = row_quantity_take(row_pk=quote.row_id, quantity=quote.quantity)
+            taken = row_quantity_take(
+                row_pk=quote.row_id, quantity=quote.quantity, event_id=order.event.event_id
+            )
             if not taken:
                 available = (
                     Row.objects.filter(pk=quote.row_id).values_list("available_quantity", flat=True).first()
@@ -159,12 +164,18 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
                     details={"requested": quote.quantity, "available": available or 0},
                 )
             order.save(force_insert=True)
-            OrderStatusHistory.objects.create(
+            created = OrderStatusHistory.objects.create(
                 order=order, from_status="", to_status=S.ACCEPTED, at=now, actor=actor, reason="Order created"
             )
-            # The confirmation (charge, e-mail) reacts to this notification after commit.
+            # The confirmation (charge, e-mail) reacts to this notification after commit. The order and its
+            # history are all in memory, as inserted: the notification renders them without reading back.
             outbox.order_notification_record(
-                order=order, type=Notification.Type.ORDER_CREATED, previous_status=None, reason=None, at=now
+                order=order,
+                type=Notification.Type.ORDER_CREATED,
+                previous_status=None,
+                reason=None,
+                at=now,
+                history=[created],
             )
     except IntegrityError as exc:
         # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.
