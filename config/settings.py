@@ -158,6 +158,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         }
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        # Server-side binding sends each statement's text apart from its values, so psycopg prepares a
+        # statement the connection has run ``prepare_threshold`` times and PostgreSQL stops planning it
+        # from scratch on every request. The prepared statements live with the pooled connection. Behind
+        # a transaction-pooling PgBouncer, turn this off (DATABASE_PREPARED_STATEMENTS=False).
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            {
+                "server_side_binding": True,
+                "prepare_threshold": env.int("DATABASE_PREPARE_THRESHOLD", default=5),
+            }
+        )
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN, so two writers
