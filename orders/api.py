@@ -22,6 +22,7 @@ from .serializers import (
     OrderListParamsSerializer,
     OrderListSerializer,
     OrderSerializer,
+    order_output,
     too_large_error,
 )
 from .uploads import TicketPdfUploadHandler
@@ -100,7 +101,7 @@ class OrderListCreateView(APIView):
         order = services.order_create(
             partner_pk=request.user.pk, actor=_actor(request), **form.validated_data
         )
-        return Response(OrderSerializer(order).data, status=201)
+        return Response(order_output(order), status=201)
 
     @extend_schema(
         operation_id="orders_list",

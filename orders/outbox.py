@@ -61,13 +61,13 @@ def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = No
     ``history``: the order's whole status history, when the caller has just written all of it (creation:
     the order and its one history row, with their event, are in memory as inserted); otherwise both are
     read again in the caller's transaction."""
-    from .serializers import OrderDetailSerializer  # serializers import the API layer's errors
+    from .serializers import order_detail_output  # serializers import the API layer's errors
 
     if history is None:
         order = Order.objects.select_related("event").get(pk=order.pk)
         history = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
     order.history_rows = history
-    return _json_ready(OrderDetailSerializer(order).data)
+    return _json_ready(order_detail_output(order))
 
 
 def order_notification_record(
