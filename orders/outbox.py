@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
+from config import fastsql
 from config.api.envelope import utc_iso
 from config.publish import publish
 
@@ -96,7 +97,7 @@ def order_notification_record(
             "reason": reason,
         },
     }
-    notification.save(force_insert=True)
+    fastsql.insert(notification)
     notification_dispatch_after_commit(notification=notification)
     return notification
 

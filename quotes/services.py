@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
+from config import fastsql
 
 from . import errors
 from .models import Quote
@@ -156,7 +157,7 @@ def _quote_insert(
     user_metadata: dict[str, Any] | None,
 ) -> Quote:
     now = timezone.now()
-    return Quote.objects.create(
+    quote = Quote(
         partner_id=partner_pk,
         event=event,
         section=section,
@@ -178,6 +179,7 @@ def _quote_insert(
         created_at=now,
         expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
     )
+    return fastsql.insert(quote)
 
 
 def _order_relation_name() -> str | None:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
+from config import fastsql
 from config.api.envelope import utc_iso
 from config.publish import publish_after_commit
 from quotes.codec import decode_quote_id
@@ -163,9 +164,16 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
                     "The row no longer has the quoted quantity available.",
                     details={"requested": quote.quantity, "available": available or 0},
                 )
-            order.save(force_insert=True)
-            created = OrderStatusHistory.objects.create(
-                order=order, from_status="", to_status=S.ACCEPTED, at=now, actor=actor, reason="Order created"
+            fastsql.insert(order)
+            created = fastsql.insert(
+                OrderStatusHistory(
+                    order=order,
+                    from_status="",
+                    to_status=S.ACCEPTED,
+                    at=now,
+                    actor=actor,
+                    reason="Order created",
+                )
             )
             # The confirmation (charge, e-mail) reacts to this notification after commit. The order and its
             # history are all in memory, as inserted: the notification renders them without reading back.
