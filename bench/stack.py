@@ -182,6 +182,8 @@ class Stack:
                 "RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
                 "TOKEN_RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
                 "BENCH_BASELINE": "1",
+                # Each response carries its SQL statements and Redis round trips (bench/counting.py).
+                "BENCH_COUNT": "1",
                 "MEDIA_ROOT": str(self.run_dir / "media"),
                 "STATIC_ROOT": str(self.run_dir / "static"),
                 # Four slashes: django-environ drops the first one of the path ("filemail:///x" is "x").

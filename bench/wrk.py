@@ -37,6 +37,22 @@ class WrkResult:
     # first does not depend on what else the machine runs, the second shows an unbalanced server.
     cpu_ms_per_request: float | None = None
     busiest_worker_share: float | None = None
+    # The counting pass (count=1): summed X-Bench-* headers of the responses (bench/counting.py).
+    counted: dict[str, int] = field(default_factory=dict)
+
+    def per_request(self) -> dict[str, float] | None:
+        """SQL statements, database round trips and Redis round trips per counted response."""
+        n = self.counted.get("responses", 0)
+        if not n:
+            return None
+        queries, transactions = self.counted.get("queries", 0), self.counted.get("transactions", 0)
+        return {
+            "responses": n,
+            "queries": round(queries / n, 2),
+            "transactions": round(transactions / n, 2),
+            "db_round_trips": round((queries + 2 * transactions) / n, 2),
+            "redis_round_trips": round(self.counted.get("redis", 0) / n, 2),
+        }
 
     @property
     def rps(self) -> float:
@@ -113,6 +129,7 @@ def run_wrk(
         orders_created=data["orders_created"],
         quotes_created=data["quotes_created"],
         quote_ids=data["quote_ids"],
+        counted=data.get("counted") or {},
     )
 
 

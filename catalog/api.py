@@ -88,12 +88,24 @@ def _params(serializer_class, request) -> dict:
     return dict(_validated(serializer_class, request.META.get("QUERY_STRING", "")))
 
 
+def _prefetch(request) -> tuple | None:
+    # What authentication's round trip read for this view (cache_prefetch_keys), if anything.
+    return getattr(request, "cache_prefetch", None)
+
+
 class CatalogView(APIView):
     required_scope = "events:read"
     renderer_classes = [CatalogEnvelopeRenderer]
 
 
 class EventListView(CatalogView):
+    @staticmethod
+    def _key(params: dict) -> str:
+        return cache.entry_key("events", sorted(params.items()))
+
+    def cache_prefetch_keys(self, request) -> list[str]:
+        return cache.prefetch_keys(self._key(_params(EventListParamsSerializer, request)))
+
     @extend_schema(
         operation_id="events_list",
         tags=["Catalog"],
@@ -110,7 +122,7 @@ class EventListView(CatalogView):
     )
     def get(self, request):
         params = _params(EventListParamsSerializer, request)
-        key = cache.entry_key("events", sorted(params.items()))
+        key = self._key(params)
 
         def build() -> bytes:
             filters = {k: v for k, v in params.items() if k not in ("limit", "cursor")}
@@ -119,7 +131,7 @@ class EventListView(CatalogView):
             )
             return _page_data(page, lambda e: event_data(e, performers.get(e.pk, [])))
 
-        return Response(PreRendered(cache.cached(key, build)))
+        return Response(PreRendered(cache.cached(key, build, prefetch=_prefetch(request))))
 
 
 class EventDetailView(CatalogView):
@@ -166,8 +178,18 @@ class SectionListView(CatalogView):
             )
             return _page_data(page, section_data)
 
-        key = cache.entry_key("sections", event_id, sorted(params.items()))
-        return Response(PreRendered(cache.cached_availability(key, build, event_id=event_id)))
+        key = self._key(event_id, params)
+        return Response(
+            PreRendered(cache.cached_availability(key, build, event_id=event_id, prefetch=_prefetch(request)))
+        )
+
+    @staticmethod
+    def _key(event_id: str, params: dict) -> str:
+        return cache.entry_key("sections", event_id, sorted(params.items()))
+
+    def cache_prefetch_keys(self, request, event_id: str) -> list[str]:
+        key = self._key(event_id, _params(PageParamsSerializer, request))
+        return cache.availability_prefetch_keys(key, event_id=event_id)
 
 
 class RowListView(CatalogView):
@@ -198,5 +220,15 @@ class RowListView(CatalogView):
             )
             return _page_data(page, row_data)
 
-        key = cache.entry_key("rows", event_id, name, sorted(params.items()))
-        return Response(PreRendered(cache.cached_availability(key, build, event_id=event_id)))
+        key = self._key(event_id, name, params)
+        return Response(
+            PreRendered(cache.cached_availability(key, build, event_id=event_id, prefetch=_prefetch(request)))
+        )
+
+    @staticmethod
+    def _key(event_id: str, name: str, params: dict) -> str:
+        return cache.entry_key("rows", event_id, name, sorted(params.items()))
+
+    def cache_prefetch_keys(self, request, event_id: str, name: str) -> list[str]:
+        key = self._key(event_id, name, _params(PageParamsSerializer, request))
+        return cache.availability_prefetch_keys(key, event_id=event_id)

@@ -115,8 +115,37 @@ def entry_key(*parts: Any) -> str:
     return "catalog:r:" + hashlib.blake2b(raw.encode(), digest_size=16).hexdigest()
 
 
-def cached(key: str, build: Callable[[], Any]) -> Any:
-    """``build()``'s result, shared for a few seconds: no round trip on a local hit, one on a shared hit.
+def _active() -> bool:
+    return settings.CATALOG_CACHE_SECONDS > 0
+
+
+def prefetch_keys(key: str) -> list[str]:
+    """The shared entries :func:`cached` will read for ``key`` (none on a local hit), so that the request's
+    first round trip (authentication's, see partners.authentication) can fetch them."""
+    if not _active() or (local_cache_seconds() > 0 and local.get(key) is not _MISSING):
+        return []
+    return [VERSION_KEY, key]
+
+
+def availability_prefetch_keys(key: str, *, event_id: str) -> list[str]:
+    """The shared entries :func:`cached_availability` will read for ``key``."""
+    if not _active():
+        return []
+    held = local_cache_seconds() > 0 and local.get(key) is not _MISSING
+    return [VERSION_KEY, event_version_key(event_id)] + ([] if held else [key])
+
+
+def _prefetched(prefetch: tuple | None, keys: list[str]) -> dict | None:
+    """The entries of ``keys`` the request's first round trip already read, if it read them all."""
+    if prefetch is None:
+        return None
+    read, found = prefetch
+    return {k: found[k] for k in keys if k in found} if read.issuperset(keys) else None
+
+
+def cached(key: str, build: Callable[[], Any], *, prefetch: tuple | None = None) -> Any:
+    """``build()``'s result, shared for a few seconds: no round trip on a local hit, one on a shared hit
+    (none when the request's first round trip fetched it: ``prefetch``).
 
     For pages without quantities (events): a local copy may lag a staff edit made elsewhere by up to
     ``CATALOG_LOCAL_CACHE_SECONDS``."""
@@ -128,7 +157,9 @@ def cached(key: str, build: Callable[[], Any]) -> Any:
     if value is not _MISSING:
         return value
     try:
-        found = cache.get_many([VERSION_KEY, key])
+        found = _prefetched(prefetch, [VERSION_KEY, key])
+        if found is None:
+            found = cache.get_many([VERSION_KEY, key])
     except Exception:
         logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
         return build()
@@ -143,10 +174,13 @@ def cached(key: str, build: Callable[[], Any]) -> Any:
     return value
 
 
-def cached_availability(key: str, build: Callable[[], Any], *, event_id: str) -> Any:
+def cached_availability(
+    key: str, build: Callable[[], Any], *, event_id: str, prefetch: tuple | None = None
+) -> Any:
     """``build()``'s result for a page showing ``event_id``'s quantities: never older than the last
     committed change to them, in any process. One round trip per read (the versions, and the page itself
-    unless this process holds a copy stamped with them)."""
+    unless this process holds a copy stamped with them), none of its own when the request's first round
+    trip fetched them (``prefetch``): the versions are then as current as that round trip."""
     seconds = settings.CATALOG_CACHE_SECONDS
     if seconds <= 0:
         return build()
@@ -155,7 +189,9 @@ def cached_availability(key: str, build: Callable[[], Any], *, event_id: str) ->
     held = local.get(key) if local_seconds > 0 else _MISSING
     keys = [VERSION_KEY, event_key] if held is not _MISSING else [VERSION_KEY, event_key, key]
     try:
-        found = cache.get_many(keys)
+        found = _prefetched(prefetch, keys)
+        if found is None:
+            found = cache.get_many(keys)
     except Exception:
         # Without the versions no copy can be trusted, the local one included.
         logger.warning("catalog cache unreachable; reading from the database", exc_info=True)

@@ -102,6 +102,9 @@ MIDDLEWARE = [
     # Last: it answers a locked-out sign-in with the lockout page (django-axes).
     "axes.middleware.AxesMiddleware",
 ]
+# `make bench` counts each request's SQL statements and Redis round trips (bench/counting.py); never deployed.
+if env.bool("BENCH_COUNT", default=False):
+    MIDDLEWARE.insert(0, "bench.counting.CountingMiddleware")
 
 # --- Sign-in security for people (admin and portal) ---------------------------------------------------------
 # Throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
@@ -163,6 +166,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         }
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        # Server-side binding sends each statement's text apart from its values, so psycopg prepares a
+        # statement the connection has run ``prepare_threshold`` times and PostgreSQL stops planning it
+        # from scratch on every request. The prepared statements live with the pooled connection. Behind
+        # a transaction-pooling PgBouncer, turn this off (DATABASE_PREPARED_STATEMENTS=False).
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            {
+                "server_side_binding": True,
+                "prepare_threshold": env.int("DATABASE_PREPARE_THRESHOLD", default=5),
+            }
+        )
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN, so two writers
@@ -208,6 +222,9 @@ TOKEN_FAILURES_PER_IP_PER_MINUTE = env.int("TOKEN_FAILURES_PER_IP_PER_MINUTE", d
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # kombu's Redis transport, reusing its client for every publish (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from config.api import errors as api_errors
 from config.api.schema import error_responses
+from config.api.validation import ReusedValidator
 from partners.authentication import HasRequiredScope, PayoutConfigured
 
 from . import errors, examples, selectors, services
@@ -23,6 +24,7 @@ from .serializers import (
     OrderListParamsSerializer,
     OrderListSerializer,
     OrderSerializer,
+    order_output,
     too_large_error,
 )
 from .uploads import TicketPdfUploadHandler
@@ -32,6 +34,9 @@ ORDERS_TAG = ["Orders"]
 
 def _actor(request) -> str:
     return f"partner:{request.user.partner_id}"
+
+
+_order_form = ReusedValidator(OrderCreateSerializer)
 
 
 class OrderListCreateView(APIView):
@@ -96,15 +101,13 @@ class OrderListCreateView(APIView):
             # The parser stopped at the limit: judge only the fields that arrived before the upload.
             OrderCreateSerializer(data=data, partial=True).is_valid(raise_exception=True)
             raise too_large_error(oversized)
-        form = OrderCreateSerializer(data=data)
-        form.is_valid(raise_exception=True)
         order = services.order_create(
             partner_pk=request.user.pk,
             livemode=request.user.livemode,
             actor=_actor(request),
-            **form.validated_data,
+            **_order_form.validate(data),
         )
-        return Response(OrderSerializer(order).data, status=201)
+        return Response(order_output(order), status=201)
 
     @extend_schema(
         operation_id="orders_list",

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
+from config import fastsql
 from config.api.envelope import utc_iso
 from config.publish import publish
 
@@ -55,17 +56,29 @@ def _json_ready(data) -> dict:
     return json.loads(json.dumps(data, cls=JSONEncoder))
 
 
-def order_payload(*, order: Order) -> dict:
-    """The order object exactly as ``GET /v1/orders/{order_id}`` returns it."""
-    from .serializers import OrderDetailSerializer  # serializers import the API layer's errors
+def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = None) -> dict:
+    """The order object exactly as ``GET /v1/orders/{order_id}`` returns it.
 
-    fresh = Order.objects.select_related("event").get(pk=order.pk)
-    fresh.history_rows = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
-    return _json_ready(OrderDetailSerializer(fresh).data)
+    ``history``: the order's whole status history, when the caller has just written all of it (creation:
+    the order and its one history row, with their event, are in memory as inserted); otherwise both are
+    read again in the caller's transaction."""
+    from .serializers import order_detail_output  # serializers import the API layer's errors
+
+    if history is None:
+        order = Order.objects.select_related("event").get(pk=order.pk)
+        history = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
+    order.history_rows = history
+    return _json_ready(order_detail_output(order))
 
 
 def order_notification_record(
-    *, order: Order, type: str, previous_status: str | None, reason: str | None, at: datetime
+    *,
+    order: Order,
+    type: str,
+    previous_status: str | None,
+    reason: str | None,
+    at: datetime,
+    history: list[OrderStatusHistory] | None = None,
 ) -> Notification:
     """Write the notification of a change of ``order`` in the caller's transaction; dispatch after commit."""
     if reason is not None and reason not in REASON_CODES:
@@ -78,9 +91,13 @@ def order_notification_record(
         "type": type,
         "created_at": utc_iso(at),
         "livemode": notification.livemode,
-        "data": {"order": order_payload(order=order), "previous_status": previous_status, "reason": reason},
+        "data": {
+            "order": order_payload(order=order, history=history),
+            "previous_status": previous_status,
+            "reason": reason,
+        },
     }
-    notification.save(force_insert=True)
+    fastsql.insert(notification)
     notification_dispatch_after_commit(notification=notification)
     return notification
 

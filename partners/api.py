@@ -10,9 +10,12 @@ from rest_framework.views import APIView
 from config.api import errors, ratelimit
 from config.api.envelope import utc_iso
 from config.api.schema import error_responses
+from config.api.validation import ReusedValidator
 
 from . import services
 from .serializers import AccessTokenSerializer, ClientCredentialsSerializer
+
+_credentials_body = ReusedValidator(ClientCredentialsSerializer)
 
 
 class TokenView(APIView):
@@ -70,29 +73,35 @@ class TokenView(APIView):
         ],
     )
     def post(self, request):
-        body = ClientCredentialsSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        if body.validated_data["grant_type"] != "client_credentials":
+        validated = _credentials_body.validate(request.data)
+        if validated["grant_type"] != "client_credentials":
             raise errors.UnsupportedGrantType()
         ip = ratelimit.client_ip(request)
         # An address that sprays client_ids is stopped by its own failures, before any lookup. Only its
         # failures count, and only against itself: another address is never refused because of them.
         failures_key = f"token-failures:{ip}"
-        failures = ratelimit.peek(key=failures_key, limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE)
-        if failures is not None and failures.exceeded:
-            raise errors.RateLimitExceeded(headers={"Retry-After": str(failures.reset)})
         # client_id is whatever the caller sent: hashed, so that the cache key stays short and plain.
-        client_key = hashlib.blake2b(body.validated_data["client_id"].encode(), digest_size=12).hexdigest()
-        ratelimit.enforce(
-            request,
+        client_key = hashlib.blake2b(validated["client_id"].encode(), digest_size=12).hexdigest()
+        # One round trip: the address's failures so far, and this request counted against its client_id.
+        failures_now = ratelimit.window_key(failures_key)
+        state, found = ratelimit.hit_and_read(
             key=f"token:{client_key}:{ip}",
             limit=settings.TOKEN_RATE_LIMIT_PER_MINUTE,
             policy="token",
+            read=[failures_now],
         )
+        failures = ratelimit.state_of(
+            int((found or {}).get(failures_now) or 0),
+            limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE,
+            reached=True,
+        )
+        if found is not None and failures.exceeded:
+            raise errors.RateLimitExceeded(headers={"Retry-After": str(failures.reset)})
+        ratelimit.apply(request, state)
         try:
             issued = services.token_issue(
-                client_id=body.validated_data["client_id"],
-                client_secret=body.validated_data["client_secret"],
+                client_id=validated["client_id"],
+                client_secret=validated["client_secret"],
                 client_ip=ip if ip != "unknown" else None,
             )
         except errors.InvalidCredentials:

@@ -1,6 +1,6 @@
 """Bearer-token authentication, per-partner rate limiting and scope checks for the partner API."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.utils import timezone
@@ -10,7 +10,16 @@ from rest_framework.permissions import BasePermission
 from config.api import errors, ratelimit
 
 from . import tokens
-from .selectors import SESSION_ACTIVE, SESSION_SUSPENDED, payment_readiness, session_state
+from .selectors import (
+    SESSION_ACTIVE,
+    SESSION_SUSPENDED,
+    SessionState,
+    cache_recover,
+    payment_readiness,
+    session_cache_keys,
+    session_payment_readiness,
+    session_state,
+)
 
 REALM = 'Bearer realm="partner-api"'
 
@@ -26,9 +35,24 @@ class PartnerPrincipal:
     # The mode of the credentials the token was issued for (README "Test mode"): every quote, order,
     # notification and webhook endpoint the request reads or writes belongs to this mode.
     livemode: bool = True
+    # The session's state as authentication read it (carries the partner's payment readiness).
+    session: SessionState | None = field(default=None, compare=False, repr=False)
 
     is_authenticated = True
     is_anonymous = False
+
+
+def _view_cache_keys(request) -> list[str]:
+    """The shared-cache entries the view will read, if it names them (``cache_prefetch_keys``)."""
+    context = getattr(request, "parser_context", None) or {}
+    view = context.get("view")
+    prefetch = getattr(view, "cache_prefetch_keys", None)
+    if prefetch is None:
+        return []
+    try:
+        return list(prefetch(request, **(context.get("kwargs") or {})))
+    except Exception:  # bad parameters: the view reports them, after authentication
+        return []
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -45,7 +69,18 @@ class BearerTokenAuthentication(BaseAuthentication):
             )
         claims = tokens.verify(token)
         ttl = max(1, claims.expires_at - int(timezone.now().timestamp()))
-        state = session_state(session_id=claims.session_id, ttl=ttl)
+        # One round trip to the shared cache: the session's state, the partner's payment readiness, the
+        # entries the view will read (a catalog page and its versions) and the partner's rate-limit count.
+        # The count is keyed by the signed token's partner id, so it needs no lookup first.
+        cache_recover()
+        keys = session_cache_keys(session_id=claims.session_id, partner_id=claims.partner_id)
+        view_keys = _view_cache_keys(request)
+        limit, found = ratelimit.hit_and_read(
+            key=f"partner:{claims.partner_id}", limit=settings.RATE_LIMIT_PER_MINUTE, read=keys + view_keys
+        )
+        state = session_state(
+            session_id=claims.session_id, ttl=ttl, partner_id=claims.partner_id, found=found, read=False
+        )
         if state.state == SESSION_SUSPENDED:
             raise errors.AccountSuspended()
         if state.state != SESSION_ACTIVE or state.partner_id != claims.partner_id:
@@ -61,9 +96,12 @@ class BearerTokenAuthentication(BaseAuthentication):
             session_id=claims.session_id,
             scopes=claims.scopes,
             livemode=claims.livemode,
+            session=state,
         )
+        if view_keys and found is not None:
+            request._request.cache_prefetch = (frozenset(view_keys), found)
         # Every authenticated call counts against its partner's budget, whatever it answers.
-        ratelimit.enforce(request, key=f"partner:{principal.pk}", limit=settings.RATE_LIMIT_PER_MINUTE)
+        ratelimit.apply(request, limit)
         return principal, claims
 
     def authenticate_header(self, request) -> str:
@@ -97,9 +135,13 @@ class PayoutConfigured(BasePermission):
     sandbox test methods every partner has meet it (README "Test mode")."""
 
     def has_permission(self, request, view) -> bool:
-        if not request.user.livemode:
+        principal = request.user
+        if not principal.livemode:
             return True
-        readiness = payment_readiness(partner_pk=request.user.pk)
+        if principal.session is not None:
+            readiness = session_payment_readiness(state=principal.session)
+        else:
+            readiness = payment_readiness(partner_pk=principal.pk)
         if readiness.missing:
             raise errors.PayoutMethodNotConfigured(
                 details={"partner_id": request.user.partner_id, "missing": readiness.missing}

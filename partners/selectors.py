@@ -18,12 +18,13 @@ transaction takes to commit), even if the cache was unreachable when it was made
 import logging
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from .models import Partner, PartnerCredential, PartnerTestCredential, PortalUser, TokenSession
@@ -41,6 +42,9 @@ class SessionState:
     state: str
     partner_pk: int | None = None
     partner_id: str | None = None
+    # The partner's payment readiness, when known without another query (see session_payment_readiness).
+    readiness: "PaymentReadiness | None" = None
+    readiness_stamp: tuple[str, str] | None = None
 
 
 def session_cache_key(session_id: str) -> str:
@@ -111,11 +115,18 @@ def session_states_cache(entries: list[tuple], *, now=None) -> None:
         cache.set_many(values, timeout=ttl)
 
 
+def cache_recover() -> None:
+    """After a cache failure in this process: re-publish revocations before anything reads the cache."""
+    _recover_after_cache_failure()
+
+
 def _recover_after_cache_failure() -> None:
     if not cache_health.take():
         return
     try:
         count = token_revocations_publish()
+        # A readiness change made while the cache was down could not void the copies made before it.
+        cache.set(READINESS_EPOCH_KEY, uuid.uuid4().hex, timeout=None)
     except Exception:
         cache_health.failed()  # still down: try again on the next request
         return
@@ -180,43 +191,80 @@ class RevocationWatch:
 revocation_watch = RevocationWatch()
 
 
-def session_state(*, session_id: str, ttl: int) -> SessionState:
-    """State of a token session: cached (shared cache) and read from the database on a miss.
+def session_cache_keys(*, session_id: str, partner_id: str) -> list[str]:
+    """What an authenticated request reads from the shared cache: the session's state and its partner's
+    payment readiness with the two versions that stamp it (:func:`readiness_stamp`)."""
+    return [
+        session_cache_key(session_id),
+        READINESS_EPOCH_KEY,
+        readiness_version_key(partner_id),
+        readiness_cache_key(partner_id),
+    ]
 
-    If the cache does not answer, the database decides: slower, never wrong. A session this process
-    has seen revoked in the database (:class:`RevocationWatch`) is decided by the database too, so a
-    stale "active" left in the cache by a revocation the cache missed is never believed.
+
+def session_state(
+    *, session_id: str, ttl: int, partner_id: str | None = None, found: dict | None = None, read: bool = True
+) -> SessionState:
+    """State of a token session, with its partner's payment readiness when the cache holds a current copy.
+
+    ``found``: the entries of :func:`session_cache_keys` the caller already read (one pipelined round trip
+    with the rate-limit count, after :func:`cache_recover`); ``read=False`` with ``found=None`` means the
+    cache did not answer. Without
+    either, the cache is read here. On a miss the database answers (one query, readiness included) and the
+    answer is cached. If the cache does not answer, the database decides: slower, never wrong. A session
+    this process has seen revoked in the database (:class:`RevocationWatch`) is decided by the database
+    too, so a stale "active" left in the cache by a revocation the cache missed is never believed.
     """
-    _recover_after_cache_failure()
+    if read:
+        _recover_after_cache_failure()
     key = session_cache_key(session_id)
-    if revocation_watch.is_revoked(session_id):
-        cached = None
-    else:
+    if found is None and read:
         try:
-            cached = cache.get(key)
+            found = cache.get_many(session_cache_keys(session_id=session_id, partner_id=partner_id or ""))
         except Exception:
-            logger.warning("token cache unreachable; reading session state from the database")
-            cache_health.failed()
-            cached = None
-            ttl = 0
+            found = None
+    if found is None:
+        logger.warning("token cache unreachable; reading session state from the database")
+        cache_health.failed()
+        ttl = 0
+        found = {}
+    stamp = readiness_stamp(found, partner_id) if partner_id else None
+    cached = None if revocation_watch.is_revoked(session_id) else found.get(key)
     if cached is not None:
-        return SessionState(*cached)
-    row = (
-        TokenSession.objects.filter(session_id=session_id)
-        .values_list("revoked_at", "partner_id", "partner__public_id", "partner__status")
-        .first()
+        readiness = None
+        entry = found.get(readiness_cache_key(partner_id)) if partner_id else None
+        if isinstance(entry, tuple) and len(entry) == 2 and entry[0] == stamp:
+            readiness = PaymentReadiness(missing=list(entry[1]))
+        return SessionState(*cached[:3], readiness=readiness, readiness_stamp=stamp if ttl > 0 else None)
+    row = next(
+        iter(
+            TokenSession.objects.filter(session_id=session_id)
+            .order_by()
+            .values_list(
+                "revoked_at",
+                "partner_id",
+                "partner__public_id",
+                "partner__status",
+                "partner__payout_account__id",
+                "partner__credit_card__id",
+            )[:1]
+        ),
+        None,
     )
     if row is None:
         state = SessionState(SESSION_UNKNOWN)
     else:
-        revoked_at, partner_pk, partner_id, status = row
+        revoked_at, partner_pk, public_id, status, payout_id, card_id = row
         if status != Partner.Status.ACTIVE:
             value = SESSION_SUSPENDED
         elif revoked_at is not None:
             value = SESSION_REVOKED
         else:
             value = SESSION_ACTIVE
-        state = SessionState(value, partner_pk, partner_id)
+        readiness = _readiness(payout_id, card_id)
+        state = SessionState(value, partner_pk, public_id, readiness=readiness)
+        if ttl > 0 and public_id == partner_id:
+            _readiness_cache(public_id, stamp, readiness)
     if ttl > 0:
         try:
             cache.set(key, (state.state, state.partner_pk, state.partner_id), timeout=ttl)
@@ -237,15 +285,26 @@ class CredentialCheck:
     livemode: bool = True
 
 
+_CREDENTIAL_SQL = {
+    livemode: f"""
+    SELECT c.secret_digest, c.partner_id, p.public_id, p.status
+      FROM {model._meta.db_table} c
+      JOIN {Partner._meta.db_table} p ON p.id = c.partner_id
+     WHERE c.client_id = %s
+     LIMIT 1
+"""  # noqa: S608 - table names from the models, the value as a parameter
+    for livemode, model in ((True, PartnerCredential), (False, PartnerTestCredential))
+}
+
+
 def credential_for_token(*, client_id: str) -> CredentialCheck | None:
     # A test pair's client_id starts with cli_test_ (a live one never does: its random part has no "_").
     livemode = not client_id.startswith("cli_test_")
-    model = PartnerCredential if livemode else PartnerTestCredential
-    # values_list and a slice: no model instances and no ORDER BY on the endpoint's hottest query.
-    rows = model.objects.filter(client_id=client_id).values_list(
-        "secret_digest", "partner_id", "partner__public_id", "partner__status"
-    )[:1]
-    return next((CredentialCheck(*row, livemode=livemode) for row in rows), None)
+    # Plain SQL: the endpoint's hottest query, where compiling the ORM's join cost more than running it.
+    with connection.cursor() as cursor:
+        cursor.execute(_CREDENTIAL_SQL[livemode], [client_id])
+        row = cursor.fetchone()
+    return CredentialCheck(*row, livemode=livemode) if row is not None else None
 
 
 # The partner's payment set-up: the payouts app owns the two methods, the partner row names them through
@@ -261,6 +320,15 @@ class PaymentReadiness:
         return not self.missing
 
 
+def _readiness(payout_id: int | None, card_id: int | None) -> PaymentReadiness:
+    missing = []
+    if payout_id is None:
+        missing.append("payout_method")
+    if card_id is None:
+        missing.append("credit_card")
+    return PaymentReadiness(missing=missing)
+
+
 def payment_readiness(*, partner_pk: int) -> PaymentReadiness:
     """One query: does the partner have a payout method and a credit card on file?"""
     # A slice, not .first(): no ORDER BY on a query every quote and order runs.
@@ -268,13 +336,7 @@ def payment_readiness(*, partner_pk: int) -> PaymentReadiness:
     row = next(iter(rows), None)
     if row is None:
         return PaymentReadiness(missing=["payout_method", "credit_card"])
-    payout_id, card_id = row
-    missing = []
-    if payout_id is None:
-        missing.append("payout_method")
-    if card_id is None:
-        missing.append("credit_card")
-    return PaymentReadiness(missing=missing)
+    return _readiness(*row)
 
 
 def credential_of_partner(*, partner_pk: int) -> PartnerCredential | None:
@@ -297,3 +359,68 @@ def token_sessions_live_count(*, partner_pk: int, livemode: bool = True) -> int:
 def portal_profile_of_user(*, user_pk: int) -> PortalUser | None:
     """The portal profile (and its partner) of a signed-in user; ``None`` for a user without portal access."""
     return PortalUser.objects.select_related("partner").filter(user_id=user_pk).first()
+
+
+# Payment readiness travels with the token session: every authenticated request reads the partner's copy
+# in the round trip that reads the session's state, so quotes and orders check it without a query. A copy
+# is stamped with two versions read *before* the database read it was made from: the partner's
+# (``payment_readiness_changed`` replaces it when a payout method or card is saved or deleted, before and
+# again after the commit) and a global epoch (replaced when this process finds the cache answering again
+# after a failure). A copy is believed only while both versions are still the current ones: a change that
+# commits after the copy's database read replaces a version afterwards, so the copy, however late it is
+# written, is never current. No window is left between a change and the copies made before it.
+READINESS_EPOCH_KEY = "rdy:epoch"
+READINESS_SECONDS = 3600
+READINESS_VERSION_SECONDS = 24 * 3600  # outlives every copy stamped with it (see catalog.cache)
+
+
+def readiness_version_key(partner_id: str) -> str:
+    return f"rdy:v:{partner_id}"
+
+
+def readiness_cache_key(partner_id: str) -> str:
+    return f"rdy:{partner_id}"
+
+
+def readiness_stamp(found: dict, partner_id: str) -> tuple[str, str]:
+    return (found.get(READINESS_EPOCH_KEY, "0"), found.get(readiness_version_key(partner_id), "0"))
+
+
+def _readiness_cache(partner_id: str, stamp: tuple[str, str] | None, readiness: PaymentReadiness) -> None:
+    if stamp is None:
+        return
+    try:
+        cache.set(readiness_cache_key(partner_id), (stamp, tuple(readiness.missing)), READINESS_SECONDS)
+    except Exception:
+        logger.warning("token cache unreachable; payment readiness not cached")
+
+
+def session_payment_readiness(*, state: "SessionState") -> PaymentReadiness:
+    """The partner's payment readiness: the copy the session's round trip found current, else the database
+    (and the copy is renewed under the stamp read before this query)."""
+    if state.readiness is not None:
+        return state.readiness
+    readiness = payment_readiness(partner_pk=state.partner_pk)
+    _readiness_cache(state.partner_id, state.readiness_stamp, readiness)
+    return readiness
+
+
+def payment_readiness_changed(*, partner_pk: int) -> None:
+    """A payout method or credit card of the partner was saved or deleted: its cached readiness is void.
+
+    Called at once and again after the commit (``payouts`` connects it to its models' signals)."""
+    partner_id = Partner.objects.filter(pk=partner_pk).values_list("public_id", flat=True).first()
+    if partner_id is None:
+        return
+
+    def bump() -> None:
+        try:
+            cache.set(readiness_version_key(partner_id), uuid.uuid4().hex, READINESS_VERSION_SECONDS)
+        except Exception:
+            # Until the epoch is replaced (the next request of this process that finds the cache back),
+            # a copy made before the change may still be believed; copies live READINESS_SECONDS at most.
+            logger.warning("token cache unreachable; payment readiness of %s not invalidated", partner_id)
+            cache_health.failed()
+
+    bump()
+    transaction.on_commit(bump)

@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from config import fastsql
 from config.api import errors
 
 from . import tokens
@@ -202,12 +203,14 @@ def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = N
         raise errors.AccountSuspended()
     ttl = settings.ACCESS_TOKEN_TTL_SECONDS
     expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
-    session = TokenSession.objects.create(
-        partner_id=credential.partner_pk,
-        livemode=credential.livemode,
-        scope=GRANTED_SCOPE,
-        expires_at=expires_at,
-        client_ip=client_ip or None,
+    session = fastsql.insert(
+        TokenSession(
+            partner_id=credential.partner_pk,
+            livemode=credential.livemode,
+            scope=GRANTED_SCOPE,
+            expires_at=expires_at,
+            client_ip=client_ip or None,
+        )
     )
     access_token = tokens.sign(
         partner_id=credential.partner_id,

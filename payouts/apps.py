@@ -28,6 +28,24 @@ class PayoutsConfig(AppConfig):
             types=[Notification.Type.ORDER_CREATED],
             transient=confirmation.TRANSIENT,
         )
+        # Quotes and orders check the partner's payment readiness from a cached copy (partners.selectors):
+        # every save or delete of a payout method or card voids it, admin edits and cascades included.
+        from django.db.models.signals import post_delete, post_save
+
+        from partners.selectors import payment_readiness_changed
+
+        from .models import CreditCard, PayoutAccount
+
+        def readiness_changed(sender, instance, **kwargs) -> None:
+            payment_readiness_changed(partner_pk=instance.partner_id)
+
+        for model in (PayoutAccount, CreditCard):
+            post_save.connect(
+                readiness_changed, sender=model, weak=False, dispatch_uid=f"readiness-save-{model.__name__}"
+            )
+            post_delete.connect(
+                readiness_changed, sender=model, weak=False, dispatch_uid=f"readiness-delete-{model.__name__}"
+            )
         events.subscribe(
             "payouts.refunds",
             handler=confirmation.on_order_status_changed,

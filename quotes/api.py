@@ -6,10 +6,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.schema import error_responses
+from config.api.validation import ReusedValidator
 from partners.authentication import HasRequiredScope, PayoutConfigured
 
 from . import errors, examples, selectors, services
 from .serializers import QuoteCreateSerializer, QuoteDetailSerializer, QuoteSerializer, quote_data
+
+_quote_body = ReusedValidator(QuoteCreateSerializer)
 
 
 class QuoteCreateView(APIView):
@@ -49,9 +52,7 @@ class QuoteCreateView(APIView):
         ],
     )
     def post(self, request):
-        body = QuoteCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
+        data = _quote_body.validate(request.data)
         quote = services.quote_create(
             partner_pk=request.user.pk,
             event_id=data["event_id"],

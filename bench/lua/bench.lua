@@ -10,6 +10,9 @@
 --   order   POST /v1/orders (multipart) once per quote id listed in `quotes`.
 --   flow    the partner flow: POST /v1/quotes, then POST /v1/orders with the quote it returned.
 --
+-- With count=1 (the counting pass) every response's X-Bench-Queries, X-Bench-Transactions and X-Bench-Redis
+-- headers (bench/counting.py) are summed and reported by done() as "counted".
+--
 -- Every thread picks its bearer token from `tokens` (file, one per line) by thread id, so the load is
 -- spread over several partners. done() prints one line "BENCHJSON {...}" that bench/wrk.py parses.
 
@@ -57,6 +60,7 @@ end
 -- Per-thread state (each thread has its own Lua state).
 local mode, opts, items, cursor, auth, pending
 statuses, codes, quote_ids, orders_created, quotes_created = {}, {}, {}, 0, 0
+counted = { responses = 0, queries = 0, transactions = 0, redis = 0 }
 local order_headers, json_headers
 local make_request, on_response
 
@@ -76,6 +80,21 @@ local function count_status(status, body)
     local code = body:match('"code"%s*:%s*"([%u_]+)"') or "?"
     codes[code] = (codes[code] or 0) + 1
   end
+end
+
+local COUNT_HEADERS = { ["x-bench-queries"] = "queries", ["x-bench-transactions"] = "transactions",
+  ["x-bench-redis"] = "redis" }
+
+local function count_round_trips(headers)
+  local seen = false
+  for name, value in pairs(headers) do
+    local field = COUNT_HEADERS[name:lower()]
+    if field then
+      counted[field] = counted[field] + (tonumber(value) or 0)
+      seen = true
+    end
+  end
+  if seen then counted.responses = counted.responses + 1 end
 end
 
 local function order_request(quote_id)
@@ -182,6 +201,13 @@ function init(args)
   else
     error("unknown mode " .. mode)
   end
+  if opts.count == "1" then
+    local handler = on_response
+    response = function(status, headers, body)
+      count_round_trips(headers)
+      if handler then handler(status, headers, body) end
+    end
+  end
 end
 
 local function json_string(s)
@@ -200,7 +226,9 @@ end
 
 function done(summary, latency, requests)
   local all_statuses, all_codes, orders, quotes, ids = {}, {}, 0, 0, {}
+  local all_counted = {}
   for _, thread in ipairs(threads) do
+    merge(all_counted, thread:get("counted"))
     merge(all_statuses, thread:get("statuses"))
     merge(all_codes, thread:get("codes"))
     orders = orders + (thread:get("orders_created") or 0)
@@ -222,6 +250,7 @@ function done(summary, latency, requests)
     '"orders_created":' .. orders,
     '"quotes_created":' .. quotes,
     '"quote_ids":[' .. table.concat(ids, ",") .. ']',
+    '"counted":' .. json_map(all_counted),
   }
   io.write("BENCHJSON {" .. table.concat(out, ",") .. "}\n")
 end

@@ -19,16 +19,22 @@ class QuantityAdjustmentRefused(Exception):
     """A staff adjustment that cannot apply; the message says why, for the person who asked."""
 
 
-def _availability_changed_on_commit(*, row_pk: int) -> None:
-    event_id = Row.objects.filter(pk=row_pk).values_list("section__event__event_id", flat=True).first()
+def _availability_changed_on_commit(*, row_pk: int, event_id: str | None = None) -> None:
+    if event_id is None:
+        event_id = (
+            Row.objects.filter(pk=row_pk).order_by().values_list("section__event__event_id", flat=True)[:1]
+        )
+        event_id = next(iter(event_id), None)
     if event_id is not None:
         transaction.on_commit(lambda: catalog_cache.availability_changed(event_ids={event_id}))
 
 
 # No savepoint: inside the caller's transaction (an order's), the change is one more statement of it.
 @transaction.atomic(savepoint=False)
-def row_quantity_take(*, row_pk: int, quantity: int) -> bool:
-    """Take ``quantity`` tickets of the row's capacity; False (nothing taken) if it has fewer left."""
+def row_quantity_take(*, row_pk: int, quantity: int, event_id: str | None = None) -> bool:
+    """Take ``quantity`` tickets of the row's capacity; False (nothing taken) if it has fewer left.
+
+    ``event_id``: the row's event (``evt_…``), when the caller knows it, saves looking it up."""
     if quantity <= 0:
         raise ValueError(f"quantity must be positive, not {quantity}")
     # Race: orders for different quotes on one row — the conditional decrement never oversells.
@@ -36,7 +42,7 @@ def row_quantity_take(*, row_pk: int, quantity: int) -> bool:
         available_quantity=F("available_quantity") - quantity
     )
     if taken:
-        _availability_changed_on_commit(row_pk=row_pk)
+        _availability_changed_on_commit(row_pk=row_pk, event_id=event_id)
     return bool(taken)
 
 

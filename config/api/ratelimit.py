@@ -9,6 +9,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import caches
@@ -56,7 +57,7 @@ def hit(
     window_start, reset = _window(now, window)
     cache_key = f"rl:{key}:{window_start}"
     try:
-        count = _count(cache_key, timeout=window + 5)
+        count, _ = _count(cache_key, timeout=window + 5)
     except Exception:
         logger.warning("rate limit store unreachable; request not counted", exc_info=True)
         return None
@@ -65,6 +66,28 @@ def hit(
         remaining=max(0, limit - count),
         reset=reset,
         exceeded=count > limit,
+        policy=policy,
+        window=window,
+    )
+
+
+def window_key(key: str, *, window: int = WINDOW_SECONDS, now: float | None = None) -> str:
+    """The cache key counting ``key`` in the current window (what :func:`peek` reads)."""
+    return f"rl:{key}:{_window(now, window)[0]}"
+
+
+def state_of(
+    count: int, *, limit: int, window: int = WINDOW_SECONDS, reached: bool = False, policy: str = "default"
+) -> RateLimitState:
+    """The state of a window holding ``count``; ``reached``: exceeded once ``limit`` were counted (a
+    peek), rather than past it (a hit)."""
+    reset = _window(None, window)[1]
+    exceeded = count >= limit if reached else count > limit
+    return RateLimitState(
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset=reset,
+        exceeded=exceeded,
         policy=policy,
         window=window,
     )
@@ -85,26 +108,58 @@ def peek(
     )
 
 
-def _count(cache_key: str, *, timeout: int) -> int:
-    """Add one to the window's counter and return it.
+def hit_and_read(
+    *, key: str, limit: int, read: list[str], window: int = WINDOW_SECONDS, policy: str = "default"
+) -> tuple[RateLimitState | None, dict[str, Any] | None]:
+    """Count one request against ``key`` and read the cache entries ``read``, in one round trip on Redis.
 
-    On Redis this is INCR + EXPIRE in one pipelined round trip (every API request pays it, so it
-    counts); other backends (local memory in development) use add + incr.
+    Returns the rate-limit state and the entries found (absent keys left out, as ``get_many`` does); both
+    ``None`` when the store is unreachable: the limiter fails open, and the caller reads what it needs
+    from the database.
+    """
+    window_start, reset = _window(None, window)
+    try:
+        count, found = _count(f"rl:{key}:{window_start}", timeout=window + 5, read=read)
+    except Exception:
+        logger.warning("rate limit store unreachable; request not counted", exc_info=True)
+        return None, None
+    state = RateLimitState(
+        limit=limit,
+        remaining=max(0, limit - count),
+        reset=reset,
+        exceeded=count > limit,
+        policy=policy,
+        window=window,
+    )
+    return state, found
+
+
+def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tuple[int, dict[str, Any]]:
+    """Add one to the window's counter; return it, with the cache entries ``read`` that exist.
+
+    On Redis this is one pipelined round trip (MGET, INCR, EXPIRE): every API request pays it, so it
+    counts. Other backends (local memory in development) use get_many, add + incr.
     """
     backend = caches["default"]
     if isinstance(backend, RedisCache):
         full_key = backend.make_and_validate_key(cache_key)
+        full_reads = [backend.make_and_validate_key(k) for k in read]
         pipe = backend._cache.get_client(full_key, write=True).pipeline(transaction=False)
+        if full_reads:
+            pipe.mget(full_reads)
         pipe.incr(full_key)
         pipe.expire(full_key, timeout)
-        count, _ = pipe.execute()
-        return int(count)
+        results = pipe.execute()
+        loads = backend._cache._serializer.loads
+        values = results[0] if full_reads else []
+        return int(results[-2]), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
+    found = backend.get_many(list(read)) if read else {}
     try:
         backend.add(cache_key, 0, timeout=timeout)
-        return backend.incr(cache_key)
+        return backend.incr(cache_key), found
     except ValueError:  # the key expired between add and incr
         backend.set(cache_key, 1, timeout=timeout)
-        return 1
+        return 1, found
 
 
 def client_ip(request: HttpRequest) -> str:
@@ -123,7 +178,11 @@ def client_ip(request: HttpRequest) -> str:
 
 def enforce(request: HttpRequest, *, key: str, limit: int, policy: str = "default") -> None:
     """Count the request; raise RATE_LIMIT_EXCEEDED past the limit. Headers are added by the middleware."""
-    state = hit(key=key, limit=limit, policy=policy)
+    apply(request, hit(key=key, limit=limit, policy=policy))
+
+
+def apply(request: HttpRequest, state: RateLimitState | None) -> None:
+    """Hand a counted request's state to the middleware (headers); RATE_LIMIT_EXCEEDED past the limit."""
     if state is None:
         return
     # The underlying Django request carries the state to RequestIdMiddleware, which sets the headers.

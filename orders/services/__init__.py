@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
+from config import fastsql
 from config.api.envelope import utc_iso
 from config.publish import publish_after_commit
 from config.statemachine import StateMachine
@@ -86,8 +87,12 @@ def order_create(
     order takes no quantity off the row (README "Test mode").
     """
     quote_pk = decode_quote_id(quote_id)
+    # A slice without ORDER BY (the models' default orderings would add one) on the order's first query.
     quote = (
-        Quote.objects.select_related("event").filter(pk=quote_pk, livemode=livemode).first()
+        next(
+            iter(Quote.objects.select_related("event").filter(pk=quote_pk, livemode=livemode).order_by()[:1]),
+            None,
+        )
         if quote_pk is not None
         else None
     )
@@ -169,7 +174,9 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
             # The catalog's conditional decrement never oversells and refreshes the catalog pages on commit. A
             # test order only checks that the row could take it: it never changes a real row's quantity.
             if order.livemode:
-                taken = row_quantity_take(row_pk=quote.row_id, quantity=quote.quantity)
+                taken = row_quantity_take(
+                    row_pk=quote.row_id, quantity=quote.quantity, event_id=order.event.event_id
+                )
             else:
                 taken = Row.objects.filter(pk=quote.row_id, available_quantity__gte=quote.quantity).exists()
             if not taken:
@@ -180,13 +187,26 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
                     "The row no longer has the quoted quantity available.",
                     details={"requested": quote.quantity, "available": available or 0},
                 )
-            order.save(force_insert=True)
-            OrderStatusHistory.objects.create(
-                order=order, from_status="", to_status=S.ACCEPTED, at=now, actor=actor, reason="Order created"
+            fastsql.insert(order)
+            created = fastsql.insert(
+                OrderStatusHistory(
+                    order=order,
+                    from_status="",
+                    to_status=S.ACCEPTED,
+                    at=now,
+                    actor=actor,
+                    reason="Order created",
+                )
             )
-            # The confirmation (charge, e-mail) reacts to this notification after commit.
+            # The confirmation (charge, e-mail) reacts to this notification after commit. The order and its
+            # history are all in memory, as inserted: the notification renders them without reading back.
             outbox.order_notification_record(
-                order=order, type=Notification.Type.ORDER_CREATED, previous_status=None, reason=None, at=now
+                order=order,
+                type=Notification.Type.ORDER_CREATED,
+                previous_status=None,
+                reason=None,
+                at=now,
+                history=[created],
             )
     except IntegrityError as exc:
         # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.

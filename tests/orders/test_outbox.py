@@ -269,3 +269,19 @@ def test_notifications_older_than_30_days_are_purged_in_batches(partner):
     assert "orders.tasks.dispatch_pending_notifications" in {
         e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()
     }
+
+
+def test_the_creation_notification_shows_the_order_as_read_back(partner):
+    """order.created renders the rows just inserted, without reading them back: the same object as a read."""
+    order = create_order(partner, seller_email="seller@example.com", partner_reference="ref-7")
+    notification = Notification.objects.get(order=order, type="order.created")
+    assert notification.payload["data"]["order"] == outbox.order_payload(order=Order.objects.get(pk=order.pk))
+
+
+def test_the_order_output_is_the_serializers(partner):
+    from orders.serializers import OrderDetailSerializer, OrderSerializer, order_detail_output, order_output
+
+    order = Order.objects.select_related("event").get(pk=create_order(partner).pk)
+    assert order_output(order) == OrderSerializer(order).data
+    order.history_rows = list(order.status_history.order_by("at", "id"))
+    assert order_detail_output(order) == OrderDetailSerializer(order).data

@@ -188,8 +188,12 @@ def test_revocation_during_a_cache_outage_holds_once_the_cache_is_back(
     def down(*args, **kwargs):
         raise ConnectionError("redis down")
 
-    for name in ("get", "set", "set_many", "delete_many"):
+    for name in ("get", "get_many", "set", "set_many", "delete_many"):
         monkeypatch.setattr(cache, name, down)
+    # Authentication's one round trip (session state and rate count, pipelined) fails the same way.
+    from config.api import ratelimit
+
+    monkeypatch.setattr(ratelimit, "hit_and_read", lambda **kwargs: (None, None))
     services.credentials_rotate(partner=partner)  # cannot reach the cache
     assert_error(_get(api_client, auth_client.token), 401, "UNAUTHORIZED")  # the database decides
     monkeypatch.undo()
