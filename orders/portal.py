@@ -15,8 +15,14 @@ from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_response, dated_filen
 
 from .errors import OrderNotFound
 from .forms import OrderFilterForm
-from .models import Order
-from .selectors import OrderFilters, order_get_for_portal, order_list_for_portal, order_status_history
+from .models import Notification, Order
+from .selectors import (
+    OrderFilters,
+    notifications_for_portal,
+    order_get_for_portal,
+    order_list_for_portal,
+    order_status_history,
+)
 
 PAGE_SIZE = 25
 ORDER_CSV_HEADER = [
@@ -124,4 +130,20 @@ def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
             "charge": getattr(order, "charge", None),
             "payout": getattr(order, "payout", None),
         },
+    )
+
+
+@portal_page
+@require_GET
+def notifications(request: HttpRequest) -> HttpResponse:
+    """What the feed and the webhooks carried, newest first, in the mode of the Test/Live switch."""
+    type = request.GET.get("type", "")
+    if type not in Notification.Type.values:
+        type = ""
+    queryset = notifications_for_portal(principal=request.mode, type=type)
+    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "portal/notifications.html",
+        {"nav": "notifications", "page": page, "type": type, "types": Notification.Type.choices},
     )

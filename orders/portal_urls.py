@@ -9,4 +9,5 @@ urlpatterns = [
     path("orders", portal.orders, name="orders"),
     path("orders.csv", portal.orders_csv, name="orders-csv"),
     path("orders/<str:order_id>", portal.order_detail, name="order-detail"),
+    path("notifications", portal.notifications, name="notifications"),
 ]

@@ -128,6 +128,15 @@ def notification_get_for_partner(*, principal: Principal, notification_id: str) 
     return notification
 
 
+def notifications_for_portal(*, principal: Principal, type: str = "") -> QuerySet[Notification]:
+    """The portal's notifications page: the partner's notifications of the portal's mode, newest first, with
+    their orders; ``type`` narrows to one notification type."""
+    qs = Notification.objects.for_principal(principal).select_related("order")
+    if type:
+        qs = qs.filter(type=type)
+    return qs.only("notification_id", "type", "created_at", "payload", "order__order_id").order_by("-id")
+
+
 def notification_list(
     *, principal: Principal, filters: NotificationFilters, limit: int, cursor: str | None
 ) -> Page:

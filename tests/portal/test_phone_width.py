@@ -72,6 +72,7 @@ def test_every_portal_page_fits_a_phone(live_server, browser_page):  # noqa: F81
         "dashboard": "/portal/",
         "orders": "/portal/orders",
         "order-detail": f"/portal/orders/{order.order_id}",
+        "notifications": "/portal/notifications",
         "payouts": "/portal/payouts",
         "statement": "/portal/statements",
         "payment-methods": "/portal/settings/payment-methods",

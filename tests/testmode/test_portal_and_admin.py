@@ -59,6 +59,32 @@ def test_portal_shows_live_orders_until_switched_to_test(portal_client, one_orde
     assert live_id in page and 'data-testid="test-mode-banner"' not in page
 
 
+
+def test_portal_notifications_follow_the_switch_and_filter_by_type(portal_client, one_order_each, pairs):
+    from orders.models import Notification
+
+    live_id, test_id = one_order_each["live"]["order_id"], one_order_each["test"]["order_id"]
+    live = Notification.objects.filter(partner=pairs.partner, livemode=True)
+    test = Notification.objects.filter(partner=pairs.partner, livemode=False)
+    assert live.exists() and test.exists()
+
+    page = portal_client.get("/portal/notifications").content.decode()
+    assert all(n in page for n in live.values_list("notification_id", flat=True))
+    assert not any(n in page for n in test.values_list("notification_id", flat=True))
+    assert live_id in page and test_id not in page
+
+    switch(portal_client, "test", "/portal/notifications")
+    page = portal_client.get("/portal/notifications").content.decode()
+    assert all(n in page for n in test.values_list("notification_id", flat=True))
+    assert not any(n in page for n in live.values_list("notification_id", flat=True))
+
+    created = test.filter(type="order.created").values_list("notification_id", flat=True)
+    changed = test.exclude(type="order.created").values_list("notification_id", flat=True)
+    page = portal_client.get("/portal/notifications?type=order.created").content.decode()
+    assert all(n in page for n in created) and not any(n in page for n in changed)
+    # An unknown type shows everything rather than an error page.
+    assert portal_client.get("/portal/notifications?type=nonsense").status_code == 200
+
 def test_switch_never_redirects_off_the_portal(portal_client):
     response = switch(portal_client, "test", next_url="https://evil.example/")
     assert response["Location"] == "/portal/"
