@@ -47,7 +47,8 @@ class Order(models.Model):
     # or reasons on "open", "settled" or the payout path uses these.
     # Not yet charged or not yet delivered: a partner or a canceled event may still cancel it.
     OPEN_STATUSES = (Status.ACCEPTED, Status.AWAITING_TRANSFER)
-    # Nothing more happens to it: a payment method can be replaced without billing problems (README "Partner portal, payment platform and payouts").
+    # Nothing more happens to it: a payment method can be replaced without billing problems
+    # (README "Partner portal, payment platform and payouts").
     SETTLED_STATUSES = (Status.PAID, Status.CANCELED, Status.EXPIRED)
     # The part of the life cycle that the payout drives, in order.
     PAYOUT_PATH = (Status.TICKET_RECEIVED, Status.PAYOUT_IN_PROCESS, Status.SCHEDULED, Status.PAID)

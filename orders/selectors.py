@@ -13,8 +13,6 @@ from . import errors
 from .models import Notification, Order, OrderStatusHistory
 
 LIST_ORDERING = ("-created_at", "-id")
-# Orders after which a payment method can be replaced without billing problems (README "Partner portal, payment platform and payouts"): nothing more happens.
-SETTLED_STATUSES = (Order.Status.PAID, Order.Status.CANCELED, Order.Status.EXPIRED)
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,7 @@ def order_get_for_portal(*, principal: Principal, order_id: str) -> Order:
 
 def orders_active(*, principal: Principal) -> QuerySet[Order]:
     """The partner's orders of the principal's mode that are not yet paid, canceled or expired."""
-    return Order.objects.for_principal(principal).exclude(status__in=SETTLED_STATUSES)
+    return Order.objects.for_principal(principal).exclude(status__in=Order.SETTLED_STATUSES)
 
 
 def order_status_history(*, order: Order) -> list[OrderStatusHistory]:

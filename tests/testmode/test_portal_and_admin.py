@@ -59,7 +59,6 @@ def test_portal_shows_live_orders_until_switched_to_test(portal_client, one_orde
     assert live_id in page and 'data-testid="test-mode-banner"' not in page
 
 
-
 def test_portal_notifications_follow_the_switch_and_filter_by_type(portal_client, one_order_each, pairs):
     from orders.models import Notification
 
@@ -84,6 +83,7 @@ def test_portal_notifications_follow_the_switch_and_filter_by_type(portal_client
     assert all(n in page for n in created) and not any(n in page for n in changed)
     # An unknown type shows everything rather than an error page.
     assert portal_client.get("/portal/notifications?type=nonsense").status_code == 200
+
 
 def test_switch_never_redirects_off_the_portal(portal_client):
     response = switch(portal_client, "test", next_url="https://evil.example/")
