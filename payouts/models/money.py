@@ -136,6 +136,8 @@ class Payout(models.Model):
 
     # Created at the platform and not finished yet: progression asks the platform about these.
     AT_PLATFORM_STATUSES = (Status.IN_PROCESS, Status.SCHEDULED)
+    # Owed to the partner and not yet paid: waiting to start, or under way at the platform.
+    IN_FLIGHT_STATUSES = (Status.PENDING, *AT_PLATFORM_STATUSES)
 
     # One payout per order, decided by the database: two overlapping progression runs cannot both insert.
     order = models.OneToOneField("orders.Order", on_delete=models.PROTECT, related_name="payout")

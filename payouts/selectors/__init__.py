@@ -17,7 +17,6 @@ from orders.selectors import orders_active
 
 from ..models import Charge, CreditCard, Payout, PayoutAccount
 
-IN_FLIGHT_PAYOUTS = (Payout.Status.PENDING, Payout.Status.IN_PROCESS, Payout.Status.SCHEDULED)
 ZERO = Decimal("0.00")
 _ZERO = Value(ZERO, output_field=DecimalField(max_digits=14, decimal_places=2))
 
@@ -61,7 +60,7 @@ def payout_totals(*, partner_pk: int) -> PayoutTotals:
     """The partner's payouts summed up, in one query (the portal's dashboard, payouts page and readiness)."""
     totals = Payout.objects.filter(partner_id=partner_pk).aggregate(
         paid=Coalesce(Sum("amount", filter=Q(status=Payout.Status.PAID)), _ZERO),
-        in_flight=Coalesce(Sum("amount", filter=Q(status__in=IN_FLIGHT_PAYOUTS)), _ZERO),
+        in_flight=Coalesce(Sum("amount", filter=Q(status__in=Payout.IN_FLIGHT_STATUSES)), _ZERO),
         failed=Count("pk", filter=Q(status=Payout.Status.FAILED)),
     )
     return PayoutTotals(**totals)
