@@ -17,23 +17,8 @@ from .services import LEGAL_TRANSITIONS, order_transition
 S = Order.Status
 
 # The order's main path, and the side exits a partner can simulate from it.
-MAIN_PATH = (
-    S.ACCEPTED,
-    S.AWAITING_TRANSFER,
-    S.TICKET_RECEIVED,
-    S.PAYOUT_IN_PROCESS,
-    S.SCHEDULED,
-    S.PAID,
-)
-ADVANCE_TARGETS = (
-    S.AWAITING_TRANSFER,
-    S.TICKET_RECEIVED,
-    S.PAYOUT_IN_PROCESS,
-    S.SCHEDULED,
-    S.PAID,
-    S.EXPIRED,
-    S.CANCELED,
-)
+MAIN_PATH = (*Order.OPEN_STATUSES, *Order.PAYOUT_PATH)
+ADVANCE_TARGETS = (*MAIN_PATH[1:], S.EXPIRED, S.CANCELED)
 ACTOR = "system:test_mode"
 _REASONS = {
     S.TICKET_RECEIVED: ("Test mode: ticket received", None),
