@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast lint format migrate bench bench-dashboard fuzz soak clean worker beat
+.PHONY: install run test test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -57,18 +57,35 @@ worker: $(VENV)/.installed
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
 
-# The test database is created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
+# Two passes. First the whole suite on PostgreSQL and Redis; then (`test-embedded`) the tests marked `embedded`
+# on the embedded default. The test database is created fresh every run (`--create-db`), whatever
+# PYTEST_ARGS says: CI runs this.
 test: install
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-embedded
 
 # Local runs: the test database of the last run is kept (`--reuse-db`; new migrations are still applied),
-# which saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part.
+# which saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part, on
+# PostgreSQL and then, for its tests marked `embedded`, on the embedded default.
 test-fast: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q --reuse-db $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-embedded
+
+# The tests marked `embedded` (the partner flow) on the embedded default, as `make run` serves it: a fresh
+# SQLite file in a temporary directory, no Redis (local-memory cache), Celery tasks in-process. Tests marked
+# `production` (they need Redis) stay out. EMBEDDED_PASS=1 makes the suite refuse any other database.
+# PYTEST_ARGS narrows the selection (its own -m is replaced); one without embedded tests is not a failure
+# (pytest's exit status 5).
+test-embedded: $(VENV)/.installed
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  echo "embedded pass: SQLite in $$dir, no Redis, tasks in-process" && \
+	  env -u DJANGO_ENV DATABASE_URL=sqlite:///$$dir/test.sqlite3 REDIS_URL= CELERY_BROKER_URL=memory:// \
+	    EMBEDDED_PASS=1 TESTING=1 $(PY) -m pytest -q --create-db $(PYTEST_ARGS) -m "embedded and not production"; \
+	  status=$$?; if [ $$status = 5 ]; then echo "no embedded tests in this selection"; status=0; fi; exit $$status
 
 # Benchmarks and the soak test run the production shape on loopback against their own database and Redis db.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/ps_bench

@@ -24,8 +24,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
+
+from config import fastsql
 
 from .models import Partner, PartnerCredential, PartnerTestCredential, PortalUser, TokenSession
 
@@ -285,14 +287,18 @@ class CredentialCheck:
     livemode: bool = True
 
 
-_CREDENTIAL_SQL = {
-    livemode: f"""
+_CREDENTIAL_QUERIES = {
+    livemode: fastsql.Select(
+        f"""
     SELECT c.secret_digest, c.partner_id, p.public_id, p.status
       FROM {model._meta.db_table} c
       JOIN {Partner._meta.db_table} p ON p.id = c.partner_id
      WHERE c.client_id = %s
      LIMIT 1
-"""  # noqa: S608 - table names from the models, the value as a parameter
+""",  # noqa: S608 - table names from the models, the value as a parameter
+        [model._meta.get_field("secret_digest"), model._meta.get_field("partner")]
+        + [Partner._meta.get_field("public_id"), Partner._meta.get_field("status")],
+    )
     for livemode, model in ((True, PartnerCredential), (False, PartnerTestCredential))
 }
 
@@ -301,9 +307,7 @@ def credential_for_token(*, client_id: str) -> CredentialCheck | None:
     # A test pair's client_id starts with cli_test_ (a live one never does: its random part has no "_").
     livemode = not client_id.startswith("cli_test_")
     # Plain SQL: the endpoint's hottest query, where compiling the ORM's join cost more than running it.
-    with connection.cursor() as cursor:
-        cursor.execute(_CREDENTIAL_SQL[livemode], [client_id])
-        row = cursor.fetchone()
+    row = _CREDENTIAL_QUERIES[livemode].fetchone([client_id])
     return CredentialCheck(*row, livemode=livemode) if row is not None else None
 
 

@@ -1,6 +1,8 @@
 """Shared fixtures: ``api_client``, ``partner``, ``auth_client`` and friends (STYLE.md: Tests)."""
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -11,6 +13,36 @@ from config.celery import app as celery_app
 # The partner portal's signed-in users (``portal``, ``ready_portal``, ``other_portal``): the pages of every app
 # are tested beside that app's other tests.
 pytest_plugins = ["tests.portal.fixtures"]
+
+# `make test`'s second pass (`make test-embedded`) sets this: the tests marked ``embedded`` then run on the
+# embedded default (SQLite, no Redis, tasks in-process), and nothing else is accepted.
+EMBEDDED_PASS = os.environ.get("EMBEDDED_PASS") == "1"
+
+
+def pytest_configure(config):
+    if not EMBEDDED_PASS:
+        return
+    from django.conf import settings
+
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if not engine.endswith("sqlite3") or settings.REDIS_URL:
+        raise pytest.UsageError(
+            f"EMBEDDED_PASS=1 runs on the embedded default: SQLite and no REDIS_URL (got {engine}, "
+            f"REDIS_URL={settings.REDIS_URL!r})"
+        )
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """On SQLite the test database is a file beside the configured one (``test_<name>``), not Django's
+    in-memory default: WAL, the write lock taken at BEGIN and concurrent threads then behave as they do
+    under `make run`."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    if db["ENGINE"].endswith("sqlite3") and not db.get("TEST", {}).get("NAME"):
+        name = Path(db["NAME"])
+        db.setdefault("TEST", {})["NAME"] = str(name.with_name(f"test_{name.name}"))
 
 
 @pytest.fixture(autouse=True)

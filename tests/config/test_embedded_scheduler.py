@@ -13,6 +13,8 @@ from tests.conftest import make_partner
 from tests.faults.live import Processes, database_url_of_tests, http
 from tests.orders.factories import make_order
 
+pytestmark = pytest.mark.embedded
+
 
 class FakeClock:
     def __init__(self) -> None:

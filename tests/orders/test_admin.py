@@ -12,7 +12,7 @@ from orders.services import order_transition
 
 from .conftest import PDF_BYTES, create_order, order_form, pdf_upload, post_order
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 CHANGELIST = "/admin/orders/order/"
 

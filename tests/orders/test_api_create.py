@@ -18,7 +18,7 @@ from tests.quotes.factories import QuoteFactory, quote_token
 
 from .conftest import PDF_BYTES, order_form, pdf_upload, post_order
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 EXP_DT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$")
 ISO_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")

@@ -1,5 +1,7 @@
 """Canceling an event cancels its open orders and gives their quantity back; nothing is charged for it."""
 
+import pytest
+
 from catalog import services as catalog_services
 from catalog.models import Row
 from orders import services
@@ -8,6 +10,8 @@ from orders.tasks import expire_overdue_orders
 from payouts.services.confirmation import order_confirm
 
 from .conftest import create_order
+
+pytestmark = pytest.mark.embedded
 
 
 def test_canceling_an_event_cancels_its_open_orders(partner, django_capture_on_commit_callbacks):

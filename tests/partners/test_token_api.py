@@ -8,6 +8,8 @@ from partners import services
 from partners.models import PartnerCredential, TokenSession
 from tests.conftest import assert_error, make_partner
 
+pytestmark = pytest.mark.embedded
+
 TOKEN_URL = "/v1/auth/token"
 
 

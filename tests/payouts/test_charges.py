@@ -15,6 +15,8 @@ from payouts.services.methods import payment_methods_create_sandbox
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
+pytestmark = pytest.mark.embedded
+
 
 @pytest.mark.django_db
 def test_charge_for_order_charges_total_price_once(partner):

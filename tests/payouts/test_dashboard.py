@@ -13,6 +13,8 @@ from payouts.dashboard import staff_dashboard
 from payouts.models import Charge, Payout
 from tests.orders.factories import make_order
 
+pytestmark = pytest.mark.embedded
+
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)  # a Wednesday
 TODAY = NOW.date()
 MONDAY = date(2026, 11, 16)

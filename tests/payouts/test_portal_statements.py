@@ -13,7 +13,7 @@ import time_machine
 from payouts.selectors.statements import statement_figures, statement_month
 from tests.portal.exports_data import charge_on, order_at, payout_on
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 NEW_YORK = ZoneInfo("America/New_York")
 
 

@@ -17,6 +17,8 @@ from payouts.tasks import progress_payouts
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
+pytestmark = pytest.mark.embedded
+
 
 @pytest.fixture
 def clock():

@@ -14,6 +14,8 @@ from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform, to_minor_units
 from payouts.platform.stripe_http import encode_params
 
+pytestmark = pytest.mark.embedded
+
 
 class FakeStripe:
     """Records every request; answers from ``routes[(method, path)] = (status, body)``."""

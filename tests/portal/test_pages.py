@@ -5,7 +5,7 @@ from django.test import Client
 
 from tests.portal.fixtures import PASSWORD
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 
 # --- isolation: partner A never sees partner B ----------------------------------------------------------------

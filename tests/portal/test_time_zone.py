@@ -10,7 +10,7 @@ from partners.models import Partner
 from tests.conftest import issue_token
 from tests.portal.exports_data import order_at
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 
 def test_pages_show_times_in_the_partner_zone_and_the_api_stays_utc(ready_portal):

@@ -15,7 +15,7 @@ from tests.catalog.conftest import client_with_scope
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 from tests.conftest import assert_error, issue_token, make_partner
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 
 def create(client, body):

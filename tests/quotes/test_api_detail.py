@@ -13,7 +13,7 @@ from quotes.services import quote_create, quote_purge_expired
 from tests.catalog.conftest import client_with_scope
 from tests.conftest import assert_error, issue_token, make_partner
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from tests.conftest import login_with_password
 
 from .conftest import api_order, client_for
 
+pytestmark = pytest.mark.embedded
+
 PASSWORD = "correct horse battery staple 42"
 
 

@@ -8,6 +8,8 @@ from orders.services import order_transition
 from payouts.services.progression import payouts_progress
 from tests.orders.conftest import create_order
 
+pytestmark = pytest.mark.embedded
+
 
 def _feed(client) -> list[dict]:
     seen, after = [], None

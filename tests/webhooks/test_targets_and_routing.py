@@ -18,6 +18,8 @@ from tests.faults.live import ROOT, production_env
 
 from .conftest import Reply, order_notification, register
 
+pytestmark = pytest.mark.embedded
+
 
 @pytest.mark.parametrize(
     ("address", "public"),
@@ -129,6 +131,7 @@ def test_deliveries_are_routed_to_the_webhooks_queue_and_confirmations_are_not()
     assert confirm["queue"].name == celery_app.conf.task_default_queue != "webhooks"
 
 
+@pytest.mark.production  # a real broker
 @pytest.mark.django_db(transaction=True)
 def test_a_slow_endpoint_does_not_hold_up_the_order_side(partner, receiver):
     """The fan-out only publishes to the webhooks queue: with the receiver hanging past the timeout, the

@@ -1,0 +1,104 @@
+"""``config.fastsql.Select``: plain SQL that answers what the ORM would, on PostgreSQL and on SQLite (this
+module runs in both passes of `make test`)."""
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from catalog.models import Event, Row, Section
+from config import fastsql
+from quotes import services as quote_services
+from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+COLUMNS = [
+    Event._meta.get_field("starts_at"),
+    Event._meta.get_field("event_date"),
+    Event._meta.get_field("canceled_at"),
+    Section._meta.get_field("general_admission"),
+    Row._meta.get_field("offer_price"),
+    Row._meta.get_field("restrictions"),
+    Row._meta.get_field("available_quantity"),
+]
+SELECT = fastsql.Select(
+    f"""
+    SELECT e.starts_at, e.event_date, e.canceled_at, s.general_admission, r.offer_price, r.restrictions,
+           r.available_quantity
+      FROM {Row._meta.db_table} r
+      JOIN {Section._meta.db_table} s ON s.id = r.section_id
+      JOIN {Event._meta.db_table} e ON e.id = s.event_id
+     WHERE e.id = %s
+     ORDER BY r.name
+    """,  # noqa: S608 - table names from the models
+    COLUMNS,
+)
+
+
+@pytest.fixture
+def event():
+    starts_at = datetime(2031, 6, 14, 23, 30, 15, 250000, tzinfo=UTC)
+    event = EventFactory(starts_at=starts_at)
+    floor = SectionFactory(event=event, name="Floor", general_admission=True)
+    RowFactory(section=floor, name="A", offer_price=Decimal("142.25"), restrictions=["Obstructed view"])
+    lower = SectionFactory(event=event, name="Lower", general_admission=False)
+    RowFactory(section=lower, name="B", offer_price=Decimal("99.10"), restrictions=[])
+    return event
+
+
+def test_select_answers_the_orms_types(event):
+    first, second = SELECT.fetchall([event.pk])
+    starts_at, event_date, canceled_at, general, offer, restrictions, available = first
+    assert isinstance(starts_at, datetime) and starts_at.utcoffset() == timedelta(0)
+    assert starts_at == datetime(2031, 6, 14, 23, 30, 15, 250000, tzinfo=UTC)
+    assert event_date == event.event_date
+    assert canceled_at is None
+    assert general is True and second[3] is False
+    assert isinstance(offer, Decimal) and str(offer) == "142.25"
+    assert str(second[4]) == "99.10"  # the field's two decimal places, as the ORM gives them
+    assert restrictions == ["Obstructed view"] and second[5] == []
+    assert available == 10 and isinstance(available, int)
+
+
+def test_select_answers_exactly_what_the_orm_reads(event):
+    orm = list(
+        Row.objects.filter(section__event=event)
+        .order_by("name")
+        .values_list(
+            "section__event__starts_at",
+            "section__event__event_date",
+            "section__event__canceled_at",
+            "section__general_admission",
+            "offer_price",
+            "restrictions",
+            "available_quantity",
+        )
+    )
+    assert SELECT.fetchall([event.pk]) == orm
+    assert SELECT.fetchone([event.pk]) == orm[0]
+
+
+def test_select_of_no_row_is_none(event):
+    assert SELECT.fetchone([event.pk + 1000]) is None
+    assert SELECT.fetchall([event.pk + 1000]) == []
+
+
+@pytest.mark.parametrize("row_name", ["A", None], ids=["named row", "best row"])
+def test_the_quote_reads_its_row_in_one_query_with_the_orms_values(event, row_name):
+    with CaptureQueriesContext(connection) as queries:
+        row = quote_services._row_in_one_query(
+            event_id=event.event_id, section_name="Floor", row_name=row_name, quantity=1
+        )
+    assert len(queries) == 1
+    stored = Row.objects.select_related("section__event").get(section__event=event, name="A")
+    assert row.section.event.starts_at == stored.section.event.starts_at
+    assert row.section.event.has_started is False
+    assert (row.offer_price, row.face_value, row.restrictions) == (
+        Decimal("142.25"),
+        Decimal("150.00"),
+        ["Obstructed view"],
+    )
+    assert row.section.general_admission is True
