@@ -98,7 +98,7 @@ def readme_blocks(section: str) -> list[str]:
     end = text.find("\n## ", start + 1)
     body = text[start : end if end != -1 else len(text)]
     blocks = re.findall(r"^```sh\n(.*?)^```$", body, flags=re.S | re.M)
-    assert blocks, f'no shell block in README "{section}"'
+    assert blocks, f"no shell block in the README's section {section!r}"
     return blocks
 
 
