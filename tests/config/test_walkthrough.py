@@ -10,6 +10,7 @@ pass; it starts its own server and needs no test database.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -159,8 +160,15 @@ def test_make_run_serves_the_readme_walkthrough_as_printed_and_a_restart_rotates
         (flow,) = readme_blocks("The partner flow")
         result = bash(export_line, flow)
         assert result.returncode == 0, result.stdout + result.stderr
-        order = result.stdout.strip().splitlines()[-1]
-        assert '"success":true' in order.replace(" ", "") and '"status":"accepted"' in order.replace(" ", "")
+        answers = [json.loads(line) for line in result.stdout.splitlines()]
+        assert answers[0]["data"]["results"][0]["event_name"] == "The Skyline Sessions: Live"
+        order = answers[-1]["data"]
+        assert (order["status"], order["livemode"], order["row_name"], order["quantity"]) == (
+            "accepted",
+            False,
+            "B",
+            2,
+        ), answers[-1]
 
         (walk,) = readme_blocks("Integrating")
         result = bash(export_line, walk)
