@@ -64,7 +64,16 @@ def make_run(data_dir: Path) -> MakeRun:
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env["DATA_DIR"] = str(data_dir)
     popen = subprocess.Popen(
-        ["make", "--no-print-directory", "run", f"PORT={port}", "HOST=127.0.0.1"],
+        # The suite runs in the installed virtualenv (`make test` installs first): a pyproject.toml newer than
+        # its stamp must not start a reinstall in the middle of a test.
+        [
+            "make",
+            "--no-print-directory",
+            "--old-file=.venv/.installed",
+            "run",
+            f"PORT={port}",
+            "HOST=127.0.0.1",
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
