@@ -3,7 +3,7 @@
 Each run adds ``events`` new events (bulk inserts in batches, so 100,000 take seconds, not minutes). On a
 database without any event it first adds a hand-made demo catalog: events from 30 days ago to 180 days
 ahead, at least one already past and one starting within 36 hours, reserved and general-admission
-sections, and restrictions on some rows.
+sections, and restrictions on some rows, and the README walk-through's event (``walkthrough_event_ensure``).
 """
 
 import random
@@ -238,6 +238,12 @@ def _performers(rng: random.Random) -> list[Performer]:
 
 def _insert(builder: _Builder, specs: list[tuple], report: SeedReport) -> None:
     """Insert events given as ``(venue, kind, name, starts_at, performers, site, popularity)``."""
+    sections = [builder.sections(spec[1], spec[6]) for spec in specs]
+    _write(specs, sections, report)
+
+
+def _write(specs: list[tuple], sections: list[list[tuple]], report: SeedReport) -> list[str]:
+    """Insert the events of ``specs`` with their ``sections``; returns the new event ids."""
     events = [
         (
             new_event_id(),
@@ -251,7 +257,6 @@ def _insert(builder: _Builder, specs: list[tuple], report: SeedReport) -> None:
         )
         for venue, _kind, name, starts_at, performers, site, _pop in specs
     ]
-    sections = [builder.sections(spec[1], spec[6]) for spec in specs]
     with transaction.atomic():
         if connection.vendor == "postgresql":
             seeding_writes.write_postgres(events, sections)
@@ -260,6 +265,7 @@ def _insert(builder: _Builder, specs: list[tuple], report: SeedReport) -> None:
     report.events += len(events)
     report.sections += sum(len(s) for s in sections)
     report.rows += sum(len(rows) for event_sections in sections for *_, rows in event_sections)
+    return [event[0] for event in events]
 
 
 def _demo_specs(builder: _Builder, venues: dict[str, Venue], performers: list[Performer]) -> list[tuple]:
@@ -305,6 +311,63 @@ def _demo_specs(builder: _Builder, venues: dict[str, Venue], performers: list[Pe
     return specs
 
 
+# The README's walk-through ("The partner flow", "Integrating") searches `q=skyline` and quotes two tickets in
+# row B of section "Lower 101". No generated name holds the word, and the event's sections and rows are fixed.
+WALKTHROUGH_SEARCH = "skyline"
+WALKTHROUGH_EVENT_NAME = "The Skyline Sessions: Live"
+WALKTHROUGH_PERFORMER = "The Skyline Sessions"
+WALKTHROUGH_VENUE = ("Madison Square Garden", "New York")
+# How far ahead the walk-through needs an event: its in-hand date is 7 days ahead and must be at least 2 days
+# before the event's local date, so it lists events from 9 days ahead (``date_from``). A new one is placed
+# WALKTHROUGH_PLACE_DAYS ahead whenever none starts WALKTHROUGH_MIN_DAYS or more ahead.
+WALKTHROUGH_MIN_DAYS = 14
+WALKTHROUGH_PLACE_DAYS = 60
+# (name, display, general admission, rows as (name, display, quantity, offer, face value, restrictions, detail))
+WALKTHROUGH_SECTIONS = [
+    ("Floor GA", "Floor General Admission", True, [("GA", "General Admission", 400, "140.00", "165.00", [], None)]),
+    (
+        "Lower 101",
+        "Section Lower 101",
+        False,
+        [
+            ("A", "Row A", 200, "125.00", "165.00", [], None),
+            ("B", "Row B", 200, "118.50", "165.00", [], None),
+            ("C", "Row C", 200, "96.00", "145.00", ["Limited view"], "Part of the stage or screen is not visible."),
+        ],
+    ),
+    ("Upper 301", "Section Upper 301", False, [("1", "Row 1", 200, "64.00", "89.50", [], None)]),
+]  # fmt: skip
+
+
+def walkthrough_event_ensure(
+    *, now: datetime | None = None, report: SeedReport | None = None
+) -> tuple[Event, bool]:
+    """The walk-through's event, starting at least WALKTHROUGH_MIN_DAYS ahead: the nearest such one, or a new
+    one WALKTHROUGH_PLACE_DAYS ahead (20:00 at the venue). Returns ``(event, created)``."""
+    now = now or timezone.now()
+    existing = (
+        Event.objects.filter(
+            name=WALKTHROUGH_EVENT_NAME,
+            status=Event.Status.SCHEDULED,
+            starts_at__gte=now + timedelta(days=WALKTHROUGH_MIN_DAYS),
+        )
+        .order_by("starts_at")
+        .first()
+    )
+    if existing is not None:
+        return existing, False
+    venue = next(v for v, _kind in _venues() if (v.name, v.city) == WALKTHROUGH_VENUE)
+    performer, _ = Performer.objects.get_or_create(name=WALKTHROUGH_PERFORMER)
+    zone = ZoneInfo(venue.timezone)
+    day = (now + timedelta(days=WALKTHROUGH_PLACE_DAYS)).astimezone(zone).date()
+    starts_at = datetime.combine(day, dtime(20, 0), tzinfo=zone).astimezone(UTC)
+    spec = (venue, "arena", WALKTHROUGH_EVENT_NAME, starts_at, [performer], "ticketmaster", 1.0)
+    sections = [[(name, display, ga, list(rows)) for name, display, ga, rows in WALKTHROUGH_SECTIONS]]
+    (event_id,) = _write([spec], sections, report or SeedReport())
+    catalog_cache.bump_version()
+    return Event.objects.get(event_id=event_id), True
+
+
 def catalog_seed(*, events: int, seed: int | None = None) -> SeedReport:
     """Add ``events`` generated events (and, on an empty catalog, the demo events first)."""
     started = time.monotonic()
@@ -318,6 +381,8 @@ def catalog_seed(*, events: int, seed: int | None = None) -> SeedReport:
         demo = _demo_specs(builder, {v.name: v for v, _ in venues}, performers)
         _insert(builder, demo, report)
         report.demo_events = len(demo)
+        walkthrough_event_ensure(now=builder.now, report=report)
+        report.demo_events += 1
     remaining = events
     while remaining > 0:
         batch = min(BATCH_EVENTS, remaining)

@@ -147,7 +147,11 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------------------------------
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# The embedded default keeps its files (the SQLite database, uploaded media) in DATA_DIR, the project folder
+# unless set: `DATA_DIR=/tmp/demo make run` serves a separate, throw-away instance.
+DATA_DIR = Path(env.str("DATA_DIR", default="") or BASE_DIR).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if env.bool("DATABASE_POOL", default=True):
         # psycopg 3's pool keeps connections open across requests; Django requires CONN_MAX_AGE=0 with it.
@@ -344,7 +348,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
-MEDIA_ROOT = env.path("MEDIA_ROOT", default=BASE_DIR / "media")
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=DATA_DIR / "media")
 # Ticket PDFs are private: no MEDIA_URL is served; staff download them through the admin.
 MEDIA_URL = None
 # The embedded default serves static files straight from the apps, no collectstatic step.

@@ -20,6 +20,9 @@ EMBEDDED_PASS = os.environ.get("EMBEDDED_PASS") == "1"
 
 
 def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: starts the service's real processes (`make run`); takes a minute"
+    )
     if not EMBEDDED_PASS:
         return
     from django.conf import settings

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count
 from django.utils import timezone
 
-from catalog import seeding_writes
+from catalog import seeding, seeding_writes
 from catalog.models import Event, Row, Section
 from catalog.services import local_event_date
 
@@ -91,3 +91,29 @@ def test_seeded_events_are_listed_by_the_api(auth_client):
 def test_seed_rejects_a_negative_count():
     with pytest.raises(CommandError):
         seed("--events", "-1")
+
+
+def test_fresh_seed_holds_the_readme_walkthrough_event_from_nine_days_ahead(auth_client):
+    """README "Integrating": `q=skyline` from 9 days ahead, section "Lower 101", row B, two tickets."""
+    seed("--events", "20", "--seed", "4")
+    date_from = (timezone.now() + timedelta(days=9)).date().isoformat()
+    events = auth_client.get(f"/v1/events?q=skyline&date_from={date_from}").json()["data"]["results"]
+    assert [e["event_name"] for e in events] == ["The Skyline Sessions: Live"]
+    event_id = events[0]["event_id"]
+    sections = auth_client.get(f"/v1/events/{event_id}/sections").json()["data"]["results"]
+    assert {s["section_name"] for s in sections} >= {"Lower 101", "Floor GA"}
+    rows = auth_client.get(f"/v1/events/{event_id}/sections/Lower%20101/rows").json()["data"]["results"]
+    assert {r["row_name"]: r["available_quantity"] >= 2 for r in rows}["B"]
+
+
+def test_walkthrough_event_is_kept_two_weeks_ahead():
+    first, created = seeding.walkthrough_event_ensure()
+    assert created and first.starts_at > timezone.now() + timedelta(days=seeding.WALKTHROUGH_MIN_DAYS)
+    again, created = seeding.walkthrough_event_ensure()
+    assert (again.pk, created) == (first.pk, False)
+    # Weeks later the event is too close for the walk-through's in-hand date: a new one, further ahead.
+    later = first.starts_at - timedelta(days=seeding.WALKTHROUGH_MIN_DAYS - 1)
+    moved, created = seeding.walkthrough_event_ensure(now=later)
+    assert created and moved.pk != first.pk
+    assert moved.starts_at >= later + timedelta(days=seeding.WALKTHROUGH_PLACE_DAYS - 1)
+    assert Section.objects.filter(event=moved, name="Lower 101").exists()

@@ -1,0 +1,244 @@
+"""`make run` end to end, as a new user meets it: the service started by the Makefile itself (a free port, a
+temporary DATA_DIR), the credentials it prints, and the README's "The partner flow" and "Integrating" shell
+blocks run with bash exactly as printed there, after the `export` line `make run` printed. Then a second
+`make run` on the same data: nothing rotated, and the commands it prints make a new pair.
+
+Slow (two `make run`, the first migrating a fresh SQLite database), so it runs once, in `make test`'s first
+pass; it starts its own server and needs no test database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.faults.live import ROOT, free_port, http, wait_for
+
+pytestmark = pytest.mark.slow
+
+README = ROOT / "README.md"
+# Settings the tests run with that a user's `make run` never sees.
+_NOT_INHERITED = (
+    "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "TESTING", "EMBEDDED_PASS", "DJANGO_ENV",
+    "DJANGO_SETTINGS_MODULE", "MEDIA_ROOT", "STATIC_ROOT", "PUBLIC_BASE_URL", "MAKEFLAGS", "MAKELEVEL", "MFLAGS",
+)  # fmt: skip
+
+
+@dataclass
+class MakeRun:
+    """One `make run` in its own process group, its output collected as it comes."""
+
+    popen: subprocess.Popen
+    port: int
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def collect(self) -> None:
+        for line in self.popen.stdout:
+            self.lines.append(line)
+
+    def stop(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout=20)
+                return
+
+
+def make_run(data_dir: Path) -> MakeRun:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    env["DATA_DIR"] = str(data_dir)
+    popen = subprocess.Popen(
+        # The suite runs in the installed virtualenv (`make test` installs first): a pyproject.toml newer than
+        # its stamp must not start a reinstall in the middle of a test.
+        [
+            "make",
+            "--no-print-directory",
+            "--old-file=.venv/.installed",
+            "run",
+            f"PORT={port}",
+            "HOST=127.0.0.1",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    run = MakeRun(popen, port)
+    threading.Thread(target=run.collect, daemon=True).start()
+    up = wait_for(
+        lambda: popen.poll() is not None or _answers(f"http://127.0.0.1:{port}/healthz"),
+        timeout=240,
+        interval=0.5,
+    )
+    if not up or popen.poll() is not None:
+        run.stop()
+        pytest.fail(f"make run did not serve on port {port}:\n{run.output}")
+    return run
+
+
+def _answers(url: str) -> bool:
+    try:
+        return http("GET", url, timeout=2).status == 200
+    except OSError:
+        return False
+
+
+def readme_blocks(section: str) -> list[str]:
+    """The ```sh blocks of a README section (``## section`` up to the next ``## ``), as printed there."""
+    text = README.read_text()
+    start = text.index(f"\n## {section}\n")
+    end = text.find("\n## ", start + 1)
+    body = text[start : end if end != -1 else len(text)]
+    blocks = re.findall(r"^```sh\n(.*?)^```$", body, flags=re.S | re.M)
+    assert blocks, f"no shell block in the README's section {section!r}"
+    return blocks
+
+
+def bash(export_line: str, block: str) -> subprocess.CompletedProcess:
+    """A README block in a fresh bash, after the `export` line `make run` printed; the first failing command
+    (or pipe) stops it."""
+    script = f"set -eo pipefail\n{export_line}\n{block}"
+    env = {k: v for k, v in os.environ.items() if k not in ("API", "CLIENT_ID", "CLIENT_SECRET", "TOKEN")}
+    return subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def token(api: str, client_id: str, client_secret: str):
+    return http(
+        "POST",
+        f"{api}/auth/token",
+        json_body={
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "grant_type": "client_credentials",
+        },
+    )
+
+
+def printed_pairs(output: str) -> dict[str, tuple[str, str]]:
+    pairs = dict(
+        (kind, (client_id, secret))
+        for kind, client_id, secret in re.findall(
+            r"^\s*(live|test-mode) pair:\s+client_id (\S+)\s+client_secret (\S+)$", output, flags=re.M
+        )
+    )
+    assert set(pairs) == {"live", "test-mode"}, output
+    return pairs
+
+
+def test_make_run_serves_the_readme_walkthrough_as_printed_and_a_restart_rotates_nothing(tmp_path):
+    data_dir = tmp_path / "data"
+    repo_db = ROOT / "db.sqlite3"
+    repo_db_before = repo_db.stat().st_mtime_ns if repo_db.exists() else None
+
+    first = make_run(data_dir)
+    try:
+        pairs = printed_pairs(first.output)
+        assert pairs["live"][0].startswith("cli_") and pairs["live"][1].startswith("sec_")
+        assert pairs["test-mode"][0].startswith("cli_test_") and pairs["test-mode"][1].startswith("sec_test_")
+        assert re.search(r"^Admin login: admin / \S+ {2}\(shown only now\)$", first.output, flags=re.M)
+        assert re.search(
+            r"^Portal login for the demo partner: \S+ / \S+ {2}\(shown only now\)$", first.output, re.M
+        )
+        # The first export line is the test-mode pair's, for the walk-through.
+        export_line = re.search(r"^\s*(export API=.*)$", first.output, flags=re.M).group(1)
+        api = f"http://127.0.0.1:{first.port}/v1"
+        assert export_line == (
+            f"export API={api} CLIENT_ID={pairs['test-mode'][0]} CLIENT_SECRET={shlex.quote(pairs['test-mode'][1])}"
+        )
+
+        (flow,) = readme_blocks("The partner flow")
+        result = bash(export_line, flow)
+        assert result.returncode == 0, result.stdout + result.stderr
+        answers = [json.loads(line) for line in result.stdout.splitlines()]
+        assert answers[0]["data"]["results"][0]["event_name"] == "The Skyline Sessions: Live"
+        order = answers[-1]["data"]
+        assert (order["status"], order["livemode"], order["row_name"], order["quantity"]) == (
+            "accepted",
+            False,
+            "B",
+            2,
+        ), answers[-1]
+
+        (walk,) = readme_blocks("Integrating")
+        result = bash(export_line, walk)
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines = result.stdout.splitlines()
+        assert "paid" in lines, result.stdout  # step 5: the advance's answer
+        feed = [line.split()[1:] for line in lines if line.startswith("ntf_")]
+        assert feed[:6] == [
+            ["order.created", "accepted"],
+            ["order.status_changed", "awaiting_transfer"],
+            ["order.status_changed", "ticket_received"],
+            ["order.status_changed", "payout_in_process"],
+            ["order.status_changed", "scheduled"],
+            ["order.status_changed", "paid"],
+        ], result.stdout
+
+        # What the walk-through made, seen through the API: a paid test-mode order with its reference.
+        reply = token(api, *pairs["test-mode"])
+        assert reply.status == 200, reply.body
+        bearer = {"Authorization": f"Bearer {reply.body['data']['access_token']}"}
+        orders = http("GET", f"{api}/orders?limit=100", headers=bearer).body["data"]["results"]
+        walked = [o for o in orders if o["partner_reference"] == "A-10042"]
+        assert [(o["status"], o["livemode"]) for o in walked] == [("paid", False)], orders
+    finally:
+        first.stop()
+
+    assert (data_dir / "db.sqlite3").exists(), "make run kept its database in DATA_DIR"
+    assert (repo_db.stat().st_mtime_ns if repo_db.exists() else None) == repo_db_before
+
+    second = make_run(data_dir)
+    try:
+        api = f"http://127.0.0.1:{second.port}/v1"
+        assert "client_secret sec_" not in second.output and "shown only now" not in second.output
+        # Both pairs of the first run still get a token: nothing was rotated.
+        for client_id, secret in pairs.values():
+            reply = token(api, client_id, secret)
+            assert reply.status == 200, reply.body
+        # It names the command that makes a new pair, and how to set new passwords.
+        live_id, test_id = pairs["live"][0], pairs["test-mode"][0]
+        rotate = re.search(rf"^\s*(\S+) manage\.py rotate_credentials {test_id} --json$", second.output, re.M)
+        assert rotate, second.output
+        assert re.search(rf"manage\.py rotate_credentials {live_id} --json$", second.output, flags=re.M)
+        assert "manage.py changepassword admin" in second.output
+        assert "manage.py changepassword demo@partner.example" in second.output
+        assert "/portal/password-reset" in second.output
+        # The printed command works, on the same data: a new test secret gets a token, the old one no more.
+        python = rotate.group(1)
+        env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+        env["DATA_DIR"] = str(data_dir)
+        done = subprocess.run(
+            [python, "manage.py", "rotate_credentials", test_id, "--json"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        new_secret = re.search(r'"client_secret": "(sec_test_[^"]+)"', done.stdout).group(1)
+        assert token(api, test_id, new_secret).status == 200
+        assert token(api, test_id, pairs["test-mode"][1]).status == 401
+        assert token(api, live_id, pairs["live"][1]).status == 200
+    finally:
+        second.stop()
