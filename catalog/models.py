@@ -125,9 +125,15 @@ class Event(models.Model):
         return ZoneInfo(self.timezone)
 
     @property
+    def venue_starts_at(self) -> datetime:
+        """The start in the event's time zone (aware): the venue's local date and time, whose date is
+        ``event_date``."""
+        return self.starts_at.astimezone(self.zone)
+
+    @property
     def local_starts_at(self) -> datetime:
         """The start as a naive wall-clock time in the event's time zone."""
-        return self.starts_at.astimezone(self.zone).replace(tzinfo=None)
+        return self.venue_starts_at.replace(tzinfo=None)
 
     @property
     def has_started(self) -> bool:

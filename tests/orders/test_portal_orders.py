@@ -20,7 +20,7 @@ from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_on
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 
 def test_orders_csv_has_a_header_a_dated_file_name_and_every_column(ready_portal):
@@ -126,7 +126,7 @@ def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal
         with CaptureQueriesContext(connection) as queries:
             response = client.get("/portal/orders.csv")
             assert isinstance(response, StreamingHttpResponse)
-            # Nothing is read before the body is consumed: the rows come from a server-side cursor.
+            # Nothing is read before the body is consumed: the rows come from a cursor, a chunk at a time.
             lines = sum(chunk.count(b"\n") for chunk in response.streaming_content)
         return lines - 1, len(queries)
 
@@ -136,6 +136,11 @@ def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal
     assert (small_rows, large_rows) == (1, 3001)
     assert large_queries == small_queries  # no query per row (the payout comes with its order)
 
+
+@pytest.mark.production  # PostgreSQL's server-side cursors
+def test_a_large_export_is_read_through_a_server_side_cursor_a_chunk_at_a_time(ready_portal):
+    clone_orders(make_order(ready_portal.partner, status="awaiting_transfer"), 3000)
+    client = ready_portal.client
     # Mid-stream, the rows are read through a PostgreSQL server-side cursor, a chunk at a time.
     chunks = iter(client.get("/portal/orders.csv").streaming_content)
     next(chunks), next(chunks)  # the header and the first row

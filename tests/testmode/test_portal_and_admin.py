@@ -186,3 +186,44 @@ def test_admin_rotates_the_test_pair_and_shows_it_once(staff_client, pairs):
     page = staff_client.get(response["Location"]).content.decode()
     assert pairs.test.client_id in page and "sec_test_" in page
     assert client_for(pairs.live).get("/v1/orders").status_code == 200
+
+
+def _stat(page: str, name: str) -> str | None:
+    found = re.search(rf'data-testid="stat-{name}">.*?<div class="value">([^<]*)<', page)
+    return found.group(1) if found else None
+
+
+def test_the_dashboard_in_test_mode_shows_test_figures_only_and_says_payouts_are_live(
+    portal_client, pairs, live_client, test_client, row
+):
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from orders.models import Order
+    from tests.portal.exports_data import payout_on
+
+    live_id = api_order(live_client, row)["order_id"]
+    test_ids = [api_order(test_client, row, quantity=1)["order_id"] for _ in range(3)]
+    payout_on(
+        Order.objects.get(order_id=live_id), status="paid", paid_at=timezone.now(), amount=Decimal("4321.00")
+    )
+
+    live = portal_client.get("/portal/").content.decode()
+    assert _stat(live, "active-orders") == "1"
+    assert _stat(live, "paid-out") == "$4,321.00" and _stat(live, "in-flight") == "$0.00"
+    assert live_id in live and not any(test_id in live for test_id in test_ids)
+
+    switch(portal_client, "test", "/portal/")
+    test = portal_client.get("/portal/").content.decode()
+    assert _stat(test, "active-orders") == "3"
+    assert "Active test orders" in test and "Recent test orders" in test
+    # No live money beside test counts: the payouts are named live-only, with the way to them.
+    assert "4,321" not in test and _stat(test, "paid-out") is None and _stat(test, "in-flight") is None
+    note = re.search(r'data-testid="stat-payouts-live-only">(.*?)</div>\s*</div>', test, re.S).group(1)
+    assert "never paid out" in note and 'href="/portal/payouts"' in note
+    assert all(test_id in test for test_id in test_ids) and live_id not in test
+    # What stays live on the page says so: the payment readiness, and the client_id is the test pair's.
+    assert "Live account and payments" in test and 'data-testid="readiness-live-note"' in test
+    assert pairs.test.client_id in test and pairs.live.client_id not in test
+    assert pairs.live.client_id in live and 'data-testid="readiness-live-note"' not in live
