@@ -61,6 +61,16 @@ def test_portal_shows_live_orders_until_switched_to_test(portal_client, one_orde
     assert live_id in page and 'data-testid="test-mode-banner"' not in page
 
 
+def test_portal_test_order_page_says_no_real_charge_and_no_payout(portal_client, one_order_each):
+    """A test order is charged on a sandbox test card and never paid out: its page says so instead of
+    "Not charged yet" and "Starts once the ticket is received", which only a live order can expect."""
+    switch(portal_client, "test")
+    page = portal_client.get(f"/portal/orders/{one_order_each['test']['order_id']}").content.decode()
+    assert "test orders are never charged to a real card" in page
+    assert "test orders are never paid out" in page
+    assert "Not charged yet" not in page and "Starts once the ticket is received" not in page
+
+
 def test_portal_notifications_follow_the_switch_and_filter_by_type(portal_client, one_order_each, pairs):
     from orders.models import Notification
 
