@@ -53,8 +53,9 @@ class EventForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["timezone"].required = False
-        self.fields["timezone"].help_text = "IANA name; leave empty to use the venue's."
+        if "timezone" in self.fields:  # absent when the page is read-only (staff who may only view events)
+            self.fields["timezone"].required = False
+            self.fields["timezone"].help_text = "IANA name; leave empty to use the venue's."
 
     def clean(self):
         cleaned = super().clean()
