@@ -37,7 +37,7 @@ from payouts.services.progression import payouts_progress
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 groups_migration = importlib.import_module("payouts.migrations.0010_staff_groups")
 
