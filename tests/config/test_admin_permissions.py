@@ -228,6 +228,14 @@ def test_a_forged_post_of_every_action_and_view_changes_nothing(world, settings)
             assert response.status_code in (200, 302, 403), (opts.label, action, response.status_code)
             assert changed_tables(before, snapshot()) == [], (opts.label, action)
             tried.add(action)
+        # Django's own pages: the add form, an edit saved over a read-only page, a confirmed delete.
+        before = snapshot()
+        base = f"admin:{opts.app_label}_{opts.model_name}"
+        assert client.post(reverse(f"{base}_add"), {"name": "forged"}).status_code == 403, opts.label
+        for obj in objects:
+            assert client.post(reverse(f"{base}_change", args=[obj.pk]), {"name": "x"}).status_code == 403
+            assert client.post(reverse(f"{base}_delete", args=[obj.pk]), {"post": "yes"}).status_code == 403
+        assert changed_tables(before, snapshot()) == [], opts.label
         for obj in [None, *objects]:
             for name, url in custom_urls(model_admin, obj):
                 before = snapshot()
