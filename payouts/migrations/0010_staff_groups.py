@@ -47,8 +47,9 @@ SHOWN = (
 )
 
 # Operations, on top of viewing everything: editing partners and the catalog, adding them, removing a portal
-# user's access, and every named staff action. No other delete: orders, money and history are never deleted
-# by hand, and a catalog mistake is corrected (or the event canceled), not erased.
+# user's access, enabling a webhook endpoint again, and every named staff action. No other delete: orders,
+# money and history are never deleted by hand, and a catalog mistake is corrected (or the event canceled),
+# not erased.
 OPERATIONS_EXTRA = (
     ("partners", "add_partner"),
     ("partners", "change_partner"),
@@ -62,6 +63,7 @@ OPERATIONS_EXTRA = (
             for verb in ("add", "change")
         )
     ),
+    ("webhooks", "change_webhookendpoint"),  # only "Enable again": the endpoint's fields stay read-only
     ("catalog", "cancel_event"),
     ("catalog", "adjust_row_quantity"),
     ("orders", "cancel_order"),

@@ -28,7 +28,8 @@ from catalog.models import Event, Row
 from catalog.services import row_quantity_adjust
 from orders.models import Order
 from orders.services import order_transition
-from orders.webhooks.services import endpoint_create
+from orders.webhooks.models import WebhookEndpoint
+from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential
 from partners.portal_services import portal_user_invite
 from payouts.models import Charge, Payout
@@ -157,12 +158,14 @@ def world(settings, django_capture_on_commit_callbacks):
         action_flag=CHANGE,
         change_message="Suspended: setup",
     )
-    endpoint_create(  # after the orders: no delivery is attempted while the test runs
+    # After the orders: no delivery is attempted while the test runs. The endpoint failed for 3 days.
+    endpoint, _ = endpoint_create(
         partner_pk=creds.partner.pk,
         livemode=True,
         url="http://127.0.0.1:9/tbb",
         event_types=["order.created"],
     )
+    endpoint_disable(endpoint=endpoint, reason=WebhookEndpoint.DisabledReason.FAILING, notify=False)
     StaticDevice.objects.create(user=root, name="backup", confirmed=True).token_set.create(token="a1b2c3d4")
     return SimpleNamespace(
         root=root,
@@ -254,6 +257,7 @@ def test_a_forged_post_of_every_action_and_view_changes_nothing(world, settings)
         "cancel_orders",
         "retry_refund_action",
         "retry_action",
+        "enable_endpoints",
         "delete_selected",
         "partners_partner_rotate",
         "partners_partner_rotate_test",
@@ -332,6 +336,7 @@ def test_operations_may_take_every_named_action_and_deletes_nothing_but_portal_a
     perms = _perms(operations)
     assert _perms(support) | named <= perms
     assert {p for p in perms if ".delete_" in p} == {"partners.delete_portaluser"}
+    assert "webhooks.change_webhookendpoint" in perms  # "Enable again"; the endpoint's fields stay read-only
     assert not {p for p in perms if p.startswith(("auth.", "otp_"))}
 
 
@@ -445,3 +450,24 @@ def test_operations_marks_received_cancels_and_retries_money(world, operations_c
         {"confirmed": "yes", "reason": "account fixed"},
     )
     assert Payout.objects.get(pk=payout.pk).status != "failed"
+
+
+def test_operations_enables_again_an_endpoint_disabled_for_failing_but_not_one_its_partner_disabled(
+    world, operations_client
+):
+    failed = WebhookEndpoint.objects.get(partner=world.partner)
+    mine, _ = endpoint_create(
+        partner_pk=world.partner.pk, livemode=True, url="http://127.0.0.1:9/other", event_types=["*"]
+    )
+    endpoint_disable(endpoint=mine, reason=WebhookEndpoint.DisabledReason.BY_PARTNER, notify=False)
+    response = operations_client.post(
+        "/admin/webhooks/webhookendpoint/",
+        {"action": "enable_endpoints", "_selected_action": [failed.pk, mine.pk], "index": "0"},
+        follow=True,
+    )
+    assert "Enabled 1 endpoint(s)." in response.content.decode()
+    assert WebhookEndpoint.objects.get(pk=failed.pk).status == "enabled"
+    assert WebhookEndpoint.objects.get(pk=mine.pk).status == "disabled"
+    assert LogEntry.objects.filter(
+        object_id=str(failed.pk), change_message__startswith="Enabled again"
+    ).exists()
