@@ -108,6 +108,7 @@ class Event(models.Model):
 
     class Meta:
         ordering = ["starts_at", "id"]
+        permissions = [("cancel_event", "Can cancel an event and its open orders")]
         indexes = [
             # The list's cursor order, and its default "not started yet" filter.
             models.Index(fields=["starts_at", "id"], name="event_start_cursor"),
@@ -183,6 +184,7 @@ class Row(models.Model):
 
     class Meta:
         ordering = ["section", "name"]
+        permissions = [("adjust_row_quantity", "Can adjust a row's available quantity")]
         constraints = [
             models.UniqueConstraint(fields=["section", "name"], name="row_unique_name"),
             models.CheckConstraint(

@@ -127,6 +127,8 @@ AXES_VERBOSE = False
 # Two-factor sign-in (config/two_factor.py): required for staff in production unless turned off explicitly.
 ADMIN_REQUIRE_2FA = env.bool("ADMIN_REQUIRE_2FA", default=PRODUCTION)
 OTP_TOTP_ISSUER = "Ticket Buy-Back"
+# Nobody reads another person's authenticator key or recovery codes in the admin, whatever their permissions.
+OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

@@ -1,8 +1,9 @@
 """Staff admin for orders: find and inspect them, download the ticket PDF, move them through the life cycle.
 
 Every status change here goes through ``orders.services.order_transition``; orders are never added or edited
-as raw rows. The order page has the list's cancel action as a button: the same confirmation, then back to
-the order (a reload repeats nothing).
+as raw rows. The order page has the list's actions as buttons ("Cancel order", "Mark tickets received"): a confirmation
+with a reason for the history, then back to the order (a reload repeats nothing). Each needs its own named
+permission (``orders.cancel_order``, ``orders.mark_received``), checked again on the confirming POST.
 """
 
 from django.contrib import admin, messages
@@ -14,6 +15,7 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
+from config.admin_permissions import require, staff_may
 from config.history_admin import StatusHistoryInline
 from config.modes import ModeFilter
 
@@ -230,11 +232,23 @@ class OrderAdmin(admin.ModelAdmin):
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str, str]]:
-        """The buttons of the order's page, as (label, URL, kind): each leads to its confirmation. The kind
-        ``cancel`` is drawn as a destructive button, ``retry`` as an ordinary one."""
-        if order.status in services.CANCELABLE and self.has_change_permission(request, order):
-            return [("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]), "cancel")]
-        return []
+        """The buttons of the order's page, as (label, URL, kind): each leads to its confirmation, and only staff
+        with its permission see it. The kind ``cancel`` is drawn as a destructive button, the others as ordinary
+        ones."""
+        actions = []
+        if order.status == Order.Status.AWAITING_TRANSFER and self.has_mark_received_permission(request):
+            url = reverse("admin:orders_order_mark_received", args=[order.pk])
+            actions.append(("Mark tickets received", url, "received"))
+        if order.status in services.CANCELABLE and self.has_cancel_order_permission(request):
+            actions.append(("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]), "cancel"))
+        return actions
+
+    # --- permissions: each life-cycle action asks for its own (README "Staff permissions") ----------------------
+    def has_cancel_order_permission(self, request: HttpRequest, obj: Order | None = None) -> bool:
+        return staff_may(request, "orders.cancel_order")
+
+    def has_mark_received_permission(self, request: HttpRequest, obj: Order | None = None) -> bool:
+        return staff_may(request, "orders.mark_received")
 
     # --- PDF download and the order page's actions ------------------------------------------------------------
     def get_urls(self):
@@ -247,6 +261,11 @@ class OrderAdmin(admin.ModelAdmin):
             ),
             path(
                 "<int:pk>/cancel/", self.admin_site.admin_view(self.cancel_view), name="orders_order_cancel"
+            ),
+            path(
+                "<int:pk>/mark-received/",
+                self.admin_site.admin_view(self.mark_received_view),
+                name="orders_order_mark_received",
             ),
         ]
         return custom + urls
@@ -291,7 +310,7 @@ class OrderAdmin(admin.ModelAdmin):
                 messages.ERROR,
             )
 
-    @admin.action(description="Mark ticket received", permissions=["change"])
+    @admin.action(description="Mark ticket received", permissions=["mark_received"])
     def mark_ticket_received(self, request, queryset):
         self._transition_selected(
             request,
@@ -301,7 +320,7 @@ class OrderAdmin(admin.ModelAdmin):
             reason="Ticket received",
         )
 
-    @admin.action(description="Cancel orders", permissions=["change"])
+    @admin.action(description="Cancel orders", permissions=["cancel_order"])
     def cancel_orders(self, request, queryset):
         # A cancellation refunds a card and e-mails a seller, so staff first see what it does and give a reason;
         # the reason goes into each order's status history.
@@ -309,11 +328,12 @@ class OrderAdmin(admin.ModelAdmin):
 
     def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         """The order page's "Cancel order" button: the list action's confirmation, then back to the order."""
-        order = get_object_or_404(Order, pk=pk)
+        require(request, "orders.cancel_order")
+        get_object_or_404(Order, pk=pk)
         change_url = reverse("admin:orders_order_change", args=[pk])
-        if request.method != "POST" or not self.has_change_permission(request, order):
+        if request.method != "POST":
             self.message_user(
-                request, "Canceling needs a POST by staff allowed to change orders.", messages.ERROR
+                request, "Canceling starts from the order's “Cancel order” button.", messages.ERROR
             )
             return HttpResponseRedirect(change_url)
         confirmation = self._cancel_confirmed(
@@ -321,6 +341,39 @@ class OrderAdmin(admin.ModelAdmin):
         )
         # Done: back to the order's page with a GET, so that a reload cancels nothing twice.
         return confirmation or HttpResponseRedirect(change_url)
+
+    def mark_received_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The order page's "Mark tickets received" button: a confirmation with a reason, the move, then back to
+        the order with a GET. A second POST (a resubmitted form, a second tab) finds the order moved already: the
+        life cycle refuses it and the page says so."""
+        require(request, "orders.mark_received")
+        order = get_object_or_404(Order.objects.select_related("partner", "event"), pk=pk)
+        change_url = reverse("admin:orders_order_change", args=[pk])
+        if request.method != "POST":
+            self.message_user(
+                request, "Marking tickets received starts from the order's button.", messages.ERROR
+            )
+            return HttpResponseRedirect(change_url)
+        reason = request.POST.get("reason", "").strip()[:255]
+        if request.POST.get("confirmed") == "yes" and reason:
+            self._transition_selected(
+                request,
+                Order.objects.filter(pk=pk),
+                to=Order.Status.TICKET_RECEIVED,
+                verb="Marked ticket received",
+                reason=reason,
+            )
+            return HttpResponseRedirect(change_url)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Mark the tickets of this order received?",
+            "order": order,
+            "reason": request.POST.get("reason", ""),
+            "error": "Give a reason for the status history." if request.POST.get("confirmed") else "",
+            "opts": self.model._meta,
+            "back_url": change_url,
+        }
+        return TemplateResponse(request, "admin/orders/order/confirm_mark_received.html", context)
 
     def _cancel_confirmed(
         self, request: HttpRequest, queryset, *, title: str, back_url: str = ""

@@ -133,6 +133,10 @@ class Order(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        permissions = [
+            ("cancel_order", "Can cancel an order"),
+            ("mark_received", "Can mark an order's tickets received"),
+        ]
         indexes = [
             # The partner's order list (newest first, cursor on created_at, id).
             models.Index(

@@ -15,6 +15,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from config.admin_permissions import require, staff_may
+
 from . import portal_services, services
 from .admin_credentials import CredentialsAdminMixin, with_reason
 from .admin_testmode import TestCredentialsAdminMixin
@@ -177,9 +179,29 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         ]
         return custom + self.credential_urls() + self.test_credential_urls() + super().get_urls()
 
-    def _partner_for_change(self, request: HttpRequest, pk: int) -> Partner:
+    # --- permissions: each staff action asks for its own (README "Staff permissions") --------------------------
+    def has_rotate_credentials_permission(self, request: HttpRequest, obj: Partner | None = None) -> bool:
+        return staff_may(request, "partners.rotate_credentials")
+
+    def has_suspend_partner_permission(self, request: HttpRequest, obj: Partner | None = None) -> bool:
+        return staff_may(request, "partners.suspend_partner")
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # The page's buttons, each shown only to staff who may take it.
+        context.update(
+            can_rotate=self.has_rotate_credentials_permission(request),
+            can_suspend=self.has_suspend_partner_permission(request),
+            can_invite=obj is not None and self.has_change_permission(request, obj),
+        )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _partner_for_change(self, request: HttpRequest, pk: int, *, permission: str = "") -> Partner:
+        """The partner a button acts on, after checking the permission (on the confirmation page and again
+        on its POST). Without ``permission`` the model's change permission is needed."""
         partner = get_object_or_404(Partner, pk=pk)
-        if not self.has_change_permission(request, partner):
+        if permission:
+            require(request, permission)
+        elif not self.has_change_permission(request, partner):
             raise PermissionDenied
         return partner
 
@@ -195,7 +217,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         return TemplateResponse(request, "admin/partners/partner/confirm_action.html", context)
 
     def suspend_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk)
+        partner = self._partner_for_change(request, pk, permission="partners.suspend_partner")
         if request.method != "POST":
             return self._confirm(
                 request,
@@ -210,7 +232,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
 
     def reactivate_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk)
+        partner = self._partner_for_change(request, pk, permission="partners.suspend_partner")
         if request.method != "POST":
             return self._confirm(
                 request,
@@ -263,7 +285,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         }
         return TemplateResponse(request, "admin/partners/partner/confirm_bulk_action.html", context)
 
-    @admin.action(description="Suspend (revokes their tokens)")
+    @admin.action(description="Suspend (revokes their tokens)", permissions=["suspend_partner"])
     def suspend_action(self, request, queryset):
         if request.POST.get("confirmed") != "yes":
             return self._confirm_bulk(
@@ -279,7 +301,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
             self.log_change(request, partner, with_reason("Suspended", request))
         messages.success(request, f"Suspended {queryset.count()} partner(s).")
 
-    @admin.action(description="Reactivate")
+    @admin.action(description="Reactivate", permissions=["suspend_partner"])
     def reactivate_action(self, request, queryset):
         for partner in queryset:
             services.partner_reactivate(partner=partner)

@@ -4,6 +4,7 @@ shows a new secret once (POST, redirect, then a GET that takes the secret out of
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -89,6 +90,9 @@ class CredentialsAdminMixin:
         return HttpResponseRedirect(reverse("admin:partners_partner_credentials_once"))
 
     def credentials_once_view(self, request: HttpRequest):
+        # Only staff who may provision or rotate ever put secrets there; nobody else reads the page.
+        if not (self.has_add_permission(request) or self.has_rotate_credentials_permission(request)):
+            raise PermissionDenied
         shown = request.session.pop(SECRETS_ONCE_KEY, None)
         context = {
             **self.admin_site.each_context(request),
@@ -103,7 +107,7 @@ class CredentialsAdminMixin:
         return response
 
     def rotate_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk)
+        partner = self._partner_for_change(request, pk, permission="partners.rotate_credentials")
         if request.method != "POST":
             return self._confirm(
                 request,
@@ -117,7 +121,9 @@ class CredentialsAdminMixin:
         self.log_change(request, partner, with_reason("Rotated credentials", request))
         return self._show_secrets(request, [issued], title=f"New secret for {partner.name}")
 
-    @admin.action(description="Rotate credentials (new secrets are shown once)")
+    @admin.action(
+        description="Rotate credentials (new secrets are shown once)", permissions=["rotate_credentials"]
+    )
     def rotate_credentials_action(self, request, queryset):
         if request.POST.get("confirmed") != "yes":
             return self._confirm_bulk(

@@ -40,7 +40,7 @@ class TestCredentialsAdminMixin:
         ]
 
     def rotate_test_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk)
+        partner = self._partner_for_change(request, pk, permission="partners.rotate_credentials")
         if request.method != "POST":
             return self._confirm(
                 request,

@@ -54,6 +54,11 @@ class Partner(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # Staff actions that go beyond editing the record (README "Staff permissions").
+        permissions = [
+            ("rotate_credentials", "Can rotate a partner's API credentials and see the new secret once"),
+            ("suspend_partner", "Can suspend and reactivate a partner"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.public_id})"

@@ -6,6 +6,7 @@ from django.db.models import Count, Sum
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from config.admin_permissions import staff_may
 from config.history_admin import status_history_table
 
 from .. import services
@@ -52,8 +53,9 @@ class EventForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["timezone"].required = False
-        self.fields["timezone"].help_text = "IANA name; leave empty to use the venue's."
+        if "timezone" in self.fields:  # absent when the page is read-only (staff who may only view events)
+            self.fields["timezone"].required = False
+            self.fields["timezone"].help_text = "IANA name; leave empty to use the venue's."
 
     def clean(self):
         cleaned = super().clean()
@@ -183,7 +185,12 @@ class EventAdmin(admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         services.catalog_changed()
 
-    @admin.action(description="Cancel selected events (no new quotes or orders)")
+    def has_cancel_event_permission(self, request, obj: Event | None = None) -> bool:
+        return staff_may(request, "catalog.cancel_event")
+
+    @admin.action(
+        description="Cancel selected events (no new quotes or orders)", permissions=["cancel_event"]
+    )
     def cancel_events(self, request, queryset) -> None:
         actor = f"staff:{request.user.get_username()}"
         canceled = sum(services.event_cancel(event=event, actor=actor) for event in queryset)

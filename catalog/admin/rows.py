@@ -2,12 +2,13 @@
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+
+from config.admin_permissions import require, staff_may
 
 from .. import services
 from ..models import Row, RowQuantityAdjustment, Section
@@ -69,6 +70,13 @@ class RowInline(admin.TabularInline):
     )
     readonly_fields = ("adjust",)
     extra = 0
+
+    def get_fields(self, request, obj=None):
+        fields = super().get_fields(request, obj)
+        # The link leads to a page staff without the permission could not use.
+        if not staff_may(request, "catalog.adjust_row_quantity"):
+            return [f for f in fields if f != "adjust"]
+        return fields
 
     @admin.display(description="Quantity")
     def adjust(self, obj: Row) -> str:
@@ -155,6 +163,13 @@ class RowAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change: bool) -> None:
         services.row_save(row=obj)
 
+    def has_adjust_row_quantity_permission(self, request, obj: Row | None = None) -> bool:
+        return staff_may(request, "catalog.adjust_row_quantity")
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["can_adjust"] = self.has_adjust_row_quantity_permission(request)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
     def get_urls(self):
         custom = [
             path(
@@ -167,9 +182,8 @@ class RowAdmin(admin.ModelAdmin):
 
     def adjust_quantity_view(self, request: HttpRequest, pk: int):
         """Two steps: the change and its reason, then a confirmation; applied relatively on confirm."""
+        require(request, "catalog.adjust_row_quantity")  # on the form, the confirmation and its POST alike
         row = get_object_or_404(Row.objects.select_related("section__event"), pk=pk)
-        if not self.has_change_permission(request, row):
-            raise PermissionDenied
         form = QuantityAdjustmentForm(request.POST if request.method == "POST" else None)
         confirming = False
         if request.method == "POST" and form.is_valid():

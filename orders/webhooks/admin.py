@@ -1,11 +1,15 @@
 """Staff admin for webhooks: endpoints and deliveries (with their attempts), read-only.
 
 Secrets never appear here, not even encrypted. Search by partner (name or id), endpoint id or URL, and
-notification id.
+notification id. Staff allowed to change endpoints may enable again one that was disabled for failing (410 Gone,
+or 3 days of failures) once its partner has fixed it; one its partner disabled stays the partner's to enable.
 """
 
-from django.contrib import admin
+from django.contrib import admin, messages
 
+from config.admin_permissions import staff_may
+
+from . import services
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 
@@ -43,6 +47,35 @@ class WebhookEndpointAdmin(ReadOnlyAdmin):
         "updated_at",
     )
     readonly_fields = fields
+    actions = ("enable_endpoints",)
+
+    def has_enable_endpoint_permission(self, request, obj: WebhookEndpoint | None = None) -> bool:
+        # The model's change permission: the endpoint's fields stay read-only (partners edit them), turning
+        # it back on is the one change staff make.
+        return staff_may(request, "webhooks.change_webhookendpoint")
+
+    @admin.action(
+        description="Enable again (endpoints disabled for failing; not those their partner disabled)",
+        permissions=["enable_endpoint"],
+    )
+    def enable_endpoints(self, request, queryset) -> None:
+        failed = queryset.filter(status=WebhookEndpoint.Status.DISABLED).exclude(
+            disabled_reason=WebhookEndpoint.DisabledReason.BY_PARTNER
+        )
+        enabled = 0
+        for endpoint in failed:
+            services.endpoint_update(endpoint=endpoint, status=WebhookEndpoint.Status.ENABLED)
+            self.log_change(
+                request, endpoint, f"Enabled again (was: {endpoint.get_disabled_reason_display()})"
+            )
+            enabled += 1
+        self.message_user(request, f"Enabled {enabled} endpoint(s).", messages.SUCCESS)
+        if left := queryset.count() - enabled:
+            self.message_user(
+                request,
+                f"{left} left alone: already enabled, or disabled by their partner (theirs to enable).",
+                messages.WARNING,
+            )
 
 
 class WebhookAttemptInline(admin.TabularInline):

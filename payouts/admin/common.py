@@ -10,6 +10,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
+from config.admin_permissions import require
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request, obj=None) -> bool:
@@ -74,6 +76,7 @@ def retry_one(
     record,
     *,
     retry: Callable[[], bool],
+    permission: str,
     what: str,
     effect: str,
     action_url: str,
@@ -85,12 +88,11 @@ def retry_one(
 ) -> HttpResponse:
     """A record's retry button (on its own page or its order's): the confirmation until it comes back with a
     reason, then ``retry()``, the reason in the history of the record (and of ``also_log``), and a redirect
-    to ``back_url``, so that a reload retries nothing twice."""
-    opts = record._meta
-    if request.method != "POST" or not request.user.has_perm(f"{opts.app_label}.change_{opts.model_name}"):
-        messages.error(
-            request, f"Retrying needs a POST by staff allowed to change {opts.verbose_name_plural}."
-        )
+    to ``back_url``, so that a reload retries nothing twice. Staff without ``permission`` get 403, on the
+    confirming POST too."""
+    require(request, permission)
+    if request.method != "POST":
+        messages.error(request, "A retry starts from its button.")
         return HttpResponseRedirect(back_url)
     reason = retry_reason(request)
     if request.POST.get("confirmed") != "yes" or not reason:

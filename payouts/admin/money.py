@@ -9,6 +9,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from config.admin_permissions import staff_may
 from config.history_admin import StatusHistoryInline
 
 from ..models import (
@@ -86,19 +87,18 @@ class ChargeAdmin(ReadOnlyAdmin):
             format_html("<br><small>{}</small>", note) if note else "",
         )
 
-    def get_actions(self, request):
-        # The base class hides actions from users without change permission; retrying has its own check.
-        actions = super().get_actions(request)
-        if not request.user.has_perm("payouts.change_charge"):
-            actions.pop("retry_refund_action", None)
-        return actions
+    def has_retry_refund_permission(self, request: HttpRequest, obj: Charge | None = None) -> bool:
+        return staff_may(request, "payouts.retry_refund")
 
     RETRY_EFFECT = (
         "Each charge whose refund failed gets a new refund attempt at the payment platform now; the others are "
         "left alone."
     )
 
-    @admin.action(description="Retry failed refunds (a new refund attempt at the payment platform)")
+    @admin.action(
+        description="Retry failed refunds (a new refund attempt at the payment platform)",
+        permissions=["retry_refund"],
+    )
     def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         # A retry moves money at the platform: staff confirm it and say why, and the reason is logged.
         actor = f"staff:{request.user.get_username()}"
@@ -169,19 +169,22 @@ class PayoutAdmin(ReadOnlyAdmin):
         color = {"failed": "#b42318", "paid": "#1a7f37"}.get(obj.status, "#12528a")
         return format_html('<strong style="color:{}">{}</strong>', color, obj.get_status_display())
 
-    def get_actions(self, request):
-        # The base class hides actions from users without change permission; retrying has its own check.
-        actions = super().get_actions(request)
-        if not request.user.has_perm("payouts.change_payout"):
-            actions.pop("retry_action", None)
-        return actions
+    def has_retry_payout_permission(self, request: HttpRequest, obj: Payout | None = None) -> bool:
+        return staff_may(request, "payouts.retry_payout")
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["can_retry"] = self.has_retry_payout_permission(request)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     RETRY_EFFECT = (
         "Each failed payout gets a new attempt (its attempt number goes up by one) to the partner's payout "
         "account on file now; payouts that are not failed are left alone."
     )
 
-    @admin.action(description="Retry failed payouts (a new attempt to the current payout account)")
+    @admin.action(
+        description="Retry failed payouts (a new attempt to the current payout account)",
+        permissions=["retry_payout"],
+    )
     def retry_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
         # A retry sends money again: staff confirm it and say why, and the reason is logged.
         actor = f"staff:{request.user.get_username()}"
@@ -217,6 +220,7 @@ class PayoutAdmin(ReadOnlyAdmin):
             self,
             payout,
             retry=lambda: payout_retry(payout=payout, actor=f"staff:{request.user.get_username()}"),
+            permission="payouts.retry_payout",
             what="this payout",
             effect=self.RETRY_EFFECT,
             action_url=reverse("admin:payouts_payout_retry", args=[pk]),

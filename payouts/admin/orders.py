@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from config.admin_permissions import require, staff_may
 from orders.admin import OrderAdmin
 from orders.models import Order
 
@@ -78,6 +79,7 @@ class _Retry:
 
     label: str
     model: type
+    permission: str
     failed: Callable[[Any], bool]
     retry: Callable[..., bool]  # the service, called with the record and the actor
     what: str
@@ -91,6 +93,7 @@ RETRIES = {
     "refund": _Retry(
         "Retry refund",
         Charge,
+        "payouts.retry_refund",
         lambda charge: charge.refund_status == Charge.RefundStatus.FAILED,
         lambda charge, actor: refund_retry(charge=charge, actor=actor),
         "this refund",
@@ -102,6 +105,7 @@ RETRIES = {
     "payout": _Retry(
         "Retry payout",
         Payout,
+        "payouts.retry_payout",
         lambda payout: payout.status == Payout.Status.FAILED,
         lambda payout, actor: payout_retry(payout=payout, actor=actor),
         "this payout",
@@ -120,9 +124,8 @@ class OrderWithMoneyAdmin(OrderAdmin):
     def order_actions(self, request: HttpRequest, order: Order) -> list[tuple[str, str, str]]:
         actions = super().order_actions(request, order)
         for kind, retry in RETRIES.items():
-            opts = retry.model._meta
             record = retry.model.objects.filter(order=order).first()
-            if record and retry.failed(record) and request.user.has_perm(f"payouts.change_{opts.model_name}"):
+            if record and retry.failed(record) and staff_may(request, retry.permission):
                 url = reverse(f"admin:orders_order_retry_{kind}", args=[order.pk])
                 actions.append((retry.label, url, "retry"))
         return actions
@@ -141,6 +144,7 @@ class OrderWithMoneyAdmin(OrderAdmin):
     def retry_view(self, request: HttpRequest, pk: int, *, kind: str) -> HttpResponse:
         """The order page's retry buttons: the list action's confirmation, then back to the order."""
         retry = RETRIES[kind]
+        require(request, retry.permission)
         record = get_object_or_404(retry.model.objects.select_related("order", "partner"), order__pk=pk)
         actor = f"staff:{request.user.get_username()}"
         return retry_one(
@@ -149,6 +153,7 @@ class OrderWithMoneyAdmin(OrderAdmin):
             self.admin_site.get_model_admin(retry.model),
             record,
             retry=lambda: retry.retry(record, actor),
+            permission=retry.permission,
             what=retry.what,
             effect=retry.effect,
             action_url=reverse(f"admin:orders_order_retry_{kind}", args=[pk]),

@@ -73,6 +73,7 @@ class Charge(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        permissions = [("retry_refund", "Can retry a failed refund")]
         indexes = [
             models.Index(fields=["status", "created_at"], name="charge_status_created"),
             # The portal dashboard reads each partner's latest charge (was it declined?).
@@ -166,6 +167,7 @@ class Payout(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        permissions = [("retry_payout", "Can retry a failed payout")]
         indexes = [
             models.Index(fields=["status", "created_at"], name="payout_status_created"),
             models.Index(fields=["partner", "-created_at"], name="payout_partner_created"),

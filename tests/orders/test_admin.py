@@ -1,5 +1,7 @@
 """Staff admin for orders: list, search, filters, detail, the private PDF download, life-cycle actions."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -7,8 +9,10 @@ from django.contrib.messages import get_messages
 from django.test import Client
 
 from catalog.models import Row
-from orders.models import Order
+from orders.models import Order, OrderStatusHistory
 from orders.services import order_transition
+from payouts.services.progression import payouts_progress
+from tests.conftest import issue_token
 
 from .conftest import PDF_BYTES, create_order, order_form, pdf_upload, post_order
 
@@ -284,3 +288,107 @@ def test_order_page_offers_no_cancel_past_awaiting_transfer_or_without_change_pe
     assert "Cancel order" not in client.get(f"{CHANGELIST}{order.pk}/change/").content.decode()
     client.post(f"{CHANGELIST}{order.pk}/cancel/", {"confirmed": "yes", "reason": "not allowed"})
     assert Order.objects.get(pk=order.pk).status == "accepted"
+
+
+# --- "Mark tickets received" on the order page ---------------------------------------------------------------------
+def _received_rows(order) -> list[tuple[str, str]]:
+    return list(
+        OrderStatusHistory.objects.filter(order=order, to_status="ticket_received").values_list(
+            "actor", "reason"
+        )
+    )
+
+
+def test_order_page_marks_tickets_received_after_a_confirmation_with_a_reason(staff_client, partner):
+    order = create_order(partner)
+    page = f"{CHANGELIST}{order.pk}/change/"
+    url = f"{CHANGELIST}{order.pk}/mark-received/"
+    assert "Mark tickets received" not in staff_client.get(page).content.decode()  # accepted: not yet
+    order_transition(order=order, to="awaiting_transfer", actor="system:confirmation")
+    assert "Mark tickets received" in staff_client.get(page).content.decode()
+
+    assert staff_client.get(url)["Location"] == page  # a GET does nothing: the button POSTs
+    confirmation = staff_client.post(url)
+    assert confirmation.status_code == 200
+    html = confirmation.content.decode()
+    assert 'data-testid="confirm-mark-received"' in html and order.order_id in html and "payout" in html
+    missing_reason = staff_client.post(url, {"confirmed": "yes", "reason": "  "})
+    assert "Give a reason" in missing_reason.content.decode()
+    assert Order.objects.get(pk=order.pk).status == "awaiting_transfer"
+
+    done = staff_client.post(url, {"confirmed": "yes", "reason": "Arrived in the transfer account"})
+    assert done.status_code == 302 and done["Location"] == page
+    assert Order.objects.get(pk=order.pk).status == "ticket_received"
+    assert _received_rows(order) == [("staff:root", "Arrived in the transfer account")]
+
+    # The same form sent again (a second tab, a resubmission): the life cycle refuses it, the page says so.
+    again = staff_client.post(url, {"confirmed": "yes", "reason": "Arrived in the transfer account"})
+    assert again["Location"] == page
+    refused = [str(m) for m in get_messages(again.wsgi_request)]
+    assert any("does not allow it" in m and order.order_id in m for m in refused), refused
+    assert _received_rows(order) == [("staff:root", "Arrived in the transfer account")]
+    assert "Mark tickets received" not in staff_client.get(page).content.decode()
+
+
+def test_mark_tickets_received_needs_its_own_permission(partner):
+    order = create_order(partner)
+    order_transition(order=order, to="awaiting_transfer", actor="system:confirmation")
+    page, url = f"{CHANGELIST}{order.pk}/change/", f"{CHANGELIST}{order.pk}/mark-received/"
+    viewer = get_user_model().objects.create_user(
+        "viewer", "v@example.com", "pw-long-enough-456", is_staff=True
+    )
+    viewer.user_permissions.add(Permission.objects.get(codename="view_order"))
+    client = Client()
+    client.force_login(viewer)
+    assert "Mark tickets received" not in client.get(page).content.decode()
+    assert client.post(url).status_code == 403
+    assert client.post(url, {"confirmed": "yes", "reason": "forged"}).status_code == 403
+    assert Order.objects.get(pk=order.pk).status == "awaiting_transfer" and _received_rows(order) == []
+
+    viewer.user_permissions.add(Permission.objects.get(codename="mark_received"))
+    viewer = get_user_model().objects.get(pk=viewer.pk)  # permissions are cached on the user
+    client.force_login(viewer)
+    html = client.get(page).content.decode()
+    assert "Mark tickets received" in html and "Cancel order" not in html  # canceling is another permission
+    client.post(url, {"confirmed": "yes", "reason": "Arrived"})
+    assert Order.objects.get(pk=order.pk).status == "ticket_received"
+
+
+def test_a_live_api_order_marked_received_on_its_page_reaches_paid(
+    auth_client, partner_creds, row, staff_client, django_capture_on_commit_callbacks, time_machine
+):
+    event = row.section.event
+    quote = auth_client.post(
+        "/v1/quotes",
+        {"event_id": event.event_id, "section_name": row.section.name, "row_name": row.name, "quantity": 2},
+        format="json",
+    )
+    assert quote.status_code == 201, quote.content
+    form = {
+        "quote_id": quote.json()["data"]["quote_id"],
+        "delivery_type": "mobile_transfer",
+        "is_ready_to_deliver": "false",
+        "in_hand_date": (event.event_date - timedelta(days=7)).isoformat(),
+    }
+    with django_capture_on_commit_callbacks(execute=True):  # the confirmation charges the card after commit
+        created = post_order(auth_client, form)
+    assert created.status_code == 201, created.content
+    order_id = created.json()["data"]["order_id"]
+    assert auth_client.get(f"/v1/orders/{order_id}").json()["data"]["status"] == "awaiting_transfer"
+    order = Order.objects.get(order_id=order_id)
+    assert order.livemode
+
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post(f"{CHANGELIST}{order.pk}/mark-received/", {"confirmed": "yes", "reason": "Arrived"})
+    assert auth_client.get(f"/v1/orders/{order_id}").json()["data"]["status"] == "ticket_received"
+
+    # The payout runs (every few minutes in production) take it the rest of the way as time passes.
+    payouts_progress()
+    time_machine.move_to(order.created_at + timedelta(hours=2))
+    payouts_progress()
+    client = type(auth_client)()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, partner_creds)}")
+    assert client.get(f"/v1/orders/{order_id}").json()["data"]["status"] == "paid"
+    assert [
+        to for _, to in Order.objects.get(pk=order.pk).status_history.values_list("from_status", "to_status")
+    ][-4:] == ["ticket_received", "payout_in_process", "scheduled", "paid"]

@@ -60,3 +60,35 @@ def test_cancel_from_the_order_page_once_and_the_list_fits_1280_px(live_server, 
     assert page.locator("button:has-text('Cancel order')").count() == 0
     page.screenshot(path=str(shots / "order-page-1280.png"), full_page=True)
     assert _fits_the_width(page)
+
+
+def test_mark_tickets_received_from_the_order_page_once(live_server, browser_page):  # noqa: F811
+    page, base = browser_page, live_server.url
+    shots = Path(os.getenv("ADMIN_SCREENSHOTS", "/tmp/admin-shots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    partner = make_partner(name="Harbourside Ticket Exchange").partner
+    order = make_order(partner, status="awaiting_transfer", partner_reference="HX-2026-000512")
+    staff_sign_in(page, base)
+
+    page_url = f"{base}/admin/orders/order/{order.pk}/change/"
+    page.goto(page_url)
+    page.screenshot(path=str(shots / "order-mark-received-before-1280.png"))
+    page.click("button:has-text('Mark tickets received')")
+    confirmation = page.locator("[data-testid=confirm-mark-received]")
+    page.screenshot(path=str(shots / "order-mark-received-confirmation-1280.png"), full_page=True)
+    assert order.order_id in confirmation.inner_text() and "payout" in confirmation.inner_text()
+    page.fill("#id_reason", "Tickets arrived in the transfer account")
+    page.click("input[value='Yes, mark the tickets received']")
+    page.wait_for_url(page_url)
+    assert f"Marked ticket received: {order.order_id}." in page.locator("ul.messagelist").inner_text()
+
+    page.reload()
+    assert page.locator("ul.messagelist").count() == 0  # the GET after the redirect: nothing happens again
+    received = OrderStatusHistory.objects.filter(order=order, to_status="ticket_received")
+    assert [(row.actor, row.reason) for row in received] == [
+        ("staff:boss@service.example", "Tickets arrived in the transfer account")
+    ]
+    assert page.get_by_text("Tickets arrived in the transfer account").count() == 1  # one history row
+    assert page.locator("button:has-text('Mark tickets received')").count() == 0
+    assert page.locator("button:has-text('Cancel order')").count() == 0  # received tickets are not canceled
+    page.screenshot(path=str(shots / "order-mark-received-done-1280.png"), full_page=True)
