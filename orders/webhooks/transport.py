@@ -134,7 +134,9 @@ def post(
         response = connection.getresponse()
         answer.status, answer.headers = response.status, response.headers
         answer.body = response.read(excerpt_bytes) or b""
-    except Exception as exc:  # noqa: BLE001 - whatever happened is the attempt's error
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        # Whatever the network or the other end did (a timeout, a reset, a malformed answer, a certificate
+        # that does not verify) is the attempt's error. Anything else is the caller's to record.
         answer.error = exc
         answer.deadline_passed = isinstance(exc, DeadlinePassed) or time.monotonic() >= sock.deadline
     finally:
