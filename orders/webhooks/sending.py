@@ -1,9 +1,14 @@
 """Sending one attempt of a delivery, per Standard Webhooks 1.0, and what its outcome changes.
 
 An attempt is claimed under the delivery's row lock (the Celery message and the sweep may both reach a due
-delivery), sent without any transaction open (the partner's server may take the whole timeout), then
+delivery), sent without any transaction open (the partner's server may take the whole deadline), then
 recorded under the lock again. ``next_attempt_at`` on the delivery is the truth: a claim pushes it past the
 attempt's lease, so a worker that dies mid-send is retried by the sweep once the lease has run out.
+
+Isolation (README "Notifications › Webhooks"): the sender ends every attempt 15 s after its connect
+(``transport``); a claim is refused while the same delivery has an attempt in flight, and deferred (not an
+attempt) while its endpoint has 2 in flight, its partner 4, or the endpoint is backing off after timeouts in
+a row. Endpoints whose last attempt timed out are served on the slow lane (``send_delivery_slow``).
 """
 
 from __future__ import annotations
