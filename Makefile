@@ -53,7 +53,7 @@ run: $(VENV)/.installed migrate
 	$(VENV)/bin/gunicorn config.wsgi -c config/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
 worker: $(VENV)/.installed
-	$(VENV)/bin/celery -A config worker --queues celery,webhooks --loglevel=INFO
+	$(VENV)/bin/celery -A config worker --queues celery,webhooks,webhooks_slow --loglevel=INFO
 
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO

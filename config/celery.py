@@ -3,12 +3,27 @@
 import os
 
 from celery import Celery
+from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("config")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-# Webhook deliveries wait on partners' servers (up to the 10 s timeout each): their own queue, so a slow
-# endpoint never delays an order confirmation. The Procfile runs a second worker for it (`-Q webhooks`).
-app.conf.task_routes = {"orders.webhooks.tasks.*": {"queue": "webhooks"}}
+# Webhook attempts wait on partners' servers (up to 15 s each): their own queues, so a slow endpoint never
+# delays an order confirmation. ``webhooks`` carries the attempts to endpoints in good standing,
+# ``webhooks_slow`` those to endpoints whose last attempt timed out; the Procfile runs a worker for each.
+# The webhooks' sweep, purge and e-mail stay on the default queue: slow deliveries never starve them.
+# The queue names can be changed (several deployments on one Redis; the tests' own workers).
+WEBHOOK_QUEUE = os.environ.get("WEBHOOK_QUEUE", "webhooks")
+WEBHOOK_SLOW_QUEUE = os.environ.get("WEBHOOK_SLOW_QUEUE", "webhooks_slow")
+app.conf.task_routes = {
+    "orders.webhooks.tasks.send_delivery": {"queue": WEBHOOK_QUEUE},
+    "orders.webhooks.tasks.send_delivery_slow": {"queue": WEBHOOK_SLOW_QUEUE},
+}
+# Declared, so that a worker started without ``--queues`` consumes every one of them.
+app.conf.task_queues = (
+    Queue("celery"),  # the default queue
+    Queue(WEBHOOK_QUEUE),
+    Queue(WEBHOOK_SLOW_QUEUE),
+)

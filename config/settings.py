@@ -297,8 +297,13 @@ IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 # production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=not PRODUCTION)
-# One attempt's whole budget (connect, send, read the answer).
+# Each step of an attempt (connect, TLS, sending, each wait for the answer) times out after this...
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# ...and the whole attempt ends this long after its connect, however slowly the answer trickles in.
+WEBHOOK_ATTEMPT_DEADLINE_SECONDS = env.float("WEBHOOK_ATTEMPT_DEADLINE_SECONDS", default=15.0)
+# Attempts one partner may have in flight at once (over all its endpoints; 2 per endpoint): keep the
+# webhooks worker's concurrency (WEBHOOK_CONCURRENCY, 8) above it, so other partners always find a worker.
+WEBHOOK_PARTNER_MAX_IN_FLIGHT = env.int("WEBHOOK_PARTNER_MAX_IN_FLIGHT", default=4)
 # Deliveries and their attempts are kept this long (the notifications themselves 30 days too).
 WEBHOOK_RETENTION_DAYS = env.int("WEBHOOK_RETENTION_DAYS", default=30)
 WEBHOOK_MAX_ENDPOINTS = 10

@@ -158,6 +158,12 @@ class WebhookAttempt(models.Model):
         indexes = [
             models.Index(fields=["endpoint", "-id"], name="wha_endpoint_list"),
             models.Index(fields=["attempted_at"], name="wha_attempted"),
+            # Attempts in flight (the limits per endpoint and per partner): the few pending rows only.
+            models.Index(
+                fields=["endpoint", "attempted_at"],
+                condition=Q(status="pending"),
+                name="wha_in_flight",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["delivery", "number"], name="wha_one_per_number"),

@@ -1,22 +1,28 @@
 """Sending one attempt of a delivery, per Standard Webhooks 1.0, and what its outcome changes.
 
 An attempt is claimed under the delivery's row lock (the Celery message and the sweep may both reach a due
-delivery), sent without any transaction open (the partner's server may take the whole timeout), then
+delivery), sent without any transaction open (the partner's server may take the whole deadline), then
 recorded under the lock again. ``next_attempt_at`` on the delivery is the truth: a claim pushes it past the
 attempt's lease, so a worker that dies mid-send is retried by the sweep once the lease has run out.
+
+Isolation (README "Notifications › Webhooks"): the sender ends every attempt 15 s after its connect
+(``transport``); a claim is refused while the same delivery has an attempt in flight, and deferred (not an
+attempt) while its endpoint has 2 in flight, its partner 4, or the endpoint is backing off after timeouts in
+a row. Endpoints whose last attempt timed out are served on the slow lane (``send_delivery_slow``).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import random
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 
-import urllib3
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -24,9 +30,11 @@ from standardwebhooks import Webhook
 
 from orders.models import Notification
 
+from . import transport
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from .signing_secrets import secret_decrypt
 from .targets import Target, TargetNotAllowed, target_resolve
+from .transport import clean_text, text_of
 
 logger = logging.getLogger(__name__)
 
@@ -38,14 +46,45 @@ RETRY_JITTER = 0.2
 # A Retry-After beyond this is capped: a partner cannot park a delivery for longer than the last interval.
 RETRY_AFTER_MAX_SECONDS = RETRY_DELAYS_SECONDS[-1]
 DISABLE_AFTER_FAILING = timedelta(days=3)
-RESPONSE_EXCERPT_BYTES = 2048
+# The first 1 KB of an answer's body is kept (as text); no more is ever read.
+RESPONSE_EXCERPT_BYTES = 1024
 ERROR_MAX_CHARS = 500
 USER_AGENT = "TicketBuyBack-Webhooks/1.0"
 
 
+# Isolation (README "Notifications › Webhooks"): at most this many attempts in flight per endpoint, and an
+# endpoint whose attempts keep timing out is left alone for a while (BACKOFF), its attempts deferred rather
+# than holding workers.
+ENDPOINT_MAX_IN_FLIGHT = 2
+BACKOFF_FIRST_SECONDS = 60
+BACKOFF_MAX_SECONDS = 1800
+TIMEOUT_STREAK_LOOKBACK = 8
+
+
+def task_time_limits() -> tuple[float, float]:
+    """Celery's soft and hard time limits of the delivery tasks: above the attempt's own deadline, with room
+    to claim and record it."""
+    deadline = attempt_deadline_seconds()
+    return deadline + 10, deadline + 15
+
+
+def in_flight_seconds() -> float:
+    """An attempt claimed longer ago than this cannot still be running (the hard time limit has ended it);
+    a younger ``pending`` attempt is in flight."""
+    return task_time_limits()[1]
+
+
 def lease_seconds() -> float:
-    """How long a claimed attempt keeps others away: the request's timeout plus a margin to record it."""
-    return settings.WEBHOOK_TIMEOUT_SECONDS + 60
+    """How long a claimed attempt keeps the sweep away: longer than any attempt may be in flight."""
+    return in_flight_seconds() + 40
+
+
+def backoff_seconds(timeouts_in_a_row: int) -> float:
+    """How long an endpoint is left alone after its last timeout: none after one, then 1 min doubling, at
+    most 30 min."""
+    if timeouts_in_a_row < 2:
+        return 0
+    return min(BACKOFF_FIRST_SECONDS * 2 ** (timeouts_in_a_row - 2), BACKOFF_MAX_SECONDS)
 
 
 # --- what is sent ------------------------------------------------------------------------------------------
@@ -93,79 +132,101 @@ class Outcome:
     response_excerpt: str = ""
     retry_after_seconds: int | None = None
 
+    @property
+    def timed_out(self) -> bool:
+        return self.error.startswith("timeout:")
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
 
 def parse_retry_after(value: str | None, *, now: datetime) -> int | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); ``None`` when unusable."""
+    """Seconds from a ``Retry-After`` header (ASCII delta-seconds or an HTTP date), at most 24 h; ``None``
+    when unusable. ``²`` and other non-ASCII digits are unusable; a huge number is the cap."""
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return int(value)
+    if _DIGITS.fullmatch(value):
+        # Compared as text first: int() of a very long digit string is refused (and slow).
+        if len(value.lstrip("0")) > len(str(RETRY_AFTER_MAX_SECONDS)):
+            return RETRY_AFTER_MAX_SECONDS
+        return min(int(value), RETRY_AFTER_MAX_SECONDS)
+    if len(value) > 64:
+        return None
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    if when.tzinfo is None:
+    if when is None or when.tzinfo is None:
         return None
-    return max(0, int((when - now).total_seconds()))
+    try:
+        seconds = (when - now).total_seconds()
+    except OverflowError:
+        return None
+    return int(min(max(0.0, seconds), RETRY_AFTER_MAX_SECONDS))
+
+
+def attempt_deadline_seconds() -> float:
+    """The wall-clock bound of one attempt, from its connect to the last byte read."""
+    return settings.WEBHOOK_ATTEMPT_DEADLINE_SECONDS
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return clean_text(f"{type(exc).__name__}: {text}" if isinstance(exc, OSError) else text)
 
 
 def http_post(*, target: Target, headers: dict[str, str], body: str) -> Outcome:
-    """POST to the checked address (never a second DNS lookup), no redirects, within the timeout."""
-    timeout = urllib3.Timeout(total=settings.WEBHOOK_TIMEOUT_SECONDS)
-    common = {"port": target.port, "timeout": timeout, "retries": False, "maxsize": 1}
-    if target.scheme == "https":
-        # Connect to the address, but verify the certificate (and send SNI) for the URL's host name.
-        pool: urllib3.HTTPConnectionPool = urllib3.HTTPSConnectionPool(
-            target.address,
-            server_hostname=target.host,
-            assert_hostname=target.host,
-            cert_reqs="CERT_REQUIRED",
-            **common,
-        )
-    else:
-        pool = urllib3.HTTPConnectionPool(target.address, **common)
+    """POST to the checked address (never a second DNS lookup), no redirects, within the attempt's deadline.
+
+    Whatever comes back is an outcome, never an exception: a timeout, a reset, a refused connection, a
+    malformed answer, a body of any size or bytes."""
+    deadline = attempt_deadline_seconds()
     started = time.monotonic()
-    try:
-        response = pool.urlopen(
-            "POST",
-            target.path,
-            body=body.encode(),
-            headers={**headers, "Host": target.host_header},
-            redirect=False,
-            retries=False,
-            preload_content=False,
-            assert_same_host=False,
-        )
-        try:
-            excerpt = response.read(RESPONSE_EXCERPT_BYTES, decode_content=False) or b""
-        finally:
-            response.release_conn()
-    except urllib3.exceptions.TimeoutError:
-        return Outcome(
-            succeeded=False,
-            error=f"timeout: no answer within {settings.WEBHOOK_TIMEOUT_SECONDS:g} s",
-            duration_ms=_ms_since(started),
-        )
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        return Outcome(succeeded=False, error=f"connection_error: {exc}", duration_ms=_ms_since(started))
-    finally:
-        pool.close()
-    status = response.status
+    answer = transport.post(
+        scheme=target.scheme,
+        address=target.address,
+        port=target.port,
+        server_hostname=target.host,
+        path=target.path,
+        headers={**headers, "Host": target.host_header, "Connection": "close"},
+        body=body.encode(),
+        phase_timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+        deadline_seconds=deadline,
+        excerpt_bytes=RESPONSE_EXCERPT_BYTES,
+    )
+    status = answer.status
     outcome = Outcome(
-        succeeded=200 <= status < 300,
+        succeeded=False,
         response_status=status,
         duration_ms=_ms_since(started),
-        response_excerpt=excerpt.decode("utf-8", errors="replace"),
+        response_excerpt=text_of(answer.body),
     )
+    if answer.error is not None:
+        # The answer did not complete: a failure whatever its status line said.
+        phase = settings.WEBHOOK_TIMEOUT_SECONDS
+        if answer.deadline_passed:
+            outcome.error = f"timeout: the attempt did not complete within {deadline:g} s"
+        elif isinstance(answer.error, TimeoutError):
+            outcome.error = f"timeout: nothing received for {phase:g} s"
+        elif isinstance(answer.error, http.client.HTTPException) and not isinstance(
+            answer.error, ConnectionError
+        ):
+            outcome.error = f"invalid_response: {_error_text(answer.error)}"
+        else:
+            outcome.error = f"connection_error: {_error_text(answer.error)}"
+        if status is not None:
+            outcome.error += f" (after HTTP {status})"
+        return outcome
+    assert status is not None and answer.headers is not None
+    outcome.succeeded = 200 <= status < 300
     if 300 <= status < 400:
-        outcome.error = f"redirect_not_followed: HTTP {status} to {response.headers.get('Location', '?')}"
+        location = clean_text(answer.headers.get("Location", "?"))
+        outcome.error = f"redirect_not_followed: HTTP {status} to {location}"
     elif not outcome.succeeded:
         outcome.error = f"http_error: HTTP {status}"
     if status in (429, 503):
-        outcome.retry_after_seconds = parse_retry_after(
-            response.headers.get("Retry-After"), now=timezone.now()
-        )
+        outcome.retry_after_seconds = parse_retry_after(answer.headers.get("Retry-After"), now=timezone.now())
     return outcome
 
 
@@ -192,8 +253,40 @@ class Claim:
     at: datetime
 
 
-def _claim(*, delivery_pk: int) -> Claim | None:
+@dataclass
+class Deferral:
+    """Not sent now: published again for ``until`` (``None``: at once, on the slow lane)."""
+
+    until: datetime | None
+    slow: bool
+
+
+def timeout_streak(endpoint_pk: int) -> tuple[int, datetime | None]:
+    """How many of the endpoint's last finished attempts timed out in a row, and when the last one started."""
+    rows = (
+        WebhookAttempt.objects.filter(endpoint_id=endpoint_pk)
+        .exclude(status=WebhookAttempt.Status.PENDING)
+        .order_by("-id")
+        .values_list("error", "attempted_at")[:TIMEOUT_STREAK_LOOKBACK]
+    )
+    count, last = 0, None
+    for error, attempted_at in rows:
+        if not error.startswith("timeout:"):
+            break
+        count += 1
+        last = last or attempted_at
+    return count, last
+
+
+def _after_in_flight(started: list[datetime], *, now: datetime) -> datetime:
+    """When a slot should be free again: the oldest attempt in flight has then reached its deadline."""
+    free_at = min(started) + timedelta(seconds=attempt_deadline_seconds() + 1)
+    return max(free_at, now + timedelta(seconds=1)) + timedelta(seconds=random.uniform(0, 1))
+
+
+def _claim(*, delivery_pk: int, slow_lane: bool = False) -> Claim | Deferral | None:
     now = timezone.now()
+    in_flight_since = now - timedelta(seconds=in_flight_seconds())
     with transaction.atomic():
         # Locked: the Celery message, its redelivery and the sweep may all reach this delivery at once.
         delivery = (
@@ -211,10 +304,29 @@ def _claim(*, delivery_pk: int) -> Claim | None:
             delivery.last_error = "endpoint_disabled: the endpoint was disabled before this attempt"
             delivery.save(update_fields=["state", "next_attempt_at", "last_error", "updated_at"])
             return None
+        pending = delivery.attempts.filter(status=WebhookAttempt.Status.PENDING)
+        if pending.filter(attempted_at__gt=in_flight_since).exists():
+            # Its attempt is still running (a lease ran out early, or the sweep re-published it): never send
+            # the same delivery twice at once. That attempt records the outcome and schedules what follows.
+            return None
         # An attempt left "pending" by a worker that died mid-send: it has no answer and never will.
-        delivery.attempts.filter(status=WebhookAttempt.Status.PENDING).update(
+        pending.update(
             status=WebhookAttempt.Status.FAILED, error="worker_lost: no result was recorded for this attempt"
         )
+        # Every endpoint of the partner, locked in one order: the claims of one partner are decided one at a
+        # time, so neither limit on attempts in flight can be passed by two claims at once.
+        list(
+            WebhookEndpoint.objects.select_for_update()
+            .filter(partner_id=endpoint.partner_id)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        deferral = _deferral(endpoint=endpoint, slow_lane=slow_lane, now=now, in_flight_since=in_flight_since)
+        if deferral is not None:
+            if deferral.until is not None:
+                delivery.next_attempt_at = deferral.until
+                delivery.save(update_fields=["next_attempt_at", "updated_at"])
+            return deferral
         delivery.attempts_count += 1
         delivery.next_attempt_at = now + timedelta(seconds=lease_seconds())
         delivery.save(update_fields=["attempts_count", "next_attempt_at", "updated_at"])
@@ -228,32 +340,86 @@ def _claim(*, delivery_pk: int) -> Claim | None:
     return Claim(attempt=attempt, delivery=delivery, endpoint=endpoint, at=now)
 
 
-def delivery_attempt(*, delivery_pk: int) -> WebhookAttempt | None:
-    """Send the due attempt of a delivery and record its outcome; ``None`` when nothing was due."""
-    claim = _claim(delivery_pk=delivery_pk)
+def _deferral(
+    *, endpoint: WebhookEndpoint, slow_lane: bool, now: datetime, in_flight_since: datetime
+) -> Deferral | None:
+    """Whether this attempt waits: the endpoint is backing off, belongs on the slow lane, or has (or its
+    partner has) as many attempts in flight as allowed. Called under the partner's endpoint locks."""
+    timeouts, last_timeout = timeout_streak(endpoint.pk)
+    slow = timeouts > 0
+    if last_timeout is not None:
+        resume = last_timeout + timedelta(seconds=backoff_seconds(timeouts))
+        if resume > now:
+            jitter = timedelta(seconds=random.uniform(0, RETRY_JITTER * backoff_seconds(timeouts)))
+            return Deferral(until=resume + jitter, slow=True)
+    if slow and not slow_lane:
+        return Deferral(until=None, slow=True)
+    in_flight = list(
+        WebhookAttempt.objects.filter(
+            endpoint__partner_id=endpoint.partner_id,
+            status=WebhookAttempt.Status.PENDING,
+            attempted_at__gt=in_flight_since,
+        ).values_list("endpoint_id", "attempted_at")
+    )
+    mine = [at for endpoint_pk, at in in_flight if endpoint_pk == endpoint.pk]
+    if len(mine) >= ENDPOINT_MAX_IN_FLIGHT:
+        return Deferral(until=_after_in_flight(mine, now=now), slow=slow)
+    if len(in_flight) >= settings.WEBHOOK_PARTNER_MAX_IN_FLIGHT:
+        return Deferral(until=_after_in_flight([at for _, at in in_flight], now=now), slow=slow)
+    return None
+
+
+def delivery_attempt(*, delivery_pk: int, slow_lane: bool = False) -> WebhookAttempt | None:
+    """Send the due attempt of a delivery and record its outcome; ``None`` when nothing was sent now (not
+    due, in flight already, or deferred: then it is published again for later)."""
+    from . import services
+
+    claim = _claim(delivery_pk=delivery_pk, slow_lane=slow_lane)
+    if isinstance(claim, Deferral):
+        countdown = None if claim.until is None else max(0.0, (claim.until - timezone.now()).total_seconds())
+        services.delivery_enqueue(delivery_pk=delivery_pk, countdown=countdown, slow=claim.slow)
+        return None
     if claim is None:
         return None
+    try:
+        outcome = _send(claim)
+    except Exception as exc:
+        # Whatever went wrong (the worker's soft time limit included), the attempt is recorded and the
+        # retry schedule applies: never an attempt left pending to be sent again early.
+        is_limit = type(exc).__name__ == "SoftTimeLimitExceeded"
+        if not is_limit:
+            logger.exception("Webhook attempt of delivery %s failed unexpectedly", claim.delivery.delivery_id)
+        outcome = Outcome(
+            succeeded=False,
+            error=(
+                f"timeout: the attempt did not complete within {attempt_deadline_seconds():g} s"
+                if is_limit
+                else f"internal_error: {clean_text(type(exc).__name__)}"
+            ),
+            duration_ms=int((timezone.now() - claim.at).total_seconds() * 1000),
+        )
+    return _record(claim=claim, outcome=outcome)
+
+
+def _send(claim: Claim) -> Outcome:
     try:
         # The SSRF guard again: the host may resolve elsewhere now than when the endpoint was registered.
         target = target_resolve(claim.endpoint.url)
     except TargetNotAllowed as exc:
-        outcome = Outcome(succeeded=False, error=f"{exc.issue}: {exc}")
-    else:
-        try:
-            headers = signed_headers(
-                endpoint=claim.endpoint,
-                msg_id=claim.delivery.notification.notification_id,
-                body=claim.attempt.request_body,
-                at=claim.at,
-            )
-        except ValueError as exc:
-            # The secret does not decrypt (SECRET_KEY changed without SECRET_KEY_FALLBACKS): never send
-            # unsigned; the attempt fails like any other, and rotating the secret mends the endpoint.
-            logger.error("Webhook endpoint %s: %s", claim.endpoint.endpoint_id, exc)
-            outcome = Outcome(succeeded=False, error=f"secret_unreadable: {exc}")
-        else:
-            outcome = http_post(target=target, headers=headers, body=claim.attempt.request_body)
-    return _record(claim=claim, outcome=outcome)
+        return Outcome(succeeded=False, error=f"{exc.issue}: {exc}")
+    try:
+        headers = signed_headers(
+            endpoint=claim.endpoint,
+            msg_id=claim.delivery.notification.notification_id,
+            body=claim.attempt.request_body,
+            at=claim.at,
+        )
+    except ValueError as exc:
+        # The secret does not decrypt (SECRET_KEY changed without SECRET_KEY_FALLBACKS): never send
+        # unsigned; the attempt fails like any other, and rotating the secret mends the endpoint.
+        logger.error("Webhook endpoint %s: %s", claim.endpoint.endpoint_id, exc)
+        return Outcome(succeeded=False, error=f"secret_unreadable: {exc}")
+    return http_post(target=target, headers=headers, body=claim.attempt.request_body)
 
 
 def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
@@ -268,9 +434,9 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=claim.endpoint.pk)
         attempt = claim.attempt
         attempt.response_status = outcome.response_status
-        attempt.error = outcome.error[:ERROR_MAX_CHARS]
+        attempt.error = clean_text(outcome.error)[:ERROR_MAX_CHARS]
         attempt.duration_ms = outcome.duration_ms
-        attempt.response_body_excerpt = outcome.response_excerpt
+        attempt.response_body_excerpt = clean_text(outcome.response_excerpt)
         disabled_reason = ""
         retry_in: float | None = None
         if outcome.succeeded:
@@ -311,9 +477,14 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
         if disabled_reason and endpoint.status == WebhookEndpoint.Status.ENABLED:
             services.endpoint_disable(endpoint=endpoint, reason=disabled_reason, notify=True)
         if retry_in is not None:
+            # After a timeout the next attempt goes to the slow lane: it must not hold a worker of the first.
+            slow = outcome.timed_out
             transaction.on_commit(
-                lambda: services.delivery_enqueue(delivery_pk=delivery.pk, countdown=retry_in)
+                lambda: services.delivery_enqueue(delivery_pk=delivery.pk, countdown=retry_in, slow=slow)
             )
+    if not outcome.timed_out:
+        # A slot is free and the endpoint answers: first attempts that waited for one go now.
+        services.deliveries_waiting_release(partner_pk=endpoint.partner_id)
     if not outcome.succeeded:
         logger.info(
             "Webhook %s attempt %d to %s failed: %s",

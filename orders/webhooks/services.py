@@ -151,10 +151,39 @@ def _enqueue(task_name: str, pk: int, *, countdown: float | None = None) -> bool
     return True
 
 
-def delivery_enqueue(*, delivery_pk: int, countdown: float | None = None) -> bool:
+def delivery_enqueue(*, delivery_pk: int, countdown: float | None = None, slow: bool = False) -> bool:
+    """Publish a delivery's attempt: to the ``webhooks`` queue, or with ``slow`` to ``webhooks_slow`` (the
+    lane of endpoints whose last attempt timed out, served by workers of its own)."""
     if countdown is not None and countdown > COUNTDOWN_MAX_SECONDS:
         return False  # the sweep sends it when due (next_attempt_at is the truth)
-    return _enqueue("send_delivery", delivery_pk, countdown=countdown)
+    return _enqueue("send_delivery_slow" if slow else "send_delivery", delivery_pk, countdown=countdown)
+
+
+def deliveries_waiting_release(*, partner_pk: int, limit: int = 2) -> list[int]:
+    """First attempts of the partner's deliveries that waited for a free slot (deferred by the limits on
+    attempts in flight, never by the retry schedule): due now, and published. Called when an attempt ends
+    with an answer, so a burst to a healthy endpoint does not wait out the deferral."""
+    from .sending import attempt_deadline_seconds
+
+    now = timezone.now()
+    waiting = list(
+        WebhookDelivery.objects.filter(
+            endpoint__partner_id=partner_pk,
+            state=WebhookDelivery.State.PENDING,
+            attempts_count=0,
+            next_attempt_at__gt=now,
+            # A deferral for a slot is at most one deadline away; a backing-off endpoint's is further.
+            next_attempt_at__lte=now + timedelta(seconds=attempt_deadline_seconds() + 2),
+        )
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    if not waiting:
+        return []
+    WebhookDelivery.objects.filter(pk__in=waiting, attempts_count=0, next_attempt_at__gt=now).update(
+        next_attempt_at=now
+    )
+    return [pk for pk in waiting if delivery_enqueue(delivery_pk=pk)]
 
 
 def _delivery_create(*, notification: Notification, endpoint: WebhookEndpoint, kind: str) -> WebhookDelivery:

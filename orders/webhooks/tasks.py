@@ -1,4 +1,8 @@
-"""Celery wrappers of the webhook services; every task here is routed to the ``webhooks`` queue."""
+"""Celery wrappers of the webhook services.
+
+Attempts run on the ``webhooks`` queue, or ``webhooks_slow`` for endpoints whose last attempt timed out; the
+sweep, the purge and the "endpoint disabled" e-mail run on the default queue, so slow endpoints never
+starve them (``task_routes`` in ``config/celery.py``)."""
 
 import logging
 import smtplib
@@ -10,10 +14,32 @@ from . import emails, sending, services
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="orders.webhooks.tasks.send_delivery", acks_late=True)
+# Above the attempt's own deadline (15 s): a worker is never held longer than this by one delivery, and the
+# in-flight window of sending.in_flight_seconds() relies on the hard limit.
+SOFT_TIME_LIMIT, TIME_LIMIT = sending.task_time_limits()
+
+
+@shared_task(
+    name="orders.webhooks.tasks.send_delivery",
+    acks_late=True,
+    soft_time_limit=SOFT_TIME_LIMIT,
+    time_limit=TIME_LIMIT,
+)
 def send_delivery(delivery_pk: int) -> str | None:
     # No Celery retry: a failed attempt schedules the next one itself (the row's next_attempt_at).
     attempt = sending.delivery_attempt(delivery_pk=delivery_pk)
+    return attempt.status if attempt is not None else None
+
+
+@shared_task(
+    name="orders.webhooks.tasks.send_delivery_slow",
+    acks_late=True,
+    soft_time_limit=SOFT_TIME_LIMIT,
+    time_limit=TIME_LIMIT,
+)
+def send_delivery_slow(delivery_pk: int) -> str | None:
+    """The same attempt, on the slow lane (``webhooks_slow``): endpoints whose last attempt timed out."""
+    attempt = sending.delivery_attempt(delivery_pk=delivery_pk, slow_lane=True)
     return attempt.status if attempt is not None else None
 
 
