@@ -37,8 +37,8 @@ TESTING = env.bool("TESTING", default=False)
 
 
 def _required_in_production(name: str, dev_default: str) -> str:
-    value = env.str(name, default="").strip()
-    if value:
+    value = env.str(name, default="")
+    if value.strip():  # blank counts as missing; the value itself is kept exactly as given
         return value
     if PRODUCTION:
         raise ImproperlyConfigured(f"{name} must be set when DJANGO_ENV=production")
@@ -49,7 +49,7 @@ SECRET_KEY = _required_in_production("SECRET_KEY", "dev-only-secret-key-not-for-
 # Earlier values of SECRET_KEY (comma-separated), still accepted for what they signed or encrypted: Django's
 # sessions and password-reset links, the stored webhook signing secrets and idempotent answers, the list
 # cursors. Rotation: move the old key here, set the new SECRET_KEY, drop the old one once nothing needs it.
-SECRET_KEY_FALLBACKS = [key for key in env.list("SECRET_KEY_FALLBACKS", default=[]) if key.strip()]
+SECRET_KEY_FALLBACKS = [key.strip() for key in env.list("SECRET_KEY_FALLBACKS", default=[]) if key.strip()]
 TOKEN_SIGNING_KEY = _required_in_production("TOKEN_SIGNING_KEY", "dev-only-token-signing-key")
 QUOTE_ENCRYPTION_KEY = _required_in_production("QUOTE_ENCRYPTION_KEY", "dev-only-quote-encryption-key")
 # Older quote keys still accepted for decryption while a rotation is under way (comma-separated).
@@ -61,6 +61,8 @@ ALLOWED_HOSTS = [
     for host in _required_in_production("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
     if host.strip()
 ]
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DJANGO_ENV=production")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
