@@ -1,6 +1,8 @@
 """A secret the API shows once is never kept in clear: not in any table, not in the cache, not in the stored
 answer that an Idempotency-Key replays (sealed there like the endpoint's own copy), and a replay still shows it."""
 
+import json
+
 import pytest
 from django.conf import settings
 from django.core.cache import caches
@@ -11,6 +13,7 @@ from tests.idempotency.conftest import assert_replay_of, keyed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 BASE = "/v1/webhook_endpoints"
+LIST = "/portal/settings/webhooks/"
 
 
 def _forms(secret: str) -> list[bytes]:
@@ -130,3 +133,31 @@ def test_a_sealed_answer_does_not_open_in_another_row(auth_client, receiver):
     assert moved.status_code == 500
     assert created.json()["data"]["secret"].encode() not in moved.content
     assert other.status_code == 201
+
+
+def _session_values() -> list[bytes]:
+    """Every session's decoded content (what a session row holds once its signing is undone)."""
+    from django.contrib.sessions.models import Session
+
+    return [json.dumps(session.get_decoded(), default=str).encode() for session in Session.objects.all()]
+
+
+def test_the_portal_carries_a_new_secret_to_its_page_sealed(receiver):
+    from tests.portal.fixtures import PASSWORD, portal_login
+
+    acme = portal_login(name="Acme Tickets", email="alice@acme.example", payment_methods=True)
+    added = acme.client.post(LIST + "add", {"url": receiver.url(), "event_types": ["*"]})
+    assert added.status_code == 302
+    rotated = acme.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
+    assert rotated.status_code == 302
+    # Between the POST and the page that shows it, the secret waits in the session: sealed.
+    waiting = _database_values() + _cache_values() + _session_values()
+
+    webhook_page = acme.client.get(added["Location"]).content.decode()
+    webhook_secret = webhook_page.split('data-testid="webhook-secret">', 1)[1].split("<", 1)[0]
+    credentials_page = acme.client.get("/portal/settings/api-credentials").content.decode()
+    client_secret = credentials_page.split('data-testid="client-secret">', 1)[1].split("<", 1)[0]
+    assert webhook_secret.startswith("whsec_") and client_secret.startswith("sec_")
+    for secret in (webhook_secret, client_secret):
+        for form in _forms(secret):
+            assert not [value[:120] for value in waiting if form in value]
