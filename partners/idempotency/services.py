@@ -191,7 +191,7 @@ class LeaseKeeper:
         self._stop.set()
 
     def _run(self) -> None:
-        interval = settings.IDEMPOTENCY_LEASE_SECONDS / 3
+        interval = max(settings.IDEMPOTENCY_LEASE_SECONDS / 3, 0.05)
         try:
             while not self._stop.wait(interval):
                 try:
