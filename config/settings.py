@@ -26,14 +26,19 @@ env = environ.Env()
 if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
+# The service's two shapes. Anything else (a typo, "prod", "staging") would quietly run with the development
+# keys and none of the production safeguards, so it stops the service here.
+DJANGO_ENVIRONMENTS = ("development", "production")
 DJANGO_ENV = env.str("DJANGO_ENV", default="development")
+if DJANGO_ENV not in DJANGO_ENVIRONMENTS:
+    raise ImproperlyConfigured(f"DJANGO_ENV must be 'development' or 'production', not {DJANGO_ENV!r}")
 PRODUCTION = DJANGO_ENV == "production"
 TESTING = env.bool("TESTING", default=False)
 
 
 def _required_in_production(name: str, dev_default: str) -> str:
     value = env.str(name, default="")
-    if value:
+    if value.strip():  # blank counts as missing; the value itself is kept exactly as given
         return value
     if PRODUCTION:
         raise ImproperlyConfigured(f"{name} must be set when DJANGO_ENV=production")
@@ -41,15 +46,23 @@ def _required_in_production(name: str, dev_default: str) -> str:
 
 
 SECRET_KEY = _required_in_production("SECRET_KEY", "dev-only-secret-key-not-for-production-use-0123456789")
+# Earlier values of SECRET_KEY (comma-separated), still accepted for what they signed or encrypted: Django's
+# sessions and password-reset links, the stored webhook signing secrets and idempotent answers, the list
+# cursors. Rotation: move the old key here, set the new SECRET_KEY, drop the old one once nothing needs it.
+SECRET_KEY_FALLBACKS = [key.strip() for key in env.list("SECRET_KEY_FALLBACKS", default=[]) if key.strip()]
 TOKEN_SIGNING_KEY = _required_in_production("TOKEN_SIGNING_KEY", "dev-only-token-signing-key")
 QUOTE_ENCRYPTION_KEY = _required_in_production("QUOTE_ENCRYPTION_KEY", "dev-only-quote-encryption-key")
 # Older quote keys still accepted for decryption while a rotation is under way (comma-separated).
 QUOTE_ENCRYPTION_OLD_KEYS = env.list("QUOTE_ENCRYPTION_OLD_KEYS", default=[])
 
 DEBUG = env.bool("DEBUG", default=False)
-ALLOWED_HOSTS = env.list(
-    "ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver"]
-)
+ALLOWED_HOSTS = [
+    host.strip()
+    for host in _required_in_production("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
+    if host.strip()
+]
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DJANGO_ENV=production")
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
@@ -288,9 +301,11 @@ ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", d
 # notifications are kept this many days (README "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
-# A POST holding an Idempotency-Key keeps it in flight (409 to retries) for at most this long. Past it, a
-# request whose process died no longer blocks the key. Longer than any request may run (gunicorn: 30 s).
-IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
+# A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
+# every third of it while the request runs (partners.idempotency.services.LeaseKeeper): however long the
+# request takes, a retry never runs it a second time. Once the process running it dies, the renewals stop and
+# the key is free again after at most this long.
+IDEMPOTENCY_LEASE_SECONDS = env.float("IDEMPOTENCY_LEASE_SECONDS", default=60.0)
 
 # --- Webhooks (README "Notifications › Webhooks") ---------------------------------------------------------
 # Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
@@ -309,7 +324,10 @@ WEBHOOK_RETENTION_DAYS = env.int("WEBHOOK_RETENTION_DAYS", default=30)
 WEBHOOK_MAX_ENDPOINTS = 10
 
 # --- Payment platform --------------------------------------------------------------------------------
-PAYMENT_PLATFORM = env.str("PAYMENT_PLATFORM", default="sandbox")
+# No default in production: a deployment says which platform moves its money (the sandbox moves none).
+PAYMENT_PLATFORM = _required_in_production("PAYMENT_PLATFORM", "sandbox")
+if PAYMENT_PLATFORM not in ("sandbox", "stripe"):
+    raise ImproperlyConfigured(f"PAYMENT_PLATFORM must be 'sandbox' or 'stripe', not {PAYMENT_PLATFORM!r}")
 SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS", default=60)
 SANDBOX_PAYOUT_PAID_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_PAID_AFTER_SECONDS", default=300)
 STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")

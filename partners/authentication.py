@@ -55,6 +55,11 @@ def _view_cache_keys(request) -> list[str]:
         return []
 
 
+def rate_limit_key(*, partner_id: str, livemode: bool) -> str:
+    """The per-partner budget's key: live and test mode are counted apart."""
+    return f"partner:{partner_id}:{'live' if livemode else 'test'}"
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     def authenticate(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -71,19 +76,26 @@ class BearerTokenAuthentication(BaseAuthentication):
         ttl = max(1, claims.expires_at - int(timezone.now().timestamp()))
         # One round trip to the shared cache: the session's state, the partner's payment readiness, the
         # entries the view will read (a catalog page and its versions) and the partner's rate-limit count.
-        # The count is keyed by the signed token's partner id, so it needs no lookup first.
+        # The count is keyed by the signed token's partner id and mode, so it needs no lookup first: live and
+        # test mode each have their own budget.
         cache_recover()
         keys = session_cache_keys(session_id=claims.session_id, partner_id=claims.partner_id)
         view_keys = _view_cache_keys(request)
         limit, found = ratelimit.hit_and_read(
-            key=f"partner:{claims.partner_id}", limit=settings.RATE_LIMIT_PER_MINUTE, read=keys + view_keys
+            key=rate_limit_key(partner_id=claims.partner_id, livemode=claims.livemode),
+            limit=settings.RATE_LIMIT_PER_MINUTE,
+            read=keys + view_keys,
         )
         state = session_state(
             session_id=claims.session_id, ttl=ttl, partner_id=claims.partner_id, found=found, read=False
         )
         if state.state == SESSION_SUSPENDED:
+            ratelimit.give_back(limit)
             raise errors.AccountSuspended()
         if state.state != SESSION_ACTIVE or state.partner_id != claims.partner_id:
+            # A revoked token is not the partner calling: it costs the partner's budget nothing, so nobody
+            # holding an old token can exhaust it.
+            ratelimit.give_back(limit)
             raise errors.Unauthorized(
                 "The token was revoked.",
                 headers={
@@ -113,6 +125,8 @@ class TestModeOnly(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         if request.user.livemode:
+            # A live token at a test-mode endpoint is refused before anything runs: no budget spent.
+            ratelimit.give_back(getattr(request._request, "ratelimit", None))
             raise errors.TestModeOnly()
         return True
 

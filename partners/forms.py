@@ -10,15 +10,20 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 from django.core.cache import cache
 
+from config.api.ratelimit import client_ip
+
 from .models import PortalUser
 
-# Failed logins per e-mail address before the form refuses further tries for LOGIN_LOCKOUT_SECONDS.
+# Failed logins per e-mail address from one client address before the form refuses further tries from there
+# for LOGIN_LOCKOUT_SECONDS. Keyed on both: guessing from one address never locks the user out from another
+# (django-axes counts the same pair, AXES_LOCKOUT_PARAMETERS).
 LOGIN_MAX_FAILURES = 10
 LOGIN_LOCKOUT_SECONDS = 15 * 60
 
 
-def _failures_key(email: str) -> str:
-    return "portal-login-failures:" + hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
+def _failures_key(email: str, client_address: str) -> str:
+    pair = f"{email.strip().lower()}\n{client_address}"
+    return "portal-login-failures:" + hashlib.sha256(pair.encode()).hexdigest()[:32]
 
 
 class PortalLoginForm(AuthenticationForm):
@@ -39,7 +44,7 @@ class PortalLoginForm(AuthenticationForm):
 
     def clean(self):
         email = self.cleaned_data.get("username") or ""
-        key = _failures_key(email)
+        key = _failures_key(email, client_ip(self.request) if self.request is not None else "unknown")
         try:
             failures = cache.get(key, 0)
         except Exception:

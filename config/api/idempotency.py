@@ -132,6 +132,18 @@ def request_fingerprint(request: Request) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def carries_secret(payload: Any) -> bool:
+    """Whether an answer shows a secret (``secret``, ``client_secret``…), which must never be kept in clear."""
+    if isinstance(payload, dict):
+        return any(
+            (isinstance(name, str) and name.endswith("secret") and value) or carries_secret(value)
+            for name, value in payload.items()
+        )
+    if isinstance(payload, list):
+        return any(carries_secret(item) for item in payload)
+    return False
+
+
 def stored_payload(content: bytes) -> dict[str, Any] | None:
     """``{"data": …}`` or ``{"error": …}`` of a rendered envelope (``meta`` is made afresh on replay)."""
     try:

@@ -1,7 +1,8 @@
 """Cursor (keyset) pagination: ``{"results", "has_more", "next_cursor"}``, stable while rows are inserted.
 
 The cursor is the sort key of the last row returned, as base64url JSON, followed by ``.`` and a
-truncated HMAC-SHA256 of it (key derived from ``SECRET_KEY``). Only cursors this service made reach the
+truncated HMAC-SHA256 of it (key derived from ``SECRET_KEY``; a cursor signed under a key now in
+``SECRET_KEY_FALLBACKS`` still reads, so a key rotation does not break a client's paging). Only cursors this service made reach the
 database: one that is edited, truncated, made for another ordering or forged (``"v": [null, null]``, a
 string where the id goes) is 400 VALIDATION_ERROR on ``cursor`` on every list, never a 500, because it is
 rejected here, in the pagination every list endpoint shares.
@@ -21,7 +22,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
 
-from config.keys import derive_key
+from config.keys import derive_key, service_keys
 
 from . import errors
 
@@ -85,9 +86,16 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
 
 
-def _signature(payload: bytes) -> bytes:
-    key = derive_key(settings.SECRET_KEY, "pagination cursor v1")
+_PURPOSE = "pagination cursor v1"
+
+
+def _signature(payload: bytes, secret: str | None = None) -> bytes:
+    key = derive_key(secret or settings.SECRET_KEY, _PURPOSE)
     return hmac.new(key, payload, hashlib.sha256).digest()[:_SIGNATURE_BYTES]
+
+
+def _signed_by_us(payload: bytes, signature: bytes) -> bool:
+    return any(hmac.compare_digest(_signature(payload, key), signature) for key in service_keys())
 
 
 def encode_cursor(ordering: tuple[str, ...], values: list[Any]) -> str:
@@ -102,7 +110,7 @@ def decode_cursor(cursor: str, ordering: tuple[str, ...]) -> list[Any]:
     try:
         payload_b64, signature_b64 = cursor.split(".")
         payload = _unb64(payload_b64)
-        if not hmac.compare_digest(_signature(payload), _unb64(signature_b64)):
+        if not _signed_by_us(payload, _unb64(signature_b64)):
             raise ValueError("cursor signature does not match")
         data = json.loads(payload)
         if data["o"] != list(ordering) or len(data["v"]) != len(ordering):

@@ -30,6 +30,8 @@ class RateLimitState:
     exceeded: bool
     policy: str = "default"  # the policy's name in the IETF draft's fields
     window: int = WINDOW_SECONDS
+    # The cache entry that counted this request (what ``give_back`` takes one from).
+    counter: str = ""
 
     def headers(self) -> dict[str, str]:
         """The draft-03 trio partners already read, and the current draft's structured fields
@@ -118,8 +120,9 @@ def hit_and_read(
     from the database.
     """
     window_start, reset = _window(None, window)
+    counter = f"rl:{key}:{window_start}"
     try:
-        count, found = _count(f"rl:{key}:{window_start}", timeout=window + 5, read=read)
+        count, found = _count(counter, timeout=window + 5, read=read)
     except Exception:
         logger.warning("rate limit store unreachable; request not counted", exc_info=True)
         return None, None
@@ -130,8 +133,23 @@ def hit_and_read(
         exceeded=count > limit,
         policy=policy,
         window=window,
+        counter=counter,
     )
     return state, found
+
+
+def give_back(state: RateLimitState | None) -> None:
+    """Take back the hit counted in ``state``: the request turned out not to be the budget owner's (a revoked
+    token), so it costs nothing. Counting first keeps the accepted request's one round trip; only a refused
+    one pays a second."""
+    if state is None or not state.counter:
+        return
+    try:
+        caches["default"].decr(state.counter)
+    except ValueError:
+        pass  # the window has ended since: nothing left to give back
+    except Exception:
+        logger.warning("rate limit store unreachable; hit not given back", exc_info=True)
 
 
 def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tuple[int, dict[str, Any]]:

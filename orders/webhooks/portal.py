@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from config.api.errors import ApiError
+from config.keys import seal, unseal
 from partners.portal.access import portal_page
 
 from . import selectors, services
@@ -21,6 +22,8 @@ from .forms import EndpointForm, ResendForm, RotateSecretForm, StatusForm
 from .models import WebhookEndpoint
 
 SECRET_SESSION_KEY = "webhook_secret_once"
+# The session (a database row) holds the secret only sealed, like every stored copy of it.
+_SESSION_SEAL = "portal webhook secret shown once v1"
 ADD_FORM_SESSION_KEY = "webhook_add_form"
 DELIVERIES_DAYS = 30
 DELIVERIES_SHOWN = 200
@@ -38,7 +41,7 @@ def _show_secret_once(
 ) -> HttpResponse:
     request.session[SECRET_SESSION_KEY] = {
         "endpoint_id": endpoint.endpoint_id,
-        "secret": secret,
+        "secret": seal(secret, purpose=_SESSION_SEAL, aad=endpoint.endpoint_id.encode()),
         "rotated": rotated,
     }
     return redirect("portal_webhooks:secret", endpoint_id=endpoint.endpoint_id)
@@ -87,6 +90,12 @@ def endpoint_secret(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     shown = request.session.get(SECRET_SESSION_KEY)
     if shown and shown.get("endpoint_id") == endpoint.endpoint_id:
         del request.session[SECRET_SESSION_KEY]  # shown now, never again
+        try:
+            secret = unseal(shown["secret"], purpose=_SESSION_SEAL, aad=endpoint.endpoint_id.encode())
+        except (KeyError, ValueError):
+            shown = None  # sealed under a key the service no longer has: rotate again
+        else:
+            shown = {**shown, "secret": secret}
     else:
         shown = None
     return render(

@@ -5,19 +5,13 @@ decrypt, so the service key can be rotated the way Django rotates it without los
 """
 
 import base64
-import os
 import secrets
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from django.conf import settings
-
-from config.keys import derive_key
+from config.keys import seal, unseal
 
 SECRET_PREFIX = "whsec_"
 _PURPOSE = "webhook endpoint signing secret v1"
 _AAD = b"webhook-endpoint-secret"
-_VERSION = "v1:"
 
 
 def secret_generate() -> str:
@@ -25,19 +19,11 @@ def secret_generate() -> str:
 
 
 def secret_encrypt(secret: str) -> str:
-    nonce = os.urandom(12)
-    sealed = AESGCM(derive_key(settings.SECRET_KEY, _PURPOSE)).encrypt(nonce, secret.encode(), _AAD)
-    return _VERSION + base64.b64encode(nonce + sealed).decode()
+    return seal(secret, purpose=_PURPOSE, aad=_AAD)
 
 
 def secret_decrypt(stored: str) -> str:
-    if not stored.startswith(_VERSION):
-        raise ValueError("not an encrypted webhook secret")
-    raw = base64.b64decode(stored[len(_VERSION) :])
-    nonce, sealed = raw[:12], raw[12:]
-    for key in [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]:
-        try:
-            return AESGCM(derive_key(key, _PURPOSE)).decrypt(nonce, sealed, _AAD).decode()
-        except InvalidTag:
-            continue
-    raise ValueError("the webhook secret was encrypted with a key the service no longer has")
+    try:
+        return unseal(stored, purpose=_PURPOSE, aad=_AAD)
+    except ValueError as exc:
+        raise ValueError(f"webhook secret: {exc}") from exc

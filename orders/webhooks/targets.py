@@ -35,8 +35,15 @@ class Target:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+# NAT64 (RFC 6052 well-known prefix, RFC 8215 local-use prefix): an address here is an IPv4 host reached
+# through the operator's own translator, so a target inside them is never a partner's public server.
+NAT64_NETWORKS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+
+
 def address_is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in network for network in NAT64_NETWORKS):
+            return False
         # ::ffff:10.0.0.1 and friends reach an IPv4 host: judge that host.
         embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
         if embedded is not None and not address_is_public(embedded):

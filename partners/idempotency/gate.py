@@ -32,6 +32,7 @@ from . import services
 
 logger = logging.getLogger(__name__)
 CLAIM_ATTRIBUTE = "idempotency_claim"
+KEEPER_ATTRIBUTE = "idempotency_lease_keeper"
 
 
 class IdempotencyGate(BaseThrottle):
@@ -56,6 +57,8 @@ class IdempotencyGate(BaseThrottle):
         if isinstance(outcome, services.StoredAnswer):
             raise IdempotentReplay(status=outcome.status, payload=outcome.payload)
         setattr(request._request, CLAIM_ATTRIBUTE, outcome)
+        # The lease is renewed for as long as the request runs (LeaseKeeper), stopped by the middleware.
+        setattr(request._request, KEEPER_ATTRIBUTE, services.LeaseKeeper(outcome).start())
         return True
 
     def wait(self) -> None:  # never refuses, so never asked how long to wait
@@ -67,7 +70,12 @@ class IdempotencyMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+        try:
+            response = self.get_response(request)
+        finally:
+            keeper = getattr(request, KEEPER_ATTRIBUTE, None)
+            if keeper is not None:
+                keeper.stop()
         claim = getattr(request, CLAIM_ATTRIBUTE, None)
         if claim is None:
             return response

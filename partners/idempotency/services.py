@@ -5,18 +5,21 @@ conditional UPDATE on the holder's ``claim_token`` when an expired record or a l
 Nothing here reads and then writes on the strength of the read alone.
 """
 
+import json
 import logging
 import secrets
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from config.api import errors
-from config.api.idempotency import RETENTION_HOURS
+from config.api.idempotency import RETENTION_HOURS, carries_secret
+from config.keys import seal, unseal
 
 from .models import IdempotencyKey
 
@@ -43,6 +46,34 @@ class StoredAnswer:
 
 def _lease() -> timedelta:
     return timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS)
+
+
+# --- Answers that carry a secret are sealed at rest -------------------------------------------------------
+# A webhook endpoint's signing secret (create, rotate) is shown once; its stored answer, replayed for 24 hours,
+# is sealed with AES-GCM under a key derived from SECRET_KEY (SECRET_KEY_FALLBACKS still open it), like the
+# endpoint's own copy of the secret. Other answers are stored as they are.
+_SEALED_FIELD = "sealed"
+_SEAL_PURPOSE = "idempotent answer v1"
+
+
+def _aad(pk: int) -> bytes:
+    # Bound to its row: a sealed answer copied into another key's row does not open there.
+    return f"idempotency-key:{pk}".encode()
+
+
+def _stored_body(*, pk: int, payload: dict[str, Any]) -> dict[str, Any]:
+    if not carries_secret(payload):
+        return payload
+    plaintext = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    return {_SEALED_FIELD: seal(plaintext, purpose=_SEAL_PURPOSE, aad=_aad(pk))}
+
+
+def _answer_payload(record: IdempotencyKey) -> dict[str, Any]:
+    body = record.response_body or {}
+    if set(body) == {_SEALED_FIELD}:
+        # ValueError (a 500, the key kept) if SECRET_KEY changed without the old key in SECRET_KEY_FALLBACKS.
+        return json.loads(unseal(body[_SEALED_FIELD], purpose=_SEAL_PURPOSE, aad=_aad(record.pk)))
+    return body
 
 
 def _take_over(
@@ -104,7 +135,7 @@ def idempotency_key_claim(
         elif record.fingerprint != fingerprint:
             raise errors.IdempotencyKeyMismatch(details={"idempotency_key": key})
         elif record.response_status is not None:
-            return StoredAnswer(status=record.response_status, payload=record.response_body or {})
+            return StoredAnswer(status=record.response_status, payload=_answer_payload(record))
         elif record.locked_until is not None and record.locked_until > now:
             raise errors.IdempotencyKeyInUse(details={"idempotency_key": key})
         else:
@@ -119,11 +150,57 @@ def idempotency_key_claim(
 def idempotency_key_finish(*, claim: Claim, status: int, payload: dict[str, Any]) -> bool:
     """Store the answer for replay. False if this request no longer held the key (its lease was taken over)."""
     updated = IdempotencyKey.objects.filter(pk=claim.pk, claim_token=claim.token).update(
-        response_status=status, response_body=payload, completed_at=timezone.now(), locked_until=None
+        response_status=status,
+        response_body=_stored_body(pk=claim.pk, payload=payload),
+        completed_at=timezone.now(),
+        locked_until=None,
     )
     if not updated:
         logger.warning("idempotency key lost before its answer was stored (lease taken over)")
     return bool(updated)
+
+
+def idempotency_key_renew(*, claim: Claim) -> bool:
+    """Push the lease of a request that still runs one lease ahead. False once it no longer holds the key."""
+    return bool(
+        IdempotencyKey.objects.filter(
+            pk=claim.pk, claim_token=claim.token, response_status__isnull=True
+        ).update(locked_until=timezone.now() + _lease())
+    )
+
+
+class LeaseKeeper:
+    """Renews a claim's lease every third of the lease while its request runs, from a thread of its own.
+
+    gunicorn's gthread workers give a request no time limit and nginx gives up on it after 60 s (a 503 that a
+    client retries), so a fixed lease could lapse under a request that still runs, and the retry would run it
+    a second time. Renewed, the lease lasts exactly as long as the request: a retry gets 409 until the answer
+    is stored. If the process dies, the renewals stop with it and the key is free one lease later.
+    """
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="idempotency-lease", daemon=True)
+
+    def start(self) -> "LeaseKeeper":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        interval = max(settings.IDEMPOTENCY_LEASE_SECONDS / 3, 0.05)
+        try:
+            while not self._stop.wait(interval):
+                try:
+                    if not idempotency_key_renew(claim=self.claim):
+                        return  # answered, released or taken over: nothing left to hold
+                except Exception:
+                    logger.exception("could not renew an idempotency key's lease")
+        finally:
+            connections.close_all()  # this thread's own connections
 
 
 def idempotency_key_release(*, claim: Claim) -> None:

@@ -8,6 +8,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from config.keys import seal, unseal
+
 from .. import portal_services, services
 from ..forms import PreferencesForm, RotateSecretForm
 from ..selectors import credential_of_partner, test_credential_of_partner, token_sessions_live_count
@@ -15,6 +17,8 @@ from .access import portal_page
 
 # The secret a rotation issued waits here for the one GET the POST redirects to, which removes it.
 ISSUED_SESSION_KEY = "portal_issued_credentials"
+# The session (a database row) holds the secret only sealed, like every stored copy of a secret shown once.
+_SESSION_SEAL = "portal client secret shown once v1"
 
 
 @portal_page
@@ -32,12 +36,19 @@ def api_credentials(request: HttpRequest) -> HttpResponse:
         # POST → redirect → GET: a reload of the page that shows the secret must not rotate it again.
         request.session[ISSUED_SESSION_KEY] = {
             "client_id": issued.client_id,
-            "client_secret": issued.client_secret,
+            "client_secret": seal(issued.client_secret, purpose=_SESSION_SEAL, aad=issued.client_id.encode()),
             "livemode": issued.livemode,
         }
         return redirect("portal:api-credentials")
     # Shown once: taken out of the session by the first GET after the rotation.
     issued = request.session.pop(ISSUED_SESSION_KEY, None) if request.method == "GET" else None
+    if issued:
+        try:
+            secret = unseal(issued["client_secret"], purpose=_SESSION_SEAL, aad=issued["client_id"].encode())
+        except (KeyError, ValueError):
+            issued = None  # sealed under a key the service no longer has: rotate again
+        else:
+            issued = {**issued, "client_secret": secret}
     return render(
         request,
         "portal/api_credentials.html",

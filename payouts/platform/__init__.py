@@ -109,8 +109,8 @@ class LoggedPlatform(PaymentPlatform):
             idempotency_key=idempotency_key,
         )
 
-    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
-        return self._call("complete_card_setup", setup_id=setup_id)
+    def complete_card_setup(self, *, setup_id: str, customer_reference: str) -> SavedCard:
+        return self._call("complete_card_setup", setup_id=setup_id, customer_reference=customer_reference)
 
     def charge_card(
         self, *, card_token: str, amount: Decimal, currency: str, idempotency_key: str, description: str

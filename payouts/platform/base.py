@@ -111,8 +111,9 @@ class PaymentPlatform(abc.ABC):
         ``setup_id`` and the same ``state`` (or ``error``)."""
 
     @abc.abstractmethod
-    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
-        """The card saved by a finished setup."""
+    def complete_card_setup(self, *, setup_id: str, customer_reference: str) -> SavedCard:
+        """The card saved by a finished setup, which ``customer_reference`` (the partner) must have started:
+        AuthorizationFailed for a setup of anyone else."""
 
     # --- money ------------------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -162,10 +162,15 @@ class SandboxPlatform(PaymentPlatform):
         query = {"customer": customer_reference, "state": state, "redirect_uri": return_url}
         return reverse("sandbox:card") + "?" + urlencode(query)
 
-    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
+    def complete_card_setup(self, *, setup_id: str, customer_reference: str) -> SavedCard:
         setup = SandboxCardSetup.objects.select_related("card").filter(setup_id=setup_id).first()
         if setup is None or setup.expired:
             raise AuthorizationFailed("The card setup is unknown or has expired. Please add the card again.")
+        if setup.card.customer_reference != customer_reference:
+            # Another partner's setup: never redeemed, never stored here.
+            raise AuthorizationFailed(
+                "This card setup belongs to another account. Please add the card again."
+            )
         # Conditional update: a replayed return link must not save the card twice.
         if not SandboxCardSetup.objects.filter(pk=setup.pk, redeemed_at__isnull=True).update(
             redeemed_at=timezone.now()

@@ -216,7 +216,7 @@ class StripePlatform(PaymentPlatform):
         )
         return session["url"]
 
-    def complete_card_setup(self, *, setup_id: str) -> SavedCard:
+    def complete_card_setup(self, *, setup_id: str, customer_reference: str) -> SavedCard:
         try:
             session = self._request(
                 "GET",
@@ -225,6 +225,16 @@ class StripePlatform(PaymentPlatform):
             )
         except StripeApiError as exc:
             raise AuthorizationFailed(f"Stripe did not confirm the card: {exc.message}") from exc
+        # The session must be the one this partner started (card_setup_url sets both): a partner returning
+        # with someone else's session id would otherwise save that customer's card as their own.
+        metadata = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
+        if (
+            session.get("client_reference_id") != customer_reference
+            or metadata.get("partner_id") != customer_reference
+        ):
+            raise AuthorizationFailed(
+                "This card setup belongs to another account. Please add the card again."
+            )
         intent = session.get("setup_intent") or {}
         if (
             session.get("status") != "complete"

@@ -141,7 +141,7 @@ def credit_card_save(*, partner: Partner, setup_id: str, confirm_replace: bool =
     """Finish the card page: store the platform's card token, brand, last 4 and expiry only."""
     _check_replace(partner=partner, kind="card", confirm_replace=confirm_replace)
     platform = get_platform()
-    saved = platform.complete_card_setup(setup_id=setup_id)
+    saved = platform.complete_card_setup(setup_id=setup_id, customer_reference=partner.public_id)
     with transaction.atomic():
         # Race: two card-page returns at once — the partner row's lock makes the second overwrite, not collide.
         Partner.objects.select_for_update().filter(pk=partner.pk).first()

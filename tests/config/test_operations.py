@@ -50,7 +50,14 @@ def _run_settings(env_overrides: dict) -> subprocess.CompletedProcess:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY"}
+        if k
+        not in {
+            "SECRET_KEY",
+            "TOKEN_SIGNING_KEY",
+            "QUOTE_ENCRYPTION_KEY",
+            "ALLOWED_HOSTS",
+            "PAYMENT_PLATFORM",
+        }
     }
     env.update(env_overrides)
     code = "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY[:3])"
@@ -59,7 +66,10 @@ def _run_settings(env_overrides: dict) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("missing", ["SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY"])
+@pytest.mark.parametrize(
+    "missing",
+    ["SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY", "ALLOWED_HOSTS", "PAYMENT_PLATFORM"],
+)
 def test_production_refuses_to_start_without_keys(missing):
     env = {
         "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -68,6 +78,7 @@ def test_production_refuses_to_start_without_keys(missing):
         "TOKEN_SIGNING_KEY": "t",
         "QUOTE_ENCRYPTION_KEY": "q",
         "ALLOWED_HOSTS": "api.example.com",
+        "PAYMENT_PLATFORM": "sandbox",
     }
     del env[missing]
     result = _run_settings(env)
@@ -84,6 +95,7 @@ def test_production_settings_start_with_keys():
             "TOKEN_SIGNING_KEY": "t",
             "QUOTE_ENCRYPTION_KEY": "q",
             "ALLOWED_HOSTS": "api.example.com",
+            "PAYMENT_PLATFORM": "sandbox",
         }
     )
     assert result.returncode == 0, result.stderr

@@ -82,6 +82,7 @@ def test_two_factor_for_staff_is_required_by_default_in_production():
         "TOKEN_SIGNING_KEY": "k",
         "QUOTE_ENCRYPTION_KEY": "q",
         "ALLOWED_HOSTS": "api.example.com",
+        "PAYMENT_PLATFORM": "sandbox",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     probe = (

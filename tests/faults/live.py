@@ -63,6 +63,7 @@ def production_env(**overrides: str) -> dict[str, str]:
             "TOKEN_SIGNING_KEY": settings.TOKEN_SIGNING_KEY,
             "QUOTE_ENCRYPTION_KEY": settings.QUOTE_ENCRYPTION_KEY,
             "ALLOWED_HOSTS": "127.0.0.1",
+            "PAYMENT_PLATFORM": "sandbox",
             "SECURE_SSL_REDIRECT": "False",  # no TLS on loopback
             "DATABASE_URL": database_url_of_tests(),
             "REDIS_URL": settings.REDIS_URL,

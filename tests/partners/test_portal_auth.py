@@ -165,3 +165,22 @@ def test_create_portal_user_errors(portal, args, message):
     args = [a.replace("{partner}", portal.partner.public_id) for a in args]
     with pytest.raises(CommandError, match=message):
         call_command("create_portal_user", *args, "--json", stdout=StringIO())
+
+
+def test_failures_from_elsewhere_never_lock_a_user_out(portal):
+    # Someone who knows the e-mail address guesses from many addresses (each below the per-address limit)…
+    for n in range(12):
+        guesser = Client(REMOTE_ADDR=f"203.0.113.{n + 1}")
+        guesser.post("/portal/login", {"username": "alice@acme.example", "password": "wrong"})
+    # …and from one address until it is refused there.
+    guesser = Client(REMOTE_ADDR="203.0.113.200")
+    for _ in range(12):
+        guesser.post("/portal/login", {"username": "alice@acme.example", "password": "wrong"})
+    refused = guesser.post("/portal/login", {"username": "alice@acme.example", "password": PASSWORD})
+    assert "_auth_user_id" not in guesser.session
+    assert refused.status_code != 302
+    # The user, from their own address, still signs in.
+    own = Client(REMOTE_ADDR="198.51.100.7")
+    response = own.post("/portal/login", {"username": "alice@acme.example", "password": PASSWORD})
+    assert response.status_code == 302, response.content[:300]
+    assert response["Location"] == "/portal/"

@@ -111,10 +111,13 @@ def test_card_page_saves_card_and_returns_setup_id(client):
     assert response.status_code == 302
     query = parse_qs(urlsplit(response["Location"]).query)
     assert query["state"] == ["st-2"]
-    card = get_platform("sandbox").complete_card_setup(setup_id=query["setup_id"][0])
+    sandbox = get_platform("sandbox")
+    with pytest.raises(AuthorizationFailed, match="another account"):  # another partner's setup
+        sandbox.complete_card_setup(setup_id=query["setup_id"][0], customer_reference="ptn_other")
+    card = sandbox.complete_card_setup(setup_id=query["setup_id"][0], customer_reference="ptn_test")
     assert (card.brand, card.last4, card.exp_month, card.exp_year) == ("Visa", "4242", 12, 2030)
     with pytest.raises(AuthorizationFailed):  # a replayed return link saves nothing twice
-        get_platform("sandbox").complete_card_setup(setup_id=query["setup_id"][0])
+        sandbox.complete_card_setup(setup_id=query["setup_id"][0], customer_reference="ptn_test")
 
 
 @pytest.mark.parametrize(

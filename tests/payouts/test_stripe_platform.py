@@ -184,24 +184,30 @@ def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, fake_stripe)
     assert dict(fake_stripe.requests[0]["form"])["customer"] == "cus_7"
 
 
-def test_complete_card_setup_reads_brand_last4_expiry(stripe, fake_stripe):
-    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_1")] = (
-        200,
-        {
-            "id": "cs_1",
-            "status": "complete",
-            "customer": "cus_1",
-            "setup_intent": {
-                "id": "seti_1",
-                "status": "succeeded",
-                "payment_method": {
-                    "id": "pm_1",
-                    "card": {"brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": 2030},
-                },
+def _completed_session(
+    session_id: str = "cs_1", *, partner_id: str = "ptn_1", customer: str = "cus_1"
+) -> dict:
+    """A finished Checkout session in setup mode, as card_setup_url started it for ``partner_id``."""
+    return {
+        "id": session_id,
+        "status": "complete",
+        "customer": customer,
+        "client_reference_id": partner_id,
+        "metadata": {"partner_id": partner_id},
+        "setup_intent": {
+            "id": "seti_1",
+            "status": "succeeded",
+            "payment_method": {
+                "id": "pm_1",
+                "card": {"brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": 2030},
             },
         },
-    )
-    card = stripe.complete_card_setup(setup_id="cs_1")
+    }
+
+
+def test_complete_card_setup_reads_brand_last4_expiry(stripe, fake_stripe):
+    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_1")] = (200, _completed_session())
+    card = stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
     assert (card.card_token, card.brand, card.last4, card.exp_month, card.exp_year) == (
         "cus_1:pm_1",
         "Visa",
@@ -218,7 +224,48 @@ def test_incomplete_checkout_session_is_refused(stripe, fake_stripe):
         {"id": "cs_1", "status": "open", "setup_intent": None},
     )
     with pytest.raises(AuthorizationFailed):
-        stripe.complete_card_setup(setup_id="cs_1")
+        stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
+
+
+@pytest.mark.parametrize(
+    "session",
+    [
+        _completed_session(partner_id="ptn_other", customer="cus_other"),
+        # Either mark of another partner is enough to refuse it.
+        {**_completed_session(), "client_reference_id": "ptn_other"},
+        {**_completed_session(), "metadata": {"partner_id": "ptn_other"}},
+        {**_completed_session(), "client_reference_id": None, "metadata": {}},
+    ],
+)
+def test_a_checkout_session_started_by_another_partner_is_refused(stripe, fake_stripe, session):
+    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_1")] = (200, session)
+    with pytest.raises(AuthorizationFailed, match="another account"):
+        stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
+
+
+@pytest.mark.django_db
+def test_a_partner_returning_with_another_partners_session_stores_nothing(settings, fake_stripe):
+    from payouts.models import CreditCard
+    from payouts.services.methods import credit_card_save
+    from tests.conftest import make_partner
+
+    settings.PAYMENT_PLATFORM = "stripe"
+    settings.STRIPE_SECRET_KEY = "sk_test_settings"
+    settings.STRIPE_CONNECT_CLIENT_ID = "ca_settings"
+    settings.STRIPE_API_BASE = fake_stripe.url
+    settings.STRIPE_CONNECT_BASE = fake_stripe.url
+    mallory = make_partner(name="Mallory", payment_methods=False, email="m@mallory.example")
+    victim = make_partner(name="Victim", payment_methods=False, email="v@victim.example")
+    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_victim")] = (
+        200,
+        _completed_session("cs_victim", partner_id=victim.partner.public_id, customer="cus_victim"),
+    )
+    with pytest.raises(AuthorizationFailed):
+        credit_card_save(partner=mallory.partner, setup_id="cs_victim")
+    assert not CreditCard.objects.exists()
+    # The partner who started it finishes it.
+    card = credit_card_save(partner=victim.partner, setup_id="cs_victim")
+    assert card.platform_card_token == "cus_victim:pm_1"
 
 
 def test_charge_is_an_off_session_payment_intent_with_the_idempotency_key(stripe, fake_stripe):

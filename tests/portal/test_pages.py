@@ -109,6 +109,7 @@ def test_session_and_csrf_cookies_are_secure_in_production():
         "TOKEN_SIGNING_KEY": "t",
         "QUOTE_ENCRYPTION_KEY": "q",
         "ALLOWED_HOSTS": "portal.example",
+        "PAYMENT_PLATFORM": "sandbox",
         "PATH": "/usr/bin:/bin",
     }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

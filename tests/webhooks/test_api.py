@@ -90,6 +90,9 @@ def test_create_requires_url_and_event_types(auth_client):
         "https://0.0.0.0/hook",
         "https://224.0.0.1/hook",
         "https://localhost/hook",
+        "https://[64:ff9b::a00:1]/hook",  # NAT64 of 10.0.0.1
+        "https://[64:ff9b::808:808]/hook",  # NAT64 of a public address: still the operator's translator
+        "https://[64:ff9b:1::a9fe:a9fe]/hook",  # local-use NAT64 of 169.254.169.254
     ],
 )
 def test_production_refuses_private_targets_at_registration(settings, auth_client, url):

@@ -43,6 +43,10 @@ pytestmark = pytest.mark.embedded
         ("::ffff:127.0.0.1", False),
         ("::ffff:10.0.0.1", False),
         ("2002:0a00:0001::1", False),  # 6to4 wrapping 10.0.0.1
+        ("64:ff9b::a00:1", False),  # NAT64 (well-known prefix) of 10.0.0.1
+        ("64:ff9b::7f00:1", False),  # NAT64 of 127.0.0.1
+        ("64:ff9b::5db8:d70e", False),  # NAT64 of a public address: reached through the operator's translator
+        ("64:ff9b:1::a9fe:a9fe", False),  # local-use NAT64 prefix
     ],
 )
 def test_address_is_public(address, public):

@@ -1,0 +1,94 @@
+"""The service starts only in one of its two shapes, and the production shape only fully configured: checked
+on fresh processes (``django.setup()`` and ``manage.py check``), as an operator would start them."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRED = ["SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY", "ALLOWED_HOSTS", "PAYMENT_PLATFORM"]
+SHAPE_VARIABLES = {"DJANGO_ENV", "SECRET_KEY_FALLBACKS", "TESTING", "DEBUG", *REQUIRED}
+
+
+def _production(tmp_path, **overrides) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in SHAPE_VARIABLES}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DJANGO_ENV": "production",
+            "SECRET_KEY": "a production key of fifty or more random-looking characters 7Hq2",
+            "TOKEN_SIGNING_KEY": "production token signing key",
+            "QUOTE_ENCRYPTION_KEY": "production quote key",
+            "ALLOWED_HOSTS": "api.example.com",
+            "PAYMENT_PLATFORM": "sandbox",
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'check.sqlite3'}",
+        }
+    )
+    env.update(overrides)
+    return {k: v for k, v in env.items() if v is not None}
+
+
+def _setup(env: dict[str, str], probe: str = "") -> subprocess.CompletedProcess:
+    code = "import django; django.setup(); from django.conf import settings; " + (probe or "pass")
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("value", ["prod", "staging", "Production", "production ", "dev", ""])
+def test_a_django_env_other_than_the_two_stops_the_service(tmp_path, value):
+    env = _production(tmp_path, DJANGO_ENV=value)
+    for result in (_setup(env), _manage(env, "check")):
+        assert result.returncode != 0, result.stdout
+        assert "DJANGO_ENV must be 'development' or 'production'" in result.stderr
+        assert repr(value) in result.stderr
+
+
+@pytest.mark.parametrize("missing", REQUIRED)
+@pytest.mark.parametrize("how", ["unset", "empty"])
+def test_production_stops_without_each_required_setting(tmp_path, missing, how):
+    env = _production(tmp_path, **{missing: None if how == "unset" else ""})
+    result = _manage(env, "check")
+    assert result.returncode != 0, result.stdout
+    assert f"{missing} must be set when DJANGO_ENV=production" in result.stderr
+
+
+def test_an_unknown_payment_platform_stops_the_service(tmp_path):
+    result = _setup(_production(tmp_path, PAYMENT_PLATFORM="stripe-live"))
+    assert result.returncode != 0
+    assert "PAYMENT_PLATFORM must be 'sandbox' or 'stripe'" in result.stderr
+
+
+def test_development_is_the_default_and_needs_none_of_them(tmp_path):
+    env = _production(tmp_path, **dict.fromkeys(["DJANGO_ENV", *REQUIRED]))
+    result = _setup(env, "print(settings.DJANGO_ENV, settings.PAYMENT_PLATFORM, settings.PRODUCTION)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["development", "sandbox", "False"]
+
+
+def test_production_fully_configured_passes_the_deployment_checks(tmp_path):
+    result = _manage(_production(tmp_path), "check", "--deploy", "--fail-level", "WARNING")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_secret_key_fallbacks_come_from_the_environment(tmp_path):
+    env = _production(tmp_path, SECRET_KEY_FALLBACKS="an older key that signed things, the one before it")
+    result = _setup(env, "print(repr(settings.SECRET_KEY_FALLBACKS))")
+    assert result.returncode == 0, result.stderr
+    assert eval(result.stdout) == ["an older key that signed things", "the one before it"]  # noqa: S307
+    # The deployment checks accept long fallbacks too.
+    fallbacks = "an older key of fifty or more random-looking characters 9Zx4Kp1Lm"
+    checked = _manage(
+        _production(tmp_path, SECRET_KEY_FALLBACKS=fallbacks), "check", "--deploy", "--fail-level", "WARNING"
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
