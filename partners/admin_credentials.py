@@ -9,10 +9,13 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from config.keys import seal, unseal
+
 from . import services
 from .models import Partner
 
 SECRETS_ONCE_KEY = "partners_admin_secrets_once"
+_SESSION_SEAL = "admin client secret shown once v1"
 
 
 def with_reason(what: str, request: HttpRequest) -> str:
@@ -76,7 +79,8 @@ class CredentialsAdminMixin:
                     "partner_name": item.partner.name,
                     "partner_id": item.partner.public_id,
                     "client_id": client_id,
-                    "client_secret": secret,
+                    # The session (a database row) holds the secret only sealed, like every stored copy of it.
+                    "client_secret": seal(secret, purpose=_SESSION_SEAL, aad=client_id.encode()),
                 }
                 for item in issued_list
                 # A new partner gets both pairs at once: the test-mode pair is a row of its own.
@@ -94,6 +98,21 @@ class CredentialsAdminMixin:
         if not (self.has_add_permission(request) or self.has_rotate_credentials_permission(request)):
             raise PermissionDenied
         shown = request.session.pop(SECRETS_ONCE_KEY, None)
+        if shown:
+            try:
+                items = [
+                    {
+                        **item,
+                        "client_secret": unseal(
+                            item["client_secret"], purpose=_SESSION_SEAL, aad=item["client_id"].encode()
+                        ),
+                    }
+                    for item in shown["items"]
+                ]
+            except (KeyError, ValueError):
+                shown = None  # sealed under a key the service no longer has: rotate again
+            else:
+                shown = {**shown, "items": items}
         context = {
             **self.admin_site.each_context(request),
             "title": shown["title"] if shown else "Secrets already shown",

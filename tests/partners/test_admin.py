@@ -54,6 +54,20 @@ def test_adding_a_partner_shows_the_secret_once(staff_client, api_client):
     ).json()["data"]["access_token"]
 
 
+def test_new_secrets_wait_for_their_page_in_the_session_only_sealed(staff_client):
+    """Between the POST and the page that shows it, the secret sits in the session (a database row):
+    sealed there like every stored copy of a secret shown once."""
+    from django.contrib.sessions.models import Session
+
+    response = staff_client.post(
+        "/admin/partners/partner/add/", {"name": "Ticket Hub", "contact_email": "ops@hub.example"}
+    )
+    assert response.status_code == 302
+    waiting = [str(session.get_decoded()) for session in Session.objects.all()]
+    secret = _secret_in(staff_client.get(response["Location"]).content.decode())
+    assert waiting and not [value for value in waiting if secret in value or secret[4:] in value]
+
+
 def test_rotation_from_the_admin_needs_confirmation_and_revokes_tokens(
     staff_client, api_client, partner_creds
 ):
