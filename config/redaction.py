@@ -13,9 +13,16 @@ its log format or configuration file. No Django import here: gunicorn's configur
 
 from __future__ import annotations
 
+import json
+import logging
 import re
+import sys
+import uuid
 from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 from urllib.parse import unquote_plus
+
+logger = logging.getLogger("config.wsgi")
 
 REDACTED = "[redacted]"
 _NAMES = frozenset(
@@ -140,6 +147,11 @@ class RedactLogEnviron:
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         try:
             result = self.app(environ, start_response)
+        except Exception:
+            # Only when Django's own 500 handling failed. Answered here, because gunicorn would log the
+            # request line it read itself (token and all) with its error page.
+            redact_environ(environ)
+            return _last_resort(environ, start_response)
         except BaseException:
             redact_environ(environ)
             raise
@@ -148,6 +160,33 @@ class RedactLogEnviron:
             redact_environ(environ)
             return result
         return _RedactAfter(result, environ)
+
+
+def _last_resort(environ: dict, start_response: Callable) -> list[bytes]:
+    logger.error(
+        "Unhandled error answering %s %s",
+        environ.get("REQUEST_METHOD", "-"),
+        environ.get("PATH_INFO", "-"),
+        exc_info=True,
+    )
+    request_id = f"req_{uuid.uuid4().hex}"
+    body = json.dumps(
+        {
+            "success": False,
+            "error": {"code": "INTERNAL_ERROR", "message": "An unexpected error occurred."},
+            "meta": {
+                "request_id": request_id,
+                "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            },
+        }
+    ).encode()
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+        ("X-Request-ID", request_id),
+    ]
+    start_response("500 Internal Server Error", headers, sys.exc_info())
+    return [body]
 
 
 class _RedactAfter:
@@ -170,4 +209,3 @@ class _RedactAfter:
                 close()
         finally:
             redact_environ(self.environ)
-
