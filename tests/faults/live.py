@@ -156,11 +156,11 @@ class Processes:
     tmp: Path
     started: list[Process] = field(default_factory=list)
 
-    def spawn(self, name: str, args: list[str], env: dict[str, str]) -> Process:
+    def spawn(self, name: str, args: list[str], env: dict[str, str], *, cwd: Path = ROOT) -> Process:
         log = self.tmp / f"{name}.log"
         handle = log.open("ab")
         popen = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+            args, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
         )
         handle.close()
         process = Process(name, popen, log)
