@@ -44,7 +44,7 @@ _NAMES = frozenset(
     }
 )
 _SUFFIXES = ("_token", "_secret", "_password", "_key")
-_DECODE_ROUNDS = 4  # a value encoded more often than this is redacted when it still looks encoded
+_DECODE_ROUNDS = 4  # percent-decodings looked through (a double-encoded name is still a name)
 
 
 def _decodings(text: str) -> Iterator[str]:

@@ -56,7 +56,7 @@ def request_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if "/v1/events" in line or "/admin/" in line]
 
 
-def test_the_production_access_log_carries_no_token_sent_any_way(processes, tmp_path):
+def test_the_production_access_log_carries_no_token_sent_any_way(processes):
     url = processes.web(production_env())
     web = processes.started[-1]
     sent = send_hostile_requests(url)
@@ -114,7 +114,7 @@ def test_nginx_and_gunicorn_behind_it_log_no_token(processes, tmp_path):
     assert any('"GET /v1/events?[redacted] HTTP/1.1" 404' in line for line in nginx_log.splitlines())
 
 
-def test_a_client_cannot_claim_https_through_nginx(processes, tmp_path):
+def test_a_client_cannot_claim_https_through_nginx(processes):
     """nginx sets X-Forwarded-Proto to the scheme it was reached with (plain HTTP here): a client's own
     ``X-Forwarded-Proto: https`` does not make Django believe the request was secure (which would, among
     other things, answer with HSTS and skip the HTTPS redirect)."""

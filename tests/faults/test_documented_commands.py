@@ -67,7 +67,7 @@ def hooks():
 
 
 @pytest.fixture
-def shell_env(tmp_path):
+def shell_env():
     """What a process manager gives each line: the virtualenv's ``python``, ``celery`` and ``gunicorn``
     first on PATH, the code importable, a working directory of its own (beat writes its schedule file
     there), a short payout-progress interval so beat has something to send within seconds."""
@@ -162,6 +162,7 @@ def order_reaches_payout(url: str, auth: dict[str, str], row, workers) -> None:
 
 
 def test_the_procfile_as_written_delivers_a_ping(processes, broker, hooks, shell_env, tmp_path, creds, row):
+    """``web`` (nginx + gunicorn), ``worker``, ``webhooks`` and ``beat`` exactly as the Procfile writes them."""
     lines = procfile()
     assert set(lines) >= {"web", "worker", "webhooks", "beat"}, lines
     port = free_port()
@@ -182,7 +183,9 @@ def test_the_procfile_as_written_delivers_a_ping(processes, broker, hooks, shell
     assert "Task payouts.tasks.progress_payouts[" in worker.output()
 
 
-def test_a_plain_worker_delivers_a_ping(processes, broker, hooks, shell_env, tmp_path, creds, row):
+def test_the_plain_commands_deliver_a_ping_with_one_worker_for_every_queue(
+    processes, broker, hooks, shell_env, tmp_path, creds, row
+):
     """``gunicorn config.wsgi``, ``celery -A config worker`` and ``celery -A config beat``, nothing added."""
     port = free_port()
     # gunicorn reads its bind address from the environment too: loopback, on a free port.
