@@ -52,8 +52,10 @@ run: $(VENV)/.installed migrate
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
 	$(VENV)/bin/gunicorn config.wsgi -c config/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
+# The production shape's background work on one worker: with no -Q it consumes every queue (the Procfile
+# splits them over two workers). Needs REDIS_URL, like `make beat`.
 worker: $(VENV)/.installed
-	$(VENV)/bin/celery -A config worker --queues celery,webhooks,webhooks_slow --loglevel=INFO
+	$(VENV)/bin/celery -A config worker --loglevel=INFO
 
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
@@ -84,7 +86,7 @@ test-fast: $(VENV)/.installed
 test-embedded: $(VENV)/.installed
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  echo "embedded pass: SQLite in $$dir, no Redis, tasks in-process" && \
-	  env -u DJANGO_ENV DATABASE_URL=sqlite:///$$dir/test.sqlite3 REDIS_URL= CELERY_BROKER_URL=memory:// \
+	  env -u DJANGO_ENV DATABASE_URL=sqlite:///$$dir/test.sqlite3 REDIS_URL= CELERY_BROKER_URL=memory://localhost/ \
 	    EMBEDDED_PASS=1 TESTING=1 $(PY) -m pytest -q --create-db $(PYTEST_ARGS) -m "embedded and not production"; \
 	  status=$$?; if [ $$status = 5 ]; then echo "no embedded tests in this selection"; status=0; fi; exit $$status
 

@@ -21,9 +21,8 @@ app.conf.task_routes = {
     "orders.webhooks.tasks.send_delivery": {"queue": WEBHOOK_QUEUE},
     "orders.webhooks.tasks.send_delivery_slow": {"queue": WEBHOOK_SLOW_QUEUE},
 }
-# Declared, so that a worker started without ``--queues`` consumes every one of them.
-app.conf.task_queues = (
-    Queue("celery"),  # the default queue
-    Queue(WEBHOOK_QUEUE),
-    Queue(WEBHOOK_SLOW_QUEUE),
-)
+# Every queue the service uses, declared: a worker started without ``-Q`` (``celery -A config worker``)
+# consumes all of them, so one plain worker runs everything; ``-Q`` splits them over workers.
+QUEUES = ("celery", WEBHOOK_QUEUE, WEBHOOK_SLOW_QUEUE)
+app.conf.task_default_queue = "celery"
+app.conf.task_queues = tuple(Queue(name, routing_key=name) for name in QUEUES)

@@ -4,9 +4,9 @@ The bind address, workers and threads come from the command line (Procfile, conf
 holds what every deployment shares: the access log, which never writes a credential, and the limits.
 """
 
-import re
-
 from gunicorn.glogging import Logger
+
+from config.redaction import redact
 
 accesslog = "-"
 # The combined format plus the request id the API answers with (X-Request-ID), so a partner's request
@@ -20,18 +20,10 @@ limit_request_field_size = 8190
 timeout = 30
 graceful_timeout = 20
 
-# Query parameters whose value is a credential. The API never reads a token from the query string, but
-# clients send one anyway (``?access_token=…``): the value must not reach a log file.
-_SECRET_PARAM = re.compile(
-    r"(?i)((?:^|[?&;]|%3F|%26)(?:access_token|token|client_secret|secret|password|api_key|key)=)[^&;\s\"]*"
-)
+# The application already strips credentials from the environ gunicorn logs from (config/wsgi.py); the
+# logger below does it again for every atom, the request headers a format may name included.
 _REDACTED = "[redacted]"
 _SECRET_HEADERS = ("{authorization}i", "{cookie}i", "{proxy-authorization}i", "{x-api-key}i")
-
-
-def redact(text: str) -> str:
-    """``text`` with the value of every credential-like query parameter replaced."""
-    return _SECRET_PARAM.sub(lambda m: m.group(1) + _REDACTED, text)
 
 
 class RedactingLogger(Logger):
@@ -41,7 +33,7 @@ class RedactingLogger(Logger):
     def atoms(self, resp, req, environ, request_time):
         atoms = super().atoms(resp, req, environ, request_time)
         for key, value in atoms.items():
-            if isinstance(value, str) and "=" in value:
+            if isinstance(value, str) and ("=" in value or "%" in value):
                 atoms[key] = redact(value)
         for key in _SECRET_HEADERS:
             if key in atoms:

@@ -5,6 +5,8 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from config.redaction import redact_path
+
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 
@@ -36,6 +38,15 @@ class RequestIdFilter(logging.Filter):
 _STANDARD_ATTRS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "request_id"}
 
 
+def request_fields(request) -> dict[str, str]:
+    """What a log line says of a request: its method and its path (never the query string)."""
+    method = getattr(request, "method", None)
+    path = getattr(request, "path", None)
+    if not isinstance(method, str) or not isinstance(path, str):
+        return {}
+    return {"method": method, "path": redact_path(path)}
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         payload = {
@@ -46,7 +57,11 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         for key, value in vars(record).items():
-            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+            if key == "request":
+                # django.request's record carries the request: its method and path only. ``str(request)``
+                # would write the query string, where a client may have put its token.
+                payload.update(request_fields(value))
+            elif key not in _STANDARD_ATTRS and not key.startswith("_"):
                 payload[key] = value if isinstance(value, str | int | float | bool | None) else str(value)
         if record.exc_info:
             payload["exc_info"] = self.formatException(record.exc_info)

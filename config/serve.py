@@ -9,7 +9,8 @@ and SIGINT stop both (nginx first, so no new request reaches a gunicorn that is 
 Environment: ``PORT`` (8000), ``HOST`` (0.0.0.0), ``WEB_CONCURRENCY`` (gunicorn workers, 4),
 ``WEB_THREADS`` (threads per worker, 4), ``NGINX_WORKERS`` (auto), ``UPSTREAM_PORT`` (gunicorn's port on
 127.0.0.1; a free one by default), ``WEB_RUNTIME_DIR`` (a new temporary directory). ``TRUSTED_PROXY_COUNT`` defaults to 1 here: nginx appends the client's address to
-X-Forwarded-For; set it to 2 when a load balancer that appends its own entry sits in front of nginx.
+X-Forwarded-For; set it to 2 when a load balancer that appends its own entry sits in front of nginx (nginx
+then also passes on that balancer's X-Forwarded-Proto; otherwise it sets the header to its own scheme).
 """
 
 from __future__ import annotations
@@ -75,13 +76,16 @@ def main(argv: list[str]) -> int:
     upstream = f"127.0.0.1:{os.environ.get('UPSTREAM_PORT') or free_port()}"
     # nginx is the public face (all interfaces by default, as gunicorn was); gunicorn stays on loopback.
     listen = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"  # noqa: S104
+    trusted_proxies = os.environ.get("TRUSTED_PROXY_COUNT", "1")
     conf = nginx.render(
         prefix=runtime,
         listen=listen,
         upstream=upstream,
         worker_processes=os.environ.get("NGINX_WORKERS", "auto"),
+        # A load balancer trusted in front of nginx says which scheme its client used; otherwise nginx does.
+        trust_forwarded_proto=int(trusted_proxies or 1) > 1,
     )
-    env = {**os.environ, "TRUSTED_PROXY_COUNT": os.environ.get("TRUSTED_PROXY_COUNT", "1")}
+    env = {**os.environ, "TRUSTED_PROXY_COUNT": trusted_proxies}
     app = subprocess.Popen(  # noqa: S603 - our own gunicorn, arguments from the operator's command line
         gunicorn_command(
             upstream,

@@ -10,6 +10,7 @@ The tables that no environment variable shapes much (DRF and the OpenAPI schema,
 are built in ``config/settings_parts/`` and imported here by name.
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -240,7 +241,13 @@ TOKEN_FAILURES_PER_IP_PER_MINUTE = env.int("TOKEN_FAILURES_PER_IP_PER_MINUTE", d
 # 0 (default): the client IP is REMOTE_ADDR and X-Forwarded-For is ignored.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://localhost/")
+if CELERY_BROKER_URL.rstrip("/") == "memory:":
+    # kombu warns "No hostname was supplied" on the first publish of a host-less URL; the in-memory
+    # transport ignores the host, so name one (Celery reads the variable itself, ahead of this setting).
+    CELERY_BROKER_URL = "memory://localhost/"
+    if "CELERY_BROKER_URL" in os.environ:
+        os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # kombu's Redis transport, reusing its client for every publish (config/broker.py).
     CELERY_BROKER_TRANSPORT = "config.broker:Transport"

@@ -26,6 +26,7 @@ portal = [
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     path("admin/2fa/setup/", two_factor.admin_setup, name="admin-2fa-setup"),

@@ -1,6 +1,7 @@
 """Operational endpoints and Django-level error handlers (outside DRF)."""
 
 import logging
+from pathlib import Path
 
 from django.conf import settings
 from django.core.cache import cache
@@ -8,14 +9,25 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views import defaults
-from django.views.decorators.cache import never_cache
+from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 
 from config.api import errors
 from config.api.envelope import error_json_response, success_body
 from config.api.middleware import is_api_path
 
 logger = logging.getLogger(__name__)
+
+
+_FAVICON = Path(__file__).with_name("static") / "favicon.ico"
+
+
+@require_safe
+@cache_control(public=True, max_age=86400)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """``/favicon.ico``: the brand mark, which browsers ask for on every page (the templates link it)."""
+    return HttpResponse(_FAVICON.read_bytes(), content_type="image/x-icon")
 
 
 def home(request: HttpRequest) -> HttpResponse:

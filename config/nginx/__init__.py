@@ -25,9 +25,20 @@ def nginx_binary() -> str:
     return found
 
 
-def render(*, prefix: Path, listen: str, upstream: str, worker_processes: str = "auto") -> Path:
+def render(
+    *,
+    prefix: Path,
+    listen: str,
+    upstream: str,
+    worker_processes: str = "auto",
+    trust_forwarded_proto: bool = False,
+) -> Path:
     """Write ``prefix/nginx.conf`` for nginx listening on ``listen`` (``host:port``) in front of
-    ``upstream`` (``unix:/path.sock`` or ``127.0.0.1:port``); returns its path."""
+    ``upstream`` (``unix:/path.sock`` or ``127.0.0.1:port``); returns its path.
+
+    nginx sets ``X-Forwarded-Proto`` to the scheme it was reached with; a client's header never gets
+    through. ``trust_forwarded_proto`` (a proxy of the operator's sits in front and sets it) passes that
+    proxy's header on instead."""
     prefix.mkdir(parents=True, exist_ok=True)
     user = ""
     if os.geteuid() == 0:
@@ -49,6 +60,7 @@ def render(*, prefix: Path, listen: str, upstream: str, worker_processes: str = 
         "@@UPSTREAM@@": upstream,
         "@@MAX_BODY@@": MAX_BODY,
         "@@MAX_BODY_TEXT@@": MAX_BODY.replace("m", " MB"),
+        "@@FORWARDED_PROTO@@": "$proxy_forwarded_proto" if trust_forwarded_proto else "$scheme",
     }.items():
         text = text.replace(key, value)
     conf = prefix / "nginx.conf"

@@ -157,11 +157,11 @@ class Processes:
     tmp: Path
     started: list[Process] = field(default_factory=list)
 
-    def spawn(self, name: str, args: list[str], env: dict[str, str]) -> Process:
+    def spawn(self, name: str, args: list[str], env: dict[str, str], *, cwd: Path = ROOT) -> Process:
         log = self.tmp / f"{name}.log"
         handle = log.open("ab")
         popen = subprocess.Popen(
-            args, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+            args, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
         )
         handle.close()
         process = Process(name, popen, log)
@@ -206,10 +206,18 @@ class Processes:
                 raise RuntimeError(f"gunicorn did not answer:\n{process.output()}")
             time.sleep(0.1)
 
-    def proxied_web(self, env: dict[str, str], *, name: str = "web-nginx", workers: int = 1) -> str:
+    def proxied_web(
+        self,
+        env: dict[str, str],
+        *,
+        name: str = "web-nginx",
+        workers: int = 1,
+        extra_args: list[str] | tuple[str, ...] = (),
+    ) -> str:
         """The Procfile's web process (``python -m config.serve``): nginx on a free loopback port, with
         its own runtime directory under the test's tmp dir, in front of gunicorn (``workers`` × 4
-        threads) on another loopback port. Returns nginx's base URL once a request goes through."""
+        threads, plus ``extra_args`` on its command line) on another loopback port. Returns nginx's base
+        URL once a request goes through."""
         port = free_port()
         env = {
             **env,
@@ -220,7 +228,7 @@ class Processes:
             "NGINX_WORKERS": "1",
             "WEB_RUNTIME_DIR": str(self.tmp / name),
         }
-        process = self.spawn(name, [sys.executable, "-m", "config.serve"], env)
+        process = self.spawn(name, [sys.executable, "-m", "config.serve", *extra_args], env)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:

@@ -1,0 +1,216 @@
+"""The documented commands, run exactly as written, deliver a webhook.
+
+Two shapes, each with real processes against the tests' PostgreSQL and Redis (DJANGO_ENV=production):
+- the Procfile's lines as the file writes them (``web``, ``worker``, ``webhooks``, ``beat``), through a shell
+  like a process manager runs them;
+- the command-line contract: ``gunicorn config.wsgi``, ``celery -A config worker`` with no flags (it
+  consumes every queue, the ``webhooks`` one included) and ``celery -A config beat``.
+
+A partner registers an endpoint pointed at a receiver on 127.0.0.1 and asks for a ping over HTTP; the signed
+delivery arrives and verifies with the secret the API showed. Beat's periodic tasks reach the worker too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+import pytest
+import redis
+from django.conf import settings
+from standardwebhooks.webhooks import Webhook
+
+from orders.models import Order
+from orders.services import order_transition
+from tests.webhooks.conftest import Receiver
+
+from .conftest import ORDER_FORM, quote_body
+from .live import BIN, ROOT, free_port, http, production_env, wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUEUES = ("celery", "webhooks", "webhooks_slow")
+
+
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip() and not line.startswith("#"))
+
+
+@pytest.fixture
+def broker():
+    """The service's own queues on the tests' Redis db, empty before and after (the workers here consume
+    them by their real names)."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+
+    def clear() -> None:
+        client.delete(*QUEUES)
+        for tag, payload in client.hgetall("unacked").items():
+            if any(f'"routing_key": "{name}"'.encode() in payload for name in QUEUES):
+                client.hdel("unacked", tag)
+                client.zrem("unacked_index", tag)
+
+    clear()
+    yield client
+    clear()
+
+
+@pytest.fixture
+def hooks():
+    """A partner's webhook endpoint: an HTTP server on 127.0.0.1 that records what it receives."""
+    server = Receiver()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+@pytest.fixture
+def shell_env():
+    """What a process manager gives each line: the virtualenv's ``python``, ``celery`` and ``gunicorn``
+    first on PATH, the code importable, a working directory of its own (beat writes its schedule file
+    there), a short payout-progress interval so beat has something to send within seconds."""
+    return production_env(
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        PYTHONPATH=str(ROOT),
+        WEBHOOK_ALLOW_HTTP="true",
+        WEBHOOK_ALLOW_PRIVATE_TARGETS="true",
+        PAYOUTS_PROGRESS_INTERVAL_SECONDS="2",
+        CELERY_CONCURRENCY="1",
+        WEBHOOK_CONCURRENCY="1",
+        WEB_CONCURRENCY="1",
+        WEB_THREADS="4",
+        NGINX_WORKERS="1",
+        HOST="127.0.0.1",
+    )
+
+
+def start(processes, name: str, command: str, env: dict[str, str], cwd) -> object:
+    """``command`` as written, run by a shell (variables such as ``${CELERY_CONCURRENCY:-4}`` expand)."""
+    return processes.spawn(name, ["/bin/sh", "-c", f"exec {command}"], env, cwd=cwd)
+
+
+def wait_until_serving(url: str, process) -> None:
+    def answering() -> bool:
+        try:
+            return http("GET", url + "/healthz", timeout=2).status == 200
+        except OSError:
+            return False
+
+    assert wait_for(answering, timeout=60), process.output()[-3000:]
+
+
+def bearer(url: str, creds) -> dict[str, str]:
+    token = http(
+        "POST",
+        url + "/v1/auth/token",
+        json_body={
+            "client_id": creds.client_id,
+            "client_secret": creds.client_secret,
+            "grant_type": "client_credentials",
+        },
+    )
+    assert token.status == 200, token.body
+    return {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+
+
+def ping_arrives(url: str, auth: dict[str, str], hooks, workers) -> None:
+    created = http(
+        "POST",
+        url + "/v1/webhook_endpoints",
+        json_body={"url": hooks.url("/doors"), "event_types": ["order.created"]},
+        headers=auth,
+    )
+    assert created.status == 201, created.body
+    endpoint = created.body["data"]
+    ping = http("POST", url + f"/v1/webhook_endpoints/{endpoint['endpoint_id']}/ping", headers=auth)
+    assert ping.status == 202, ping.body
+
+    logs = lambda: "\n".join(p.output()[-3000:] for p in workers)  # noqa: E731
+    assert wait_for(lambda: len(hooks.requests) >= 1, timeout=60), logs()
+    delivered = hooks.requests[0]
+    assert delivered.path == "/doors"
+    payload = Webhook(endpoint["secret"]).verify(delivered.body, delivered.headers)
+    assert payload["type"] == "webhook.ping"
+    assert payload["data"]["endpoint_id"] == endpoint["endpoint_id"]
+
+
+def order_reaches_payout(url: str, auth: dict[str, str], row, workers) -> None:
+    """An order placed over HTTP is confirmed by a worker (the ``celery`` queue); marked received, it
+    moves on to ``payout_in_process`` when beat's payout progression (every 2 s here) runs on a worker."""
+    logs = lambda: "\n".join(p.output()[-3000:] for p in workers)  # noqa: E731
+    quote = http("POST", url + "/v1/quotes", json_body=quote_body(row), headers=auth)
+    assert quote.status == 201, quote.body
+    placed = http(
+        "POST",
+        url + "/v1/orders",
+        form={"quote_id": quote.body["data"]["quote_id"], **ORDER_FORM},
+        headers=auth,
+    )
+    assert placed.status == 201, placed.body
+    order = Order.objects.get(order_id=placed.body["data"]["order_id"])
+
+    def reached(status: str):
+        return lambda: Order.objects.get(pk=order.pk).status == status
+
+    assert wait_for(reached(Order.Status.AWAITING_TRANSFER), timeout=60), logs()
+    order_transition(
+        order=order, to=Order.Status.TICKET_RECEIVED, actor="staff:doors", reason="Ticket received"
+    )
+    assert wait_for(reached(Order.Status.PAYOUT_IN_PROCESS), timeout=60), logs()
+
+
+def test_the_procfile_as_written_delivers_a_ping(processes, broker, hooks, shell_env, tmp_path, creds, row):
+    """``web`` (nginx + gunicorn), ``worker``, ``webhooks`` and ``beat`` exactly as the Procfile writes them."""
+    lines = procfile()
+    assert set(lines) >= {"web", "worker", "webhooks", "beat"}, lines
+    port = free_port()
+    env = {**shell_env, "PORT": str(port), "WEB_RUNTIME_DIR": str(tmp_path / "web-runtime")}
+    web = start(processes, "web", lines["web"], env, tmp_path)
+    worker = start(processes, "worker", lines["worker"], env, tmp_path)
+    webhooks = start(processes, "webhooks", lines["webhooks"], env, tmp_path)
+    beat = start(processes, "beat", lines["beat"], env, tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    wait_until_serving(url, web)
+    auth = bearer(url, creds)
+    ping_arrives(url, auth, hooks, [webhooks, worker])
+    # The split holds: the ping went to the webhooks worker, never to the general one.
+    assert "Task orders.webhooks.tasks.send_delivery[" in webhooks.output(), webhooks.output()[-3000:]
+    assert "Task orders.webhooks.tasks.send_delivery[" not in worker.output()
+    order_reaches_payout(url, auth, row, [worker, beat])
+    assert "Sending due task payouts-progress" in beat.output()
+    assert "Task payouts.tasks.progress_payouts[" in worker.output()
+
+
+def test_the_plain_commands_deliver_a_ping_with_one_worker_for_every_queue(
+    processes, broker, hooks, shell_env, tmp_path, creds, row
+):
+    """``gunicorn config.wsgi``, ``celery -A config worker`` and ``celery -A config beat``, nothing added."""
+    port = free_port()
+    # gunicorn reads its bind address from the environment too: loopback, on a free port.
+    env = {**shell_env, "GUNICORN_CMD_ARGS": f"--bind 127.0.0.1:{port}"}
+    web = start(processes, "gunicorn", "gunicorn config.wsgi", env, tmp_path)
+    worker = start(processes, "worker", "celery -A config worker", env, tmp_path)
+    beat = start(processes, "beat", "celery -A config beat", env, tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    wait_until_serving(url, web)
+    auth = bearer(url, creds)
+    ping_arrives(url, auth, hooks, [worker])
+    order_reaches_payout(url, auth, row, [worker, beat])
+    # Its banner lists every queue it consumes.
+    consumed = set(re.findall(r"\.> (\S+)\s+exchange=", worker.output()))
+    assert consumed == set(QUEUES), worker.output()[:3000]
+
+
+def test_the_documented_worker_commands_name_no_queue_for_the_one_worker_shape():
+    """`make worker` is the plain worker; the Procfile's split names a queue on each of its workers."""
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\nworker:", 1)[1].split("\n\n", 1)[0]
+    assert "celery -A config worker" in recipe and "--queues" not in recipe and "-Q" not in recipe
+    lines = procfile()
+    queues = {
+        name: shlex.split(lines[name])[shlex.split(lines[name]).index("--queues") + 1]
+        for name in ("worker", "webhooks", "webhooks_slow")
+    }
+    assert set(",".join(queues.values()).split(",")) == set(QUEUES), queues
