@@ -28,7 +28,7 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-# Debian's nginx fronts gunicorn in the production shape (Procfile `web`, config/serve.py): it reads slow
+# Debian's nginx fronts gunicorn in the production shape (Procfile `web`, config/deploy/serve.py): it reads slow
 # clients' requests so that they never hold a gunicorn thread. The fault tests, bench and soak start it.
 .nginx-installed:
 	@if ! command -v nginx >/dev/null && ! test -x /usr/sbin/nginx; then \
@@ -50,7 +50,7 @@ migrate: $(VENV)/.installed
 run: export PUBLIC_BASE_URL := $(or $(PUBLIC_BASE_URL),http://$(HOST):$(PORT))
 run: $(VENV)/.installed migrate
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
-	$(VENV)/bin/gunicorn config.wsgi -c config/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
+	$(VENV)/bin/gunicorn config.wsgi -c config/deploy/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
 # The production shape's background work on one worker: with no -Q it consumes every queue (the Procfile
 # splits them over two workers). Needs REDIS_URL, like `make beat`.
@@ -64,7 +64,7 @@ beat: $(VENV)/.installed
 # on the embedded default. The test database is created fresh every run (`--create-db`), whatever
 # PYTEST_ARGS says: CI runs this.
 test: install
-	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-embedded
@@ -73,7 +73,7 @@ test: install
 # which saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part, on
 # PostgreSQL and then, for its tests marked `embedded`, on the embedded default.
 test-fast: $(VENV)/.installed
-	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q --reuse-db $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-embedded
@@ -106,24 +106,24 @@ endef
 
 bench: $(VENV)/.installed .nginx-installed
 	$(ensure_wrk)
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
+	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
 
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
 bench-dashboard: $(VENV)/.installed
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
+	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)
 
 # About two minutes: 32 partners of mixed traffic on the production shape, then the database is checked.
 SOAK_ARGS ?=
 soak: $(VENV)/.installed .nginx-installed
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.check_services
+	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.soak $(SOAK_ARGS)
 
 # The schema fuzzing of `make test` (tests/schema), with many more examples per operation.
 FUZZ_EXAMPLES ?= 300
 fuzz: $(VENV)/.installed
-	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.check_services
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
 

@@ -1,5 +1,5 @@
 """The production shape on loopback: a fresh PostgreSQL database, Redis, nginx in front of gunicorn (as the
-Procfile's ``web`` runs them, config/serve.py) and one Celery worker.
+Procfile's ``web`` runs them, config/deploy/serve.py) and one Celery worker.
 
 Used by ``make bench`` (bench/run.py) and ``make soak`` (bench/soak.py). Everything it starts it stops,
 by process group id, when the ``with`` block ends.
@@ -156,7 +156,7 @@ class Stack:
     base_database_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     gunicorn_extra: list[str] = field(default_factory=lambda: list(DEFAULT_GUNICORN_EXTRA))
     extra_env: dict[str, str] = field(default_factory=dict)
-    # nginx in front of each gunicorn, as in production (config/nginx); False measures gunicorn bare.
+    # nginx in front of each gunicorn, as in production (config/deploy/nginx); False measures gunicorn bare.
     through_nginx: bool = True
     processes: list[subprocess.Popen] = field(default_factory=list)
     servers: list[Server] = field(default_factory=list)

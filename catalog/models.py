@@ -12,8 +12,8 @@ from django.db import models
 from django.db.models.functions import Upper
 from django.utils import timezone
 
-from config.ids import new_public_id
-from config.statemachine import StatusHistory
+from config.core.ids import new_public_id
+from config.core.statemachine import StatusHistory
 
 
 def new_venue_id() -> str:

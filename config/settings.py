@@ -99,7 +99,7 @@ MIDDLEWARE = [
     # Reads Transfer-Encoding: chunked bodies (gunicorn without nginx in front), which Django sees as empty.
     "config.api.middleware.ChunkedBodyMiddleware",
     # Replays, once, a request whose database connection died before it wrote anything.
-    "config.dbretry.RetryOnLostConnectionMiddleware",
+    "config.core.dbretry.RetryOnLostConnectionMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.middleware.ApiBodyLimitMiddleware",
@@ -110,7 +110,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django_otp.middleware.OTPMiddleware",
-    "config.two_factor.TwoFactorMiddleware",
+    "config.core.two_factor.TwoFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: it answers a locked-out sign-in with the lockout page (django-axes).
@@ -133,12 +133,12 @@ AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "config.two_factor.locked_out"
+AXES_LOCKOUT_CALLABLE = "config.core.two_factor.locked_out"
 AXES_CLIENT_IP_CALLABLE = "config.api.ratelimit.client_ip"
 AXES_DISABLE_ACCESS_LOG = True
 AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False
-# Two-factor sign-in (config/two_factor.py): required for staff in production unless turned off explicitly.
+# Two-factor sign-in (config/core/two_factor.py): required for staff in production unless turned off explicitly.
 ADMIN_REQUIRE_2FA = env.bool("ADMIN_REQUIRE_2FA", default=PRODUCTION)
 OTP_TOTP_ISSUER = "Ticket Buy-Back"
 # Nobody reads another person's authenticator key or recovery codes in the admin, whatever their permissions.
@@ -174,7 +174,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["CONN_MAX_AGE"] = 0
         # With a pool, Django passes ``check=ConnectionPool.check_connection`` when health checks are on:
         # every connection is checked (an empty query) as it leaves the pool, so one killed by a
-        # failover, a restart or an idle cut is replaced before a request meets it (config/dbretry.py
+        # failover, a restart or an idle cut is replaced before a request meets it (config/core/dbretry.py
         # retries the rare request whose connection dies after the check).
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
@@ -220,8 +220,8 @@ if not REDIS_URL:
 if REDIS_URL:
     CACHES = {
         "default": {
-            # Django's backend, reusing its redis client instead of building one per call (config/cache.py).
-            "BACKEND": "config.cache.ReusingRedisCache",
+            # Django's backend, reusing its redis client instead of building one per call (config/deploy/cache.py).
+            "BACKEND": "config.deploy.cache.ReusingRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="ps"),
             # Short timeouts: a dead Redis must degrade a request, never hang it.
@@ -249,8 +249,8 @@ if CELERY_BROKER_URL.rstrip("/") == "memory:":
     if "CELERY_BROKER_URL" in os.environ:
         os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
 if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # kombu's Redis transport, reusing its client for every publish (config/broker.py).
-    CELERY_BROKER_TRANSPORT = "config.broker:Transport"
+    # kombu's Redis transport, reusing its client for every publish (config/deploy/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.deploy.broker:Transport"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True
@@ -280,7 +280,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_BEAT_SCHEDULE = beat_schedule(
     payouts_progress_seconds=env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0)
 )
-# The embedded default runs this schedule in its web process (config/scheduler.py): the first round
+# The embedded default runs this schedule in its web process (config/deploy/scheduler.py): the first round
 # starts this many seconds after the process.
 EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
 

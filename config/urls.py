@@ -4,7 +4,8 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config import two_factor, views
+from config import views
+from config.core import two_factor
 
 api_v1 = [
     path("", include("partners.urls")),

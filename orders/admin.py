@@ -15,9 +15,9 @@ from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from config.admin_permissions import require, staff_may
-from config.history_admin import StatusHistoryInline
-from config.modes import ModeFilter
+from config.core.admin_permissions import require, staff_may
+from config.core.history_admin import StatusHistoryInline
+from config.core.modes import ModeFilter
 
 from . import errors, outbox, services
 from .models import Notification, Order, OrderStatusHistory

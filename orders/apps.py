@@ -14,7 +14,7 @@ class OrdersConfig(AppConfig):
 def _cancel_orders_of_canceled_event(event_pk: int) -> None:
     """After the event's cancel committed: its open orders are canceled by a task (the periodic expiry run
     catches one whose message was lost)."""
-    from config.publish import publish
+    from config.core.publish import publish
 
     from .tasks import cancel_orders_of_canceled_events
 

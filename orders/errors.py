@@ -18,7 +18,7 @@ from config.api.errors import (  # noqa: F401  (re-exported for the app)
     TestModeOnly,
     ValidationFailed,
 )
-from config.statemachine import IllegalStateMove
+from config.core.statemachine import IllegalStateMove
 
 
 class IllegalTransition(IllegalStateMove):

@@ -14,8 +14,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row
-from config.ids import new_public_id
-from config.modes import ModeScopedQuerySet
+from config.core.ids import new_public_id
+from config.core.modes import ModeScopedQuerySet
 from partners.models import Partner
 from quotes.models import Quote
 

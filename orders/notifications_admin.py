@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from config.modes import ModeFilter
+from config.core.modes import ModeFilter
 
 from .models import Notification
 

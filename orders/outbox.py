@@ -19,9 +19,9 @@ from django.db import transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
-from config import fastsql
 from config.api.envelope import utc_iso
-from config.publish import publish
+from config.core import rawsql
+from config.core.publish import publish
 
 from . import events
 from .models import Notification, NotificationReceipt, Order, OrderStatusHistory
@@ -97,7 +97,7 @@ def order_notification_record(
             "reason": reason,
         },
     }
-    fastsql.insert(notification)
+    rawsql.insert(notification)
     notification_dispatch_after_commit(notification=notification)
     return notification
 

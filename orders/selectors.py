@@ -7,7 +7,7 @@ from datetime import date, datetime
 from django.db.models import Q, QuerySet
 
 from config.api.pagination import Page, paginate
-from config.modes import Principal
+from config.core.modes import Principal
 
 from . import errors
 from .models import Notification, Order, OrderStatusHistory

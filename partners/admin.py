@@ -15,7 +15,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from config.admin_permissions import require, staff_may
+from config.core.admin_permissions import require, staff_may
 
 from . import portal_services, services
 from .admin_credentials import CredentialsAdminMixin, with_reason

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from config.keys import seal, unseal
+from config.core.keys import seal, unseal
 
 from . import services
 from .models import Partner

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from config.ids import new_public_id
+from config.core.ids import new_public_id
 
 
 def validate_time_zone(value: str) -> None:

@@ -4,7 +4,7 @@ its own)."""
 
 from django.urls import path
 
-from config import two_factor
+from config.core import two_factor
 
 from .portal import auth, mode, pages
 
@@ -16,7 +16,7 @@ urlpatterns = [
     path("reset/<uidb64>/<token>", auth.password_reset_confirm, name="password-reset-confirm"),
     path("reset/done", auth.password_reset_complete, name="password-reset-complete"),
     path("welcome/<uidb64>/<token>", auth.welcome, name="welcome"),
-    # Two-factor sign-in: the pages are the admin's too (config.two_factor), here under the portal's look.
+    # Two-factor sign-in: the pages are the admin's too (config.core.two_factor), here under the portal's look.
     path("2fa/setup/", two_factor.portal_setup, name="2fa-setup"),
     path("2fa/verify/", two_factor.portal_verify, name="2fa-verify"),
     path("2fa/recovery-codes/", two_factor.portal_recovery_codes, name="2fa-recovery-codes"),

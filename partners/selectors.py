@@ -27,7 +27,7 @@ from django.core.cache import cache
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from config import fastsql
+from config.core import rawsql
 
 from .models import Partner, PartnerCredential, PartnerTestCredential, PortalUser, TokenSession
 
@@ -288,7 +288,7 @@ class CredentialCheck:
 
 
 _CREDENTIAL_QUERIES = {
-    livemode: fastsql.Select(
+    livemode: rawsql.Select(
         f"""
     SELECT c.secret_digest, c.partner_id, p.public_id, p.status
       FROM {model._meta.db_table} c

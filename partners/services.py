@@ -12,8 +12,8 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from config import fastsql
 from config.api import errors
+from config.core import rawsql
 
 from . import tokens
 from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
@@ -203,7 +203,7 @@ def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = N
         raise errors.AccountSuspended()
     ttl = settings.ACCESS_TOKEN_TTL_SECONDS
     expires_at = (timezone.now() + timedelta(seconds=ttl)).replace(microsecond=0)
-    session = fastsql.insert(
+    session = rawsql.insert(
         TokenSession(
             partner_id=credential.partner_pk,
             livemode=credential.livemode,

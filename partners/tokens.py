@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from config.api import errors
-from config.keys import derive_key
+from config.core.keys import derive_key
 
 SCOPES = ("events:read", "quotes:write", "orders:write", "webhooks:write")
 

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
-from config.modes import ModeFilter
+from config.core.modes import ModeFilter
 
 from .codec import decode_quote_id, encode_quote_id
 from .models import Quote

@@ -19,7 +19,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
 
-from config.keys import derive_key
+from config.core.keys import derive_key
 
 PREFIX = "qte_"
 _PURPOSE = "quote-id-v1"

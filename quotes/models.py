@@ -9,7 +9,7 @@ from django.db import models
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
-from config.modes import ModeScopedQuerySet
+from config.core.modes import ModeScopedQuerySet
 from partners.models import Partner
 
 

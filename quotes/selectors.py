@@ -2,7 +2,7 @@
 
 from django.core.exceptions import ObjectDoesNotExist
 
-from config.modes import Principal
+from config.core.modes import Principal
 
 from . import errors
 from .codec import decode_quote_id

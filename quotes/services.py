@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
-from config import fastsql
+from config.core import rawsql
 
 from . import errors
 from .models import Quote
@@ -105,7 +105,7 @@ def _row_in_one_query(*, event_id: str, section_name: str, row_name: str | None,
 
     Plain SQL naming only the columns a quote uses: the ORM's version of this join (27 columns, and the
     four-column ORDER BY the models' default orderings add) spent more time compiling than the database
-    spent answering, on every quote. ``fastsql.Select`` gives the values the ORM would (an aware
+    spent answering, on every quote. ``rawsql.Select`` gives the values the ORM would (an aware
     ``starts_at``, ``Decimal`` prices, ``bool`` and decoded JSON) on PostgreSQL and SQLite alike."""
     best = row_name is None
     query = _BEST_ROW if best else _NAMED_ROW
@@ -151,8 +151,8 @@ _ROW_SQL = f"""
       JOIN {Event._meta.db_table} e ON e.id = s.event_id
      WHERE e.event_id = %s AND s.name = %s
 """  # noqa: S608 - table names from the models, values as parameters
-_NAMED_ROW = fastsql.Select(_ROW_SQL + " AND r.name = %s LIMIT 1", _ROW_COLUMNS)
-_BEST_ROW = fastsql.Select(
+_NAMED_ROW = rawsql.Select(_ROW_SQL + " AND r.name = %s LIMIT 1", _ROW_COLUMNS)
+_BEST_ROW = rawsql.Select(
     _ROW_SQL + " AND r.available_quantity >= %s ORDER BY r.offer_price DESC, r.name, r.id LIMIT 1",
     _ROW_COLUMNS,
 )
@@ -192,7 +192,7 @@ def _quote_insert(
         created_at=now,
         expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
     )
-    return fastsql.insert(quote)
+    return rawsql.insert(quote)
 
 
 def _order_relation_name() -> str | None:

@@ -6,8 +6,8 @@ from django.db.models import Count, Sum
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from config.admin_permissions import staff_may
-from config.history_admin import status_history_table
+from config.core.admin_permissions import staff_may
+from config.core.history_admin import status_history_table
 
 from .. import services
 from ..models import Event, Performer, Row, RowQuantityAdjustment, Section, Venue

@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from config.admin_permissions import require, staff_may
+from config.core.admin_permissions import require, staff_may
 
 from .. import services
 from ..models import Row, RowQuantityAdjustment, Section

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from django.db import transaction
 from django.utils import timezone
 
-from config.statemachine import IllegalStateMove, StateMachine
+from config.core.statemachine import IllegalStateMove, StateMachine
 
 from .. import cache as catalog_cache
 from ..events import event_canceled_after_commit

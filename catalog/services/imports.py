@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from config.statemachine import IllegalStateMove
+from config.core.statemachine import IllegalStateMove
 
 from ..importing import ImportLineSerializer, Item, line_errors
 from ..models import Event, Row, Section, Venue

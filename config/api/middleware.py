@@ -101,7 +101,7 @@ class ChunkedBodyMiddleware:
     ``wsgi.input``; the body is copied from it into a spooled temporary file (in memory up to
     ``FILE_UPLOAD_MAX_MEMORY_SIZE``, on disk past it) and the request then reads it like any other,
     with its length as Content-Length. A body over :func:`body_limit` is 413 PAYLOAD_TOO_LARGE as soon
-    as it passes the limit, before the rest is read. Behind nginx (config/nginx) the body arrives already
+    as it passes the limit, before the rest is read. Behind nginx (config/deploy/nginx) the body arrives already
     de-chunked with a Content-Length and this does nothing.
     """
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
 
-from config.keys import derive_key, service_keys
+from config.core.keys import derive_key, service_keys
 
 from . import errors
 

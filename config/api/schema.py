@@ -77,7 +77,7 @@ _COMMON = {
     "401": (errors.Unauthorized, errors.TokenExpired),
     "429": (errors.RateLimitExceeded,),
     "500": (errors.InternalError,),
-    # nginx in front (config/nginx) answers 503 in the envelope when gunicorn is down or too slow.
+    # nginx in front (config/deploy/nginx) answers 503 in the envelope when gunicorn is down or too slow.
     "503": (errors.ServiceUnavailable,),
 }
 

@@ -1,5 +1,5 @@
 """The periodic work (``CELERY_BEAT_SCHEDULE``): run by ``celery -A config beat`` in production and by the web
-process itself in the embedded default (config/scheduler.py). Intervals in seconds."""
+process itself in the embedded default (config/deploy/scheduler.py). Intervals in seconds."""
 
 
 def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:

@@ -16,10 +16,10 @@ from django.utils import timezone
 
 from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
-from config import fastsql
 from config.api.envelope import utc_iso
-from config.publish import publish_after_commit
-from config.statemachine import StateMachine
+from config.core import rawsql
+from config.core.publish import publish_after_commit
+from config.core.statemachine import StateMachine
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
 
@@ -187,8 +187,8 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
                     "The row no longer has the quoted quantity available.",
                     details={"requested": quote.quantity, "available": available or 0},
                 )
-            fastsql.insert(order)
-            created = fastsql.insert(
+            rawsql.insert(order)
+            created = rawsql.insert(
                 OrderStatusHistory(
                     order=order,
                     from_status="",

@@ -7,7 +7,7 @@ or 3 days of failures) once its partner has fixed it; one its partner disabled s
 
 from django.contrib import admin, messages
 
-from config.admin_permissions import staff_may
+from config.core.admin_permissions import staff_may
 
 from . import services
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint

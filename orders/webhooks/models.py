@@ -8,8 +8,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from config.ids import new_public_id
-from config.modes import ModeScopedQuerySet
+from config.core.ids import new_public_id
+from config.core.modes import ModeScopedQuerySet
 from orders.models import Notification
 from partners.models import Partner
 

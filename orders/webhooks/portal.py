@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from config.api.errors import ApiError
-from config.keys import seal, unseal
+from config.core.keys import seal, unseal
 from partners.portal.access import portal_page
 
 from . import selectors, services

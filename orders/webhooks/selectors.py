@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from config.api.pagination import Page, paginate
-from config.modes import Principal
+from config.core.modes import Principal
 
 from . import errors
 from .models import WebhookAttempt, WebhookEndpoint

@@ -1,13 +1,13 @@
 """Endpoint signing secrets: ``whsec_`` + base64 of 32 random bytes, stored AES-GCM encrypted.
 
-The key is derived (HKDF, ``config.keys``) from ``SECRET_KEY``; the keys in ``SECRET_KEY_FALLBACKS`` still
+The key is derived (HKDF, ``config.core.keys``) from ``SECRET_KEY``; the keys in ``SECRET_KEY_FALLBACKS`` still
 decrypt, so the service key can be rotated the way Django rotates it without losing the endpoints' secrets.
 """
 
 import base64
 import secrets
 
-from config.keys import seal, unseal
+from config.core.keys import seal, unseal
 
 SECRET_PREFIX = "whsec_"
 _PURPOSE = "webhook endpoint signing secret v1"

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from config.api import errors
 from config.api.idempotency import RETENTION_HOURS, carries_secret
-from config.keys import seal, unseal
+from config.core.keys import seal, unseal
 
 from .models import IdempotencyKey
 

@@ -12,7 +12,7 @@ def provision_test_credentials(apps, schema_editor):
     import hashlib
     import secrets
 
-    from config.ids import new_public_id
+    from config.core.ids import new_public_id
 
     Partner = apps.get_model("partners", "Partner")
     PartnerTestCredential = apps.get_model("partners", "PartnerTestCredential")

@@ -18,7 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from config.modes import PartnerMode
+from config.core.modes import PartnerMode
 
 from ..selectors import portal_profile_of_user
 

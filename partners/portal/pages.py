@@ -8,7 +8,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from config.keys import seal, unseal
+from config.core.keys import seal, unseal
 
 from .. import portal_services, services
 from ..forms import PreferencesForm, RotateSecretForm

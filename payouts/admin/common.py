@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 
-from config.admin_permissions import require
+from config.core.admin_permissions import require
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -9,8 +9,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from config.admin_permissions import staff_may
-from config.history_admin import StatusHistoryInline
+from config.core.admin_permissions import staff_may
+from config.core.history_admin import StatusHistoryInline
 
 from ..models import (
     Charge,

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from config.admin_permissions import require, staff_may
+from config.core.admin_permissions import require, staff_may
 from orders.admin import OrderAdmin
 from orders.models import Order
 

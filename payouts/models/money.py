@@ -3,7 +3,7 @@
 from django.db import models
 from django.db.models import Q
 
-from config.statemachine import StatusHistory
+from config.core.statemachine import StatusHistory
 from partners.models import Partner
 
 

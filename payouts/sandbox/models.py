@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from config.ids import new_public_id
+from config.core.ids import new_public_id
 
 
 def new_sandbox_account_id() -> str:

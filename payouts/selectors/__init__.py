@@ -11,7 +11,7 @@ from decimal import Decimal
 from django.db.models import Count, DecimalField, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from config.modes import PartnerMode
+from config.core.modes import PartnerMode
 from orders.models import Order
 from orders.selectors import orders_active
 

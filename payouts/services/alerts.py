@@ -23,7 +23,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from config.publish import publish_after_commit
+from config.core.publish import publish_after_commit
 
 from ..models import Charge, Payout
 

@@ -10,7 +10,7 @@ import logging
 from django.db import transaction
 
 from catalog.models import Event
-from config.publish import publish
+from config.core.publish import publish
 from orders import outbox
 from orders import services as order_services
 from orders.models import Notification, Order

@@ -17,8 +17,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.publish import publish_after_commit
-from config.statemachine import IllegalStateMove, StateMachine
+from config.core.publish import publish_after_commit
+from config.core.statemachine import IllegalStateMove, StateMachine
 from orders.models import Order
 from orders.services import order_transition
 

@@ -11,7 +11,7 @@ from django.db import connections
 from catalog import services
 from catalog.models import Event, EventStatusHistory, Row
 from catalog.services import EVENT_TRANSITIONS, event_cancel, event_save, event_transition
-from config.statemachine import IllegalStateMove
+from config.core.statemachine import IllegalStateMove
 from orders.models import Order
 from orders.services import EVENT_CANCELED_REASON, order_transition
 from tests.orders.conftest import create_order

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 
-from config.scheduler import EmbeddedScheduler, Entry, entries_from_settings
+from config.deploy.scheduler import EmbeddedScheduler, Entry, entries_from_settings
 from orders.models import Order
 from payouts.models import Payout
 from tests.conftest import make_partner
@@ -100,7 +100,7 @@ def test_make_run_moves_a_received_order_to_paid_on_its_own(processes):
             "EMAIL_URL": "consolemail://",
         }
     )
-    url = processes.web(env, config="config/gunicorn_embedded.py")
+    url = processes.web(env, config="config/deploy/gunicorn_embedded.py")
     assert http("GET", url + "/healthz").status == 200
 
     seen = []

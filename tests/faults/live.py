@@ -179,7 +179,7 @@ class Processes:
             [
                 str(BIN / "gunicorn"),
                 "--config",
-                str(ROOT / (config or "config/gunicorn_conf.py")),
+                str(ROOT / (config or "config/deploy/gunicorn_conf.py")),
                 "config.wsgi",
                 "--bind",
                 f"127.0.0.1:{port}",
@@ -214,7 +214,7 @@ class Processes:
         workers: int = 1,
         extra_args: list[str] | tuple[str, ...] = (),
     ) -> str:
-        """The Procfile's web process (``python -m config.serve``): nginx on a free loopback port, with
+        """The Procfile's web process (``python -m config.deploy.serve``): nginx on a free loopback port, with
         its own runtime directory under the test's tmp dir, in front of gunicorn (``workers`` × 4
         threads, plus ``extra_args`` on its command line) on another loopback port. Returns nginx's base
         URL once a request goes through."""
@@ -228,12 +228,12 @@ class Processes:
             "NGINX_WORKERS": "1",
             "WEB_RUNTIME_DIR": str(self.tmp / name),
         }
-        process = self.spawn(name, [sys.executable, "-m", "config.serve", *extra_args], env)
+        process = self.spawn(name, [sys.executable, "-m", "config.deploy.serve", *extra_args], env)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
         while True:
             if process.popen.poll() is not None:
-                raise RuntimeError(f"config.serve exited:\n{process.output()}")
+                raise RuntimeError(f"config.deploy.serve exited:\n{process.output()}")
             with contextlib.suppress(OSError):
                 if http("GET", url + "/healthz", timeout=2).status == 200:
                     return url

@@ -1,10 +1,10 @@
 """A token sent in the query string (``?access_token=…``, in any encoding, or inside the admin's ``next=``)
 never reaches an access log: gunicorn's (with the production settings file, and bare, as
-``gunicorn config.wsgi --access-logfile``), and nginx's in front of it (``python -m config.serve``)."""
+``gunicorn config.wsgi --access-logfile``), and nginx's in front of it (``python -m config.deploy.serve``)."""
 
 import pytest
 
-from config.redaction import redact
+from config.deploy.redaction import redact
 
 from .live import BIN, free_port, http, production_env, wait_for
 
@@ -98,7 +98,7 @@ def test_bare_gunicorn_access_log_carries_no_token(processes, tmp_path):
 
 def test_nginx_and_gunicorn_behind_it_log_no_token(processes, tmp_path):
     """The Procfile's web process, with gunicorn's access log in a file of its own (``python -m
-    config.serve --access-logfile FILE``); nginx writes its lines to the process's output."""
+    config.deploy.serve --access-logfile FILE``); nginx writes its lines to the process's output."""
     access_log = tmp_path / "gunicorn-access.log"
     env = production_env()
     url = processes.proxied_web(env, extra_args=["--access-logfile", str(access_log)])

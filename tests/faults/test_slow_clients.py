@@ -1,4 +1,4 @@
-"""Slow clients behind nginx (the Procfile's web process: python -m config.serve): 40 connections
+"""Slow clients behind nginx (the Procfile's web process: python -m config.deploy.serve): 40 connections
 trickling a body one byte every 2 s do not stop normal requests; nginx's own refusals are envelopes."""
 
 import contextlib
@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from config import nginx
 from config.api.middleware import body_limit
+from config.deploy import nginx
 
 from .live import http, production_env
 

@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connections
 
-from config.statemachine import IllegalStateMove
+from config.core.statemachine import IllegalStateMove
 from orders.models import Order
 from orders.services import CANCELABLE, LEGAL_TRANSITIONS, order_cancel
 from payouts.models import Charge, Payout, PayoutStatusHistory, RefundStatusHistory

@@ -1,12 +1,12 @@
-"""gunicorn settings of the production shape (``gunicorn -c config/gunicorn_conf.py config.wsgi``).
+"""gunicorn settings of the production shape (``gunicorn -c config/deploy/gunicorn_conf.py config.wsgi``).
 
-The bind address, workers and threads come from the command line (Procfile, config/serve.py); this file
+The bind address, workers and threads come from the command line (Procfile, config/deploy/serve.py); this file
 holds what every deployment shares: the access log, which never writes a credential, and the limits.
 """
 
 from gunicorn.glogging import Logger
 
-from config.redaction import redact
+from config.deploy.redaction import redact
 
 accesslog = "-"
 # The combined format plus the request id the API answers with (X-Request-ID), so a partner's request

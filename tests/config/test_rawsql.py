@@ -1,4 +1,4 @@
-"""``config.fastsql.Select``: plain SQL that answers what the ORM would, on PostgreSQL and on SQLite (this
+"""``config.core.rawsql.Select``: plain SQL that answers what the ORM would, on PostgreSQL and on SQLite (this
 module runs in both passes of `make test`)."""
 
 from datetime import UTC, datetime, timedelta
@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog.models import Event, Row, Section
-from config import fastsql
+from config.core import rawsql
 from quotes import services as quote_services
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 
@@ -24,7 +24,7 @@ COLUMNS = [
     Row._meta.get_field("restrictions"),
     Row._meta.get_field("available_quantity"),
 ]
-SELECT = fastsql.Select(
+SELECT = rawsql.Select(
     f"""
     SELECT e.starts_at, e.event_date, e.canceled_at, s.general_admission, r.offer_price, r.restrictions,
            r.available_quantity

@@ -3,7 +3,7 @@
 kombu's Redis channel builds a new ``redis.Redis`` for every message it publishes (``conn_or_acquire``
 without a client), and redis-py's constructor fills its table of response callbacks each time: most of
 the CPU of a publish that is otherwise one LPUSH. The client is safe to keep (it borrows a connection
-from the channel's pool per command), so each channel makes one and reuses it (as config/cache.py does
+from the channel's pool per command), so each channel makes one and reuses it (as config/deploy/cache.py does
 for the cache). ``CELERY_BROKER_TRANSPORT`` names this transport whenever the broker is Redis.
 """
 

@@ -1,6 +1,6 @@
 """The ``web`` process of the production shape: nginx on ``$PORT`` in front of gunicorn on loopback.
 
-``python -m config.serve`` (the Procfile's ``web``) renders the nginx configuration (config/nginx) into a
+``python -m config.deploy.serve`` (the Procfile's ``web``) renders the nginx configuration (config/deploy/nginx) into a
 runtime directory, starts gunicorn bound to 127.0.0.1 (so only this machine reaches it; a loopback port
 rather than a unix socket, which nginx's unprivileged workers could not reach inside a private directory),
 waits until it answers, then starts nginx. If either exits, the other is stopped and the exit status passed on; SIGTERM
@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from config import nginx
+from config.deploy import nginx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -39,7 +39,7 @@ def gunicorn_command(upstream: str, *, workers: str, threads: str, extra: list[s
     return [
         str(Path(sys.executable).with_name("gunicorn")),
         "--config",
-        str(ROOT / "config" / "gunicorn_conf.py"),
+        str(ROOT / "config" / "deploy" / "gunicorn_conf.py"),
         "config.wsgi",
         "--bind",
         upstream,

@@ -1,4 +1,4 @@
-"""The admin's read-only table of a status history (``config.statemachine.StatusHistory`` rows)."""
+"""The admin's read-only table of a status history (``config.core.statemachine.StatusHistory`` rows)."""
 
 from collections.abc import Iterable
 

@@ -1,4 +1,4 @@
-"""``python -m config.check_services``: fail loudly when PostgreSQL or Redis is not answering."""
+"""``python -m config.deploy.check_services``: fail loudly when PostgreSQL or Redis is not answering."""
 
 import os
 import sys
