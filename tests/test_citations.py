@@ -207,9 +207,8 @@ def broken_links(document: Path, root: Path = ROOT) -> list[str]:
         path, _, anchor = target.partition("#")
         linked = (document.parent / path).resolve() if path else document
         where = f"{document.relative_to(root)}:{number}: {target}"
-        if not linked.is_file() or not linked.is_relative_to(root):
-            broken.append(where)
-        elif anchor and (linked.suffix != ".md" or anchor not in anchors(linked)):
+        missing_file = not linked.is_file() or not linked.is_relative_to(root)
+        if missing_file or (anchor and (linked.suffix != ".md" or anchor not in anchors(linked))):
             broken.append(where)
     return broken
 

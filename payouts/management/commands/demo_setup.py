@@ -59,9 +59,7 @@ class Command(BaseCommand):
                 f"client_secret {issued.test_client_secret}"
             )
             out("")
-            out(
-                "The walk-through (README.md, docs/partners/integrating.md) in test mode, in another shell:"
-            )
+            out("The walk-through (README.md, docs/partners/integrating.md) in test mode, in another shell:")
             out(f"  export {_exports(base, issued.test_client_id, issued.test_client_secret)}")
             out("The same with the live pair:")
             out(f"  export {_exports(base, issued.client_id, issued.client_secret)}")
