@@ -231,3 +231,28 @@ def test_a_link_to_a_missing_file_or_heading_is_broken(tmp_path):
         "# Top\n[f](missing.md) [g](orders.md#refunds) `[h](in-code.md)`\n"
     )
     assert [b.split(": ", 1)[1] for b in broken_links(guide, tmp_path)] == ["missing.md", "orders.md#refunds"]
+
+
+# A path or dotted module of the code: `orders/services.py`, `payouts.tasks`; never part of a URL (`/v1/orders/…`).
+CODE_NAME = re.compile(
+    r"(?<![/\w.-])(?:" + "|".join(APPS) + r"|bench|manage)(?:/[\w.-]*|\.(?!md\b)[a-z_]\w*)|\b\w+\.py\b"
+)
+
+
+def test_the_partner_guide_names_no_module_or_file_of_the_code():
+    """docs/partners/ is the contract: fields, codes, statuses, URLs and headers, never how the code is laid out."""
+    guide = sorted((ROOT / "docs" / "partners").glob("*.md"))
+    assert len(guide) >= 9
+    named = [
+        f"{page.relative_to(ROOT)}:{number}: {name}"
+        for page in guide
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+        for name in CODE_NAME.findall(line)
+    ]
+    assert named == []
+    assert CODE_NAME.findall(
+        "see `orders.services.order_transition` in payouts/tasks.py, not /v1/orders/x"
+    ) == [
+        "orders.services",
+        "payouts/tasks.py",
+    ]
