@@ -13,7 +13,7 @@ is never served:
 
 Event pages (the list, one event) carry no quantity: a local hit costs no round trip, and a staff edit shows
 at once in the process that made it and within a second elsewhere. Section and row pages carry the
-quantities (README "Catalog › Availability and freshness"): every read of them fetches the two versions
+quantities (docs/partners/catalog-and-quotes.md "Catalog › Availability and freshness"): every read of them fetches the two versions
 from the shared cache in one MGET, together with the page when this process has no copy, so the next read
 after a committed order shows the new figure in every process, while an unchanged event is still served
 from the cache. Quotes and orders never read from here: they decide on the database's current rows.

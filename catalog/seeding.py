@@ -3,7 +3,7 @@
 Each run adds ``events`` new events (bulk inserts in batches, so 100,000 take seconds, not minutes). On a
 database without any event it first adds a hand-made demo catalog: events from 30 days ago to 180 days
 ahead, at least one already past and one starting within 36 hours, reserved and general-admission
-sections, and restrictions on some rows, and the README walk-through's event (``walkthrough_event_ensure``).
+sections, and restrictions on some rows, and the walk-through's event (README "The partner flow") (``walkthrough_event_ensure``).
 """
 
 import random
@@ -311,7 +311,7 @@ def _demo_specs(builder: _Builder, venues: dict[str, Venue], performers: list[Pe
     return specs
 
 
-# The README's walk-through ("The partner flow", "Integrating") searches `q=skyline` and quotes two tickets in
+# The walk-throughs (README "The partner flow", docs/partners/integrating.md "Integrating") search `q=skyline` and quotes two tickets in
 # row B of section "Lower 101". No generated name holds the word, and the event's sections and rows are fixed.
 WALKTHROUGH_SEARCH = "skyline"
 WALKTHROUGH_EVENT_NAME = "The Skyline Sessions: Live"

@@ -44,7 +44,7 @@ def _events_with_performers(performer_pks: list[int]) -> QuerySet:
 
 
 def event_filter(*, filters: dict[str, Any]) -> QuerySet[Event]:
-    """Events matching the list filters (README "Catalog"; all combine with AND).
+    """Events matching the list filters (docs/partners/catalog-and-quotes.md "Catalog"; all combine with AND).
 
     Venue and performer conditions are first resolved to ids on their small tables (at most one query
     each), so the event query gets literal id lists the planner can estimate and index; an AND filter

@@ -1,4 +1,4 @@
-"""Query validation and response shapes of the catalog endpoints (README "Catalog").
+"""Query validation and response shapes of the catalog endpoints (docs/partners/catalog-and-quotes.md "Catalog").
 
 Responses are built by the small ``*_data`` functions (plain dicts, cheap on the hot list path); the
 Serializer classes below describe the same shapes for the OpenAPI schema, and a test holds the two equal.

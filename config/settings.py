@@ -305,7 +305,7 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;
-# notifications are kept this many days (README "Notifications").
+# notifications are kept this many days (docs/partners/notifications-and-webhooks.md "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
@@ -314,7 +314,7 @@ NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # the key is free again after at most this long.
 IDEMPOTENCY_LEASE_SECONDS = env.float("IDEMPOTENCY_LEASE_SECONDS", default=60.0)
 
-# --- Webhooks (README "Notifications › Webhooks") ---------------------------------------------------------
+# --- Webhooks (docs/partners/notifications-and-webhooks.md "Webhooks") ---------------------------------------------------------
 # Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
 # production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)

@@ -243,7 +243,7 @@ class OrderAdmin(admin.ModelAdmin):
             actions.append(("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]), "cancel"))
         return actions
 
-    # --- permissions: each life-cycle action asks for its own (README "Staff permissions") ----------------------
+    # --- permissions: each life-cycle action asks for its own (docs/operations.md "Staff permissions and groups") ----------------------
     def has_cancel_order_permission(self, request: HttpRequest, obj: Order | None = None) -> bool:
         return staff_may(request, "orders.cancel_order")
 

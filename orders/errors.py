@@ -22,7 +22,7 @@ from config.core.statemachine import IllegalStateMove
 
 
 class IllegalTransition(IllegalStateMove):
-    """``order_transition`` refused a move the life cycle does not allow (README "Orders › Life cycle").
+    """``order_transition`` refused a move the life cycle does not allow (docs/partners/orders.md "Life cycle").
 
     Not an API error by itself: each caller says what it means for them (the cancel endpoint answers
     409 ORDER_NOT_CANCELABLE, the admin shows a message, a task logs and moves on).

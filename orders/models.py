@@ -43,12 +43,12 @@ class Order(models.Model):
         EXPIRED = "expired", "Expired"
         CANCELED = "canceled", "Canceled"
 
-    # The life cycle's groups of statuses, named once (README "Orders › Life cycle"); everything that filters
+    # The life cycle's groups of statuses, named once (docs/partners/orders.md "Life cycle"); everything that filters
     # or reasons on "open", "settled" or the payout path uses these.
     # Not yet charged or not yet delivered: a partner or a canceled event may still cancel it.
     OPEN_STATUSES = (Status.ACCEPTED, Status.AWAITING_TRANSFER)
     # Nothing more happens to it: a payment method can be replaced without billing problems
-    # (README "Partner portal, payment platform and payouts").
+    # (docs/partners/portal.md "Portal, payments and payouts").
     SETTLED_STATUSES = (Status.PAID, Status.CANCELED, Status.EXPIRED)
     # The part of the life cycle that the payout drives, in order.
     PAYOUT_PATH = (Status.TICKET_RECEIVED, Status.PAYOUT_IN_PROCESS, Status.SCHEDULED, Status.PAID)
@@ -60,7 +60,7 @@ class Order(models.Model):
 
     order_id = models.CharField("order id", max_length=32, unique=True, default=new_order_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="orders")
-    # A test-mode order (README "Test mode") takes no quantity, is charged on the sandbox, e-mails the
+    # A test-mode order (docs/partners/test-mode.md "Test mode") takes no quantity, is charged on the sandbox, e-mails the
     # partner instead of the seller and is never paid out; staff figures count live orders only.
     livemode = models.BooleanField(default=True)
     # One order per quote, enforced by the database (the unique index of the one-to-one).
@@ -70,7 +70,7 @@ class Order(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACCEPTED)
     status_changed_at = models.DateTimeField(default=timezone.now)
 
-    # Snapshot of the quote: ``quotes[]`` of the order (README "Orders › Contract choices").
+    # Snapshot of the quote: ``quotes[]`` of the order (docs/partners/orders.md "Contract choices").
     quote_token = models.CharField(
         max_length=128, help_text="The encrypted quote_id the partner sent, echoed in quotes[].quote_id."
     )

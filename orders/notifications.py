@@ -11,7 +11,7 @@ TEST_SUBJECT_PREFIX = "[TEST] "
 
 def seller_recipient(order: Order) -> str:
     """seller_email, else the quote's ``user_metadata.email``, else the partner's contact e-mail
-    (README "Orders › Confirmation, and what happens when the broker or the database fails").
+    (docs/partners/orders.md "Confirmation, and what happens when the broker or the database fails").
 
     A test-mode order never e-mails the seller: its messages go to the partner's contact e-mail."""
     if not order.livemode:
@@ -73,7 +73,7 @@ def _send(
 
 
 def send_order_confirmation(*, order: Order, to: str, connection=None) -> None:
-    """The seller's confirmation (README "Orders › Confirmation, and what happens when the broker or the database fails"): event details, what to deliver, how, by when, and where.
+    """The seller's confirmation (docs/partners/orders.md "Confirmation, and what happens when the broker or the database fails"): event details, what to deliver, how, by when, and where.
 
     ``connection``: an already opened mail connection (the sender opens it before the hand-over)."""
     subject = f"Your tickets for {order.event.name}: order {order.order_id} confirmed"

@@ -1,6 +1,6 @@
 """The notification outbox: every order change a partner cares about, written in the change's transaction.
 
-``order_notification_record`` renders the notification (README "Notifications")
+``order_notification_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
 and inserts it in the caller's transaction, so there is no change without its notification and no
 notification without its change. After commit ``notification_dispatch`` publishes one delivery task per
 subscriber of ``orders.events`` (so one failing subscriber never re-runs another) and marks the row
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 T = Notification.Type
 
-# The transition's machine reason, as ``data.reason`` of ``order.status_changed`` (README "Notifications").
+# The transition's machine reason, as ``data.reason`` of ``order.status_changed`` (docs/partners/notifications-and-webhooks.md "Notifications").
 REASON_CARD_DECLINED = "card_declined"
 REASON_CANCELED_BY_PARTNER = "canceled_by_partner"
 REASON_CANCELED_BY_STAFF = "canceled_by_staff"

@@ -1,4 +1,4 @@
-"""Input validation and output shapes of the orders API (README "Orders")."""
+"""Input validation and output shapes of the orders API (docs/partners/orders.md "Orders")."""
 
 import threading
 from datetime import UTC, date, datetime, time, timedelta
@@ -40,7 +40,7 @@ class FormBooleanField(serializers.Field):
 
 
 class UploadField(serializers.FileField):
-    """Any uploaded file: emptiness, size and content are judged by the order rules, in their order (README "Orders › Ticket PDFs")."""
+    """Any uploaded file: emptiness, size and content are judged by the order rules, in their order (docs/partners/orders.md "Ticket PDFs")."""
 
     def to_internal_value(self, data):
         if not (hasattr(data, "read") and hasattr(data, "size") and hasattr(data, "name")):
@@ -90,7 +90,7 @@ class OrderCreateSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs):
-        # The 400s after the field checks, in the order of README "Orders". A partial run only
+        # The 400s after the field checks, in the order of docs/partners/orders.md "Orders". A partial run only
         # checks the fields that arrived before an oversized upload stopped the parser.
         if self.partial:
             return attrs
@@ -285,7 +285,7 @@ class OrderStatusChangeSerializer(serializers.Serializer):
 
 class OrderDetailSerializer(OrderSerializer):
     # The single order (GET, cancel, notifications) says when its status last changed, so a receiver of
-    # notifications delivered out of order can drop a stale one (README "Notifications › Webhooks").
+    # notifications delivered out of order can drop a stale one (docs/partners/notifications-and-webhooks.md "Webhooks").
     status_changed_at = serializers.DateTimeField(
         help_text="When the status last changed (creation included)."
     )

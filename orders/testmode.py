@@ -1,4 +1,4 @@
-"""Test mode's order simulator: ``POST /v1/test/orders/{order_id}/advance`` (README "Test mode").
+"""Test mode's order simulator: ``POST /v1/test/orders/{order_id}/advance`` (docs/partners/test-mode.md "Test mode").
 
 A test order is moved along its legal path one step at a time, every step through ``order_transition`` (so
 each writes its history row and its ``order.status_changed`` notification, and reaches webhooks like a live

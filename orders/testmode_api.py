@@ -1,5 +1,5 @@
 """``POST /v1/test/orders/{order_id}/advance``: move a test-mode order along its life cycle
-(README "Test mode")."""
+(docs/partners/test-mode.md "Test mode")."""
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers

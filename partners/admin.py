@@ -179,7 +179,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         ]
         return custom + self.credential_urls() + self.test_credential_urls() + super().get_urls()
 
-    # --- permissions: each staff action asks for its own (README "Staff permissions") --------------------------
+    # --- permissions: each staff action asks for its own (docs/operations.md "Staff permissions and groups") --------------------------
     def has_rotate_credentials_permission(self, request: HttpRequest, obj: Partner | None = None) -> bool:
         return staff_may(request, "partners.rotate_credentials")
 

@@ -1,4 +1,4 @@
-"""The partner admin's part of test mode (README "Test mode"): the test-mode pair shown next to the live
+"""The partner admin's part of test mode (docs/partners/test-mode.md "Test mode"): the test-mode pair shown next to the live
 one, and its own rotation (the new secret is shown once, like the live one's)."""
 
 from __future__ import annotations

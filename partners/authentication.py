@@ -32,7 +32,7 @@ class PartnerPrincipal:
     partner_id: str
     session_id: str
     scopes: frozenset[str]
-    # The mode of the credentials the token was issued for (README "Test mode"): every quote, order,
+    # The mode of the credentials the token was issued for (docs/partners/test-mode.md "Test mode"): every quote, order,
     # notification and webhook endpoint the request reads or writes belongs to this mode.
     livemode: bool = True
     # The session's state as authentication read it (carries the partner's payment readiness).
@@ -132,7 +132,7 @@ class TestModeOnly(BasePermission):
 
 
 class HasRequiredScope(BasePermission):
-    """A valid token, carrying the view's ``required_scope`` (README "API conventions › Authentication")."""
+    """A valid token, carrying the view's ``required_scope`` (docs/partners/authentication.md "Authentication")."""
 
     def has_permission(self, request, view) -> bool:
         principal = request.user
@@ -145,8 +145,8 @@ class HasRequiredScope(BasePermission):
 
 
 class PayoutConfigured(BasePermission):
-    """Quotes and orders need a payout method and a credit card on file (README "Quotes"). In test mode the
-    sandbox test methods every partner has meet it (README "Test mode")."""
+    """Quotes and orders need a payout method and a credit card on file (docs/partners/catalog-and-quotes.md "Quotes"). In test mode the
+    sandbox test methods every partner has meet it (docs/partners/test-mode.md "Test mode")."""
 
     def has_permission(self, request, view) -> bool:
         principal = request.user

@@ -54,7 +54,7 @@ class Partner(models.Model):
 
     class Meta:
         ordering = ["name"]
-        # Staff actions that go beyond editing the record (README "Staff permissions").
+        # Staff actions that go beyond editing the record (docs/operations.md "Staff permissions and groups").
         permissions = [
             ("rotate_credentials", "Can rotate a partner's API credentials and see the new secret once"),
             ("suspend_partner", "Can suspend and reactivate a partner"),
@@ -96,7 +96,7 @@ class PartnerCredential(ClientCredential):
 
 class PartnerTestCredential(ClientCredential):
     """The partner's test-mode client credentials (``cli_test_…`` / ``sec_test_…``): their tokens see and
-    make test-mode objects only (README "Test mode")."""
+    make test-mode objects only (docs/partners/test-mode.md "Test mode")."""
 
     livemode = False
 
@@ -110,7 +110,7 @@ class TokenSession(models.Model):
     session_id = models.CharField(max_length=40, unique=True, default=new_session_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="token_sessions")
     scope = models.CharField(max_length=200)
-    # The mode of the credentials the token was issued for (README "Test mode").
+    # The mode of the credentials the token was issued for (docs/partners/test-mode.md "Test mode").
     livemode = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()

@@ -315,7 +315,7 @@ def credential_for_token(*, client_id: str) -> CredentialCheck | None:
 # its reverse relations, so the permission every quote and order runs needs no import of payouts.
 @dataclass(frozen=True)
 class PaymentReadiness:
-    """What a partner still has to set up before quotes and orders are accepted (README "Quotes")."""
+    """What a partner still has to set up before quotes and orders are accepted (docs/partners/catalog-and-quotes.md "Quotes")."""
 
     missing: list[str] = field(default_factory=list)
 

@@ -51,7 +51,7 @@ class IssuedCredentials:
     client_id: str
     client_secret: str  # shown once; never stored
     livemode: bool = True
-    # The test-mode pair, issued with the live one at provisioning (README "Test mode").
+    # The test-mode pair, issued with the live one at provisioning (docs/partners/test-mode.md "Test mode").
     test_client_id: str | None = None
     test_client_secret: str | None = None
 
@@ -194,7 +194,7 @@ def partner_reactivate(*, partner: Partner) -> Partner:
 
 
 def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = None) -> IssuedToken:
-    """README "API conventions › Authentication": validate credentials, check the account status, create a session, sign a token."""
+    """docs/partners/authentication.md "Authentication": validate credentials, check the account status, create a session, sign a token."""
     credential = credential_for_token(client_id=client_id)
     expected = credential.secret_digest if credential else _DUMMY_DIGEST
     if not hmac.compare_digest(expected, _digest(client_secret)) or credential is None:

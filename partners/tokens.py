@@ -27,7 +27,7 @@ class TokenClaims:
     session_id: str
     expires_at: int
     scopes: frozenset[str]
-    # False for a token issued from test-mode credentials (README "Test mode").
+    # False for a token issued from test-mode credentials (docs/partners/test-mode.md "Test mode").
     livemode: bool = True
 
 

@@ -32,7 +32,7 @@ class AuthorizationFailed(PlatformError):
 
 
 class ReplaceNeedsConfirmation(PaymentError):
-    """README "Partner portal, payment platform and payouts": replacing a payment method while orders are active needs an explicit confirmation."""
+    """docs/partners/portal.md "Portal, payments and payouts": replacing a payment method while orders are active needs an explicit confirmation."""
 
     message = (
         "Updating or replacing a payment method while orders are active may cause billing problems. "

@@ -8,7 +8,7 @@ from .models import Payout
 
 
 class ReplaceConfirmForm(forms.Form):
-    """README "Partner portal, payment platform and payouts": an explicit confirmation before replacing a payment method while orders are active."""
+    """docs/partners/portal.md "Portal, payments and payouts": an explicit confirmation before replacing a payment method while orders are active."""
 
     confirm_replace = forms.BooleanField(
         required=False,

@@ -34,7 +34,7 @@ def sweep_unconfirmed_orders() -> int:
 
 @shared_task(name="payouts.tasks.progress_payouts", ignore_result=True)
 def progress_payouts() -> dict:
-    """Beat: ``ticket_received`` → ``payout_in_process`` → ``scheduled`` → ``paid`` (README "Charges and payouts"),
+    """Beat: ``ticket_received`` → ``payout_in_process`` → ``scheduled`` → ``paid`` (docs/partners/portal.md "Charges and payouts"),
     then the refunds of canceled orders that the refund task did not finish."""
     summary = asdict(progression.payouts_progress())
     summary["refunds"] = asdict(refunds.refunds_sweep())

@@ -20,7 +20,7 @@ class Quote(models.Model):
         EXPIRED = "expired", "Expired"
 
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="quotes")
-    # Test-mode quotes come from test-mode tokens and can only be ordered by them (README "Test mode").
+    # Test-mode quotes come from test-mode tokens and can only be ordered by them (docs/partners/test-mode.md "Test mode").
     livemode = models.BooleanField(default=True)
     event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="quotes")
     section = models.ForeignKey(Section, on_delete=models.PROTECT, related_name="quotes")

@@ -12,8 +12,8 @@ from .models import Quote
 def quote_get_for_partner(*, quote_id: str, principal: Principal) -> Quote:
     """The quote behind an encrypted id, if it is the caller's.
 
-    An id that does not decrypt, names no quote, or names a quote of the other mode (README "Test mode")
-    is QUOTE_NOT_FOUND; another partner's quote of the same mode is FORBIDDEN (README "Quotes").
+    An id that does not decrypt, names no quote, or names a quote of the other mode (docs/partners/test-mode.md "Test mode")
+    is QUOTE_NOT_FOUND; another partner's quote of the same mode is FORBIDDEN (docs/partners/catalog-and-quotes.md "Quotes").
     """
     pk = decode_quote_id(quote_id)
     quote = None

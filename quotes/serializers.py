@@ -1,4 +1,4 @@
-"""Input validation and response shapes of the quote endpoints (README "Quotes")."""
+"""Input validation and response shapes of the quote endpoints (docs/partners/catalog-and-quotes.md "Quotes")."""
 
 from datetime import UTC
 from decimal import Decimal
@@ -48,7 +48,7 @@ class QuoteCreateSerializer(serializers.Serializer):
 
 
 def exp_dt(value) -> str:
-    """The shape of `exp_dt` (README "API conventions"): UTC, six fractional digits, no zone designator."""
+    """The shape of `exp_dt` (docs/partners/conventions.md "API conventions"): UTC, six fractional digits, no zone designator."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
 
 

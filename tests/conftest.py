@@ -1,4 +1,4 @@
-"""Shared fixtures: ``api_client``, ``partner``, ``auth_client`` and friends (STYLE.md: Tests)."""
+"""Shared fixtures: ``api_client``, ``partner``, ``auth_client`` and friends (docs/development.md "Tests and markers")."""
 
 import os
 from dataclasses import dataclass

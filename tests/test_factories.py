@@ -1,4 +1,4 @@
-"""The test data has one factory per model, in the factories module of the model's app (STYLE.md: Tests)."""
+"""The test data has one factory per model, in the factories module of the model's app (docs/development.md "Tests and markers")."""
 
 import ast
 from pathlib import Path

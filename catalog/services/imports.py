@@ -2,7 +2,7 @@
 
 A line for a row that already exists updates its description and prices but never its quantity: orders
 may have taken tickets from the row since its quantity was last set, and writing the file's figure over it
-would put sold tickets back on sale (README "Catalog › Availability and freshness"). A new row starts with
+would put sold tickets back on sale (docs/partners/catalog-and-quotes.md "Catalog › Availability and freshness"). A new row starts with
 the file's quantity; an existing row's quantity changes through orders and staff adjustments only. Lines
 whose quantity differs from the row's current one are counted in ``rows_quantity_kept``.
 """

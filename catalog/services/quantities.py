@@ -1,5 +1,5 @@
 """The one writer of a row's ``available_quantity`` once the row exists
-(README "Catalog › Availability and freshness").
+(docs/partners/catalog-and-quotes.md "Catalog › Availability and freshness").
 
 Every change is relative (an ``F()`` update computed by the database), so no writer ever puts back a figure
 it read earlier: an order taken between a staff member opening a page and saving it stays taken. Each change

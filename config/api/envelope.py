@@ -1,4 +1,4 @@
-"""The response envelope (README "API conventions"): ``{success, data | error, meta: {request_id, timestamp}}``."""
+"""The response envelope (docs/partners/conventions.md "API conventions"): ``{success, data | error, meta: {request_id, timestamp}}``."""
 
 from datetime import UTC
 from typing import Any
@@ -12,7 +12,7 @@ from .errors import ApiError
 
 
 def utc_iso(value) -> str:
-    """UTC ISO 8601 with a ``Z``, whole seconds (README "API conventions")."""
+    """UTC ISO 8601 with a ``Z``, whole seconds (docs/partners/conventions.md "API conventions")."""
     # isoformat, not strftime: glibc's %Y drops the leading zeros of years before 1000.
     return value.astimezone(UTC).replace(microsecond=0, tzinfo=None).isoformat() + "Z"
 
@@ -34,7 +34,7 @@ def error_body(error: ApiError, request: HttpRequest | None = None) -> dict[str,
 
 
 def error_headers(error: ApiError) -> dict[str, str]:
-    """The error's headers; every 401 names the Bearer scheme (RFC 6750, README "API conventions › Authentication")."""
+    """The error's headers; every 401 names the Bearer scheme (RFC 6750, docs/partners/authentication.md "Authentication")."""
     headers = dict(error.headers)
     if error.status == 401 and not any(name.lower() == "www-authenticate" for name in headers):
         headers["WWW-Authenticate"] = 'Bearer realm="partner-api"'

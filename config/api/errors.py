@@ -1,6 +1,6 @@
 """The one catalogue of error codes the partner API sends, each with its HTTP status.
 
-The table of README "Error codes" first, then its documented additions. Views never build error
+The table of docs/partners/errors.md "Error codes" first, then its documented additions. Views never build error
 responses: they raise one of these and ``config.api.exceptions.exception_handler`` renders the envelope.
 """
 
@@ -27,7 +27,7 @@ class ApiError(Exception):
         super().__init__(self.message)
 
 
-# --- the table of README "Error codes" ----------------------------------------------------------------------
+# --- the table of docs/partners/errors.md "Error codes" ----------------------------------------------------------------------
 class InvalidCredentials(ApiError):
     code, status, message = "INVALID_CREDENTIALS", 401, "client_id or client_secret is wrong."
 
@@ -178,7 +178,7 @@ class IdempotencyKeyInUse(ApiError):
     message = "A request with this Idempotency-Key is still running; retry after the Retry-After seconds."
 
     def __init__(self, message: str | None = None, **kwargs: Any) -> None:
-        # README "Retries and Idempotency-Key": the first request is usually done within a second.
+        # docs/partners/idempotency.md "Retries and Idempotency-Key": the first request is usually done within a second.
         kwargs.setdefault("headers", {"Retry-After": "1"})
         super().__init__(message, **kwargs)
 

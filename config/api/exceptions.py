@@ -1,4 +1,4 @@
-"""One handler turns every exception raised inside a DRF view into the envelope (README "API conventions")."""
+"""One handler turns every exception raised inside a DRF view into the envelope (docs/partners/conventions.md "API conventions")."""
 
 import logging
 from typing import Any
@@ -121,7 +121,7 @@ def as_api_error(exc: Exception, context: dict[str, Any] | None = None) -> error
     if isinstance(exc, RequestDataTooBig):
         return errors.PayloadTooLarge()
     if isinstance(exc, TooManyFieldsSent):
-        # 413 is for a body over the size limit only; too many small fields is a 400 (README "API conventions", body limits).
+        # 413 is for a body over the size limit only; too many small fields is a 400 (docs/partners/conventions.md "API conventions", body limits).
         request = (context or {}).get("request")
         query = getattr(request, "META", {}).get("QUERY_STRING", "")
         field = "query" if query.count("&") + 1 > settings.DATA_UPLOAD_MAX_NUMBER_FIELDS else "body"

@@ -1,4 +1,4 @@
-"""What every endpoint shares for ``Idempotency-Key`` (README "Retries and Idempotency-Key"): the header's syntax,
+"""What every endpoint shares for ``Idempotency-Key`` (docs/partners/idempotency.md "Retries and Idempotency-Key"): the header's syntax,
 the request fingerprint, the outcomes that are kept, and the replay.
 
 The records and the claim live in ``partners.idempotency`` (keys are scoped to a partner); this module knows

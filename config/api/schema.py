@@ -208,7 +208,7 @@ IDEMPOTENCY_KEY_PARAMETER = {
     "in": "header",
     "required": False,
     "description": (
-        'Makes a retry safe (see "Retries and Idempotency-Key" in the README). 1-255 printable ASCII characters; a '
+        'Makes a retry safe (see "Retries and Idempotency-Key" in the partner guide, docs/partners/idempotency.md). 1-255 printable ASCII characters; a '
         'Structured-Field string `"…"` is unquoted first. Scoped to your partner account and mode, kept 24 '
         "hours. The same key with the same method, path and body replays the first answer (2xx, 403, 404, 409, "
         "422) with `Idempotent-Replayed: true` and runs nothing again; a 400, 401, 429 or 5xx is not kept, so a "

@@ -1,4 +1,4 @@
-"""Live and test mode (README "Test mode"): one flag every query of a partner's objects filters on.
+"""Live and test mode (docs/partners/test-mode.md "Test mode"): one flag every query of a partner's objects filters on.
 
 Quotes, orders, notifications and webhook endpoints each carry ``livemode``. Their managers are
 ``ModeScopedQuerySet``: ``for_principal(principal)`` keeps the caller's partner *and* the mode of the caller's
@@ -40,7 +40,7 @@ class ModeScopedQuerySet(models.QuerySet):
 
 
 class ModeFilter(admin.SimpleListFilter):
-    """Staff views show live data unless test data is asked for (README "Test mode")."""
+    """Staff views show live data unless test data is asked for (docs/partners/test-mode.md "Test mode")."""
 
     title = "mode"
     parameter_name = "mode"

@@ -2,7 +2,7 @@
 ``orders.services.confirmation``).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
-apps that react to order events all go through it (README "Orders › Life cycle"). Creation and every
+apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
 transition write their notification (``orders.outbox``) in the same transaction.
 """
 
@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 
 S = Order.Status
 
-# README "Orders › Life cycle": every legal move. Anything else is refused.
+# docs/partners/orders.md "Life cycle": every legal move. Anything else is refused.
 LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
     S.ACCEPTED: frozenset({S.AWAITING_TRANSFER, S.CANCELED}),
     S.AWAITING_TRANSFER: frozenset({S.TICKET_RECEIVED, S.CANCELED, S.EXPIRED}),
@@ -79,12 +79,12 @@ def order_create(
     partner_reference: str = "",
     livemode: bool = True,
 ) -> Order:
-    """Turn the partner's quote into an order, once (check order of README "Orders").
+    """Turn the partner's quote into an order, once (check order of docs/partners/orders.md "Orders").
 
     Consuming the quote, taking the quantity off the row and inserting the order are one transaction, each
     decided by the database, so concurrent requests can neither reuse a quote nor oversell a row. The order
     has the mode of the token (``livemode``); a quote of the other mode is QUOTE_NOT_FOUND, and a test-mode
-    order takes no quantity off the row (README "Test mode").
+    order takes no quantity off the row (docs/partners/test-mode.md "Test mode").
     """
     quote_pk = decode_quote_id(quote_id)
     # A slice without ORDER BY (the models' default orderings would add one) on the order's first query.
@@ -101,7 +101,7 @@ def order_create(
     if quote.partner_id != partner_pk:
         raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
     now = timezone.now()
-    # README "Orders › Contract choices": a consumed quote answers QUOTE_ALREADY_CONSUMED even once its TTL is over.
+    # docs/partners/orders.md "Contract choices": a consumed quote answers QUOTE_ALREADY_CONSUMED even once its TTL is over.
     if quote.consumed_at is not None:
         raise errors.QuoteAlreadyConsumed(details={"quote_id": quote_id})
     if quote.expires_at <= now:

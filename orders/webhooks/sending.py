@@ -5,7 +5,7 @@ delivery), sent without any transaction open (the partner's server may take the 
 recorded under the lock again. ``next_attempt_at`` on the delivery is the truth: a claim pushes it past the
 attempt's lease, so a worker that dies mid-send is retried by the sweep once the lease has run out.
 
-Isolation (README "Notifications › Webhooks"): the sender ends every attempt 15 s after its connect
+Isolation (docs/partners/notifications-and-webhooks.md "Webhooks"): the sender ends every attempt 15 s after its connect
 (``transport``); a claim is refused while the same delivery has an attempt in flight, and deferred (not an
 attempt) while its endpoint has 2 in flight, its partner 4, or the endpoint is backing off after timeouts in
 a row. Endpoints whose last attempt timed out are served on the slow lane (``send_delivery_slow``).
@@ -38,7 +38,7 @@ from .transport import clean_text, text_of
 
 logger = logging.getLogger(__name__)
 
-# Delay before attempt n + 1 after attempt n failed (README "Notifications › Webhooks"): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
+# Delay before attempt n + 1 after attempt n failed (docs/partners/notifications-and-webhooks.md "Webhooks"): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
 # 20 h, 24 h; then the delivery has failed. Ten attempts in all.
 RETRY_DELAYS_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
 MAX_ATTEMPTS = len(RETRY_DELAYS_SECONDS) + 1
@@ -52,7 +52,7 @@ ERROR_MAX_CHARS = 500
 USER_AGENT = "TicketBuyBack-Webhooks/1.0"
 
 
-# Isolation (README "Notifications › Webhooks"): at most this many attempts in flight per endpoint, and an
+# Isolation (docs/partners/notifications-and-webhooks.md "Webhooks"): at most this many attempts in flight per endpoint, and an
 # endpoint whose attempts keep timing out is left alone for a while (BACKOFF), its attempts deferred rather
 # than holding workers.
 ENDPOINT_MAX_IN_FLIGHT = 2

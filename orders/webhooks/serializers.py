@@ -1,4 +1,4 @@
-"""Input validation and output shapes of ``/v1/webhook_endpoints`` (README "Notifications › Webhooks")."""
+"""Input validation and output shapes of ``/v1/webhook_endpoints`` (docs/partners/notifications-and-webhooks.md "Webhooks")."""
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers

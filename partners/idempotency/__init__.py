@@ -1,1 +1,1 @@
-"""``Idempotency-Key`` on the partner API's POSTs: the stored keys, their claim and replay (README "Retries and Idempotency-Key")."""
+"""``Idempotency-Key`` on the partner API's POSTs: the stored keys, their claim and replay (docs/partners/idempotency.md "Retries and Idempotency-Key")."""

@@ -1,4 +1,4 @@
-"""Claiming, finishing, releasing and purging idempotency keys (README "Retries and Idempotency-Key").
+"""Claiming, finishing, releasing and purging idempotency keys (docs/partners/idempotency.md "Retries and Idempotency-Key").
 
 Who runs is decided by the database: the INSERT of the key row, arbitrated by its unique constraint, or a
 conditional UPDATE on the holder's ``claim_token`` when an expired record or a lapsed lease is taken over.

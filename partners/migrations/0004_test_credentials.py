@@ -1,4 +1,4 @@
-# Test-mode credentials (README "Test mode") and the mode of each token session.
+# Test-mode credentials (docs/partners/test-mode.md "Test mode") and the mode of each token session.
 
 import django.db.models.deletion
 import partners.models

@@ -1,4 +1,4 @@
-"""The portal's Test/Live switch (README "Test mode"): kept in the session of the signed-in user.
+"""The portal's Test/Live switch (docs/partners/test-mode.md "Test mode"): kept in the session of the signed-in user.
 
 In test mode the orders pages and Settings · Webhooks show test-mode objects only (those made with the
 test-mode credentials), under a coloured banner; payouts and statements are money and stay live.

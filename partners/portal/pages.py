@@ -25,7 +25,7 @@ _SESSION_SEAL = "portal client secret shown once v1"
 @require_http_methods(["GET", "POST"])
 def api_credentials(request: HttpRequest) -> HttpResponse:
     partner = request.partner
-    # Two forms, one per pair: the test pair's fields carry the prefix "test" (README "Test mode").
+    # Two forms, one per pair: the test pair's fields carry the prefix "test" (docs/partners/test-mode.md "Test mode").
     rotating_test = request.method == "POST" and "test-password" in request.POST
     data = request.POST if request.method == "POST" else None
     form = RotateSecretForm(None if rotating_test else data, user=request.user)

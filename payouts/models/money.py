@@ -8,7 +8,7 @@ from partners.models import Partner
 
 
 class Charge(models.Model):
-    """The one charge of the partner's card for an order (README "Orders › Life cycle"), and its
+    """The one charge of the partner's card for an order (docs/partners/orders.md "Life cycle"), and its
     refund when the order is canceled after the charge succeeded.
 
     Refund: ``none`` → ``pending`` (owed: the order was canceled; or the platform has not finished) →

@@ -1,4 +1,4 @@
-"""The charge of the partner's card for an order (README "Charges and payouts")."""
+"""The charge of the partner's card for an order (docs/partners/portal.md "Charges and payouts")."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ CURRENCY = "USD"
 
 
 def charge_for_order(*, order) -> Charge:
-    """Charge the partner's card on file for ``order.total_price`` (README "Orders › Life cycle").
+    """Charge the partner's card on file for ``order.total_price`` (docs/partners/orders.md "Life cycle").
 
     Idempotent per order: the Charge row is unique per order and the platform call uses the order id as its
     idempotency key, so a repeat returns the existing charge and never charges twice. A declined card gives

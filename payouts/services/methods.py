@@ -66,7 +66,7 @@ def payment_methods_create_sandbox(
 
 
 def replace_needs_confirmation(*, partner: Partner, kind: str) -> bool:
-    """README "Partner portal, payment platform and payouts": replacing an existing method while orders are active needs an explicit confirmation."""
+    """docs/partners/portal.md "Portal, payments and payouts": replacing an existing method while orders are active needs an explicit confirmation."""
     model = PayoutAccount if kind == "payout" else CreditCard
     return model.objects.filter(partner=partner).exists() and partner_has_active_orders(partner_pk=partner.pk)
 

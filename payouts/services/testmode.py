@@ -1,4 +1,4 @@
-"""The confirmation's charge of a test-mode order (README "Test mode").
+"""The confirmation's charge of a test-mode order (docs/partners/test-mode.md "Test mode").
 
 A test order is never charged on a real card: whatever ``PAYMENT_PLATFORM`` says, it is charged on the
 sandbox platform, on one of the sandbox test cards every partner has in test mode (they need no set-up, so

@@ -1,4 +1,4 @@
-"""README "Catalog › Availability and freshness": the rows and sections pages show every committed order,
+"""docs/partners/catalog-and-quotes.md "Catalog › Availability and freshness": the rows and sections pages show every committed order,
 cancel and expiry on the very next read, in every web process, while unchanged events stay cached."""
 
 from unittest import mock

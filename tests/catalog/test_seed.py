@@ -94,7 +94,7 @@ def test_seed_rejects_a_negative_count():
 
 
 def test_fresh_seed_holds_the_readme_walkthrough_event_from_nine_days_ahead(auth_client):
-    """README "Integrating": `q=skyline` from 9 days ahead, section "Lower 101", row B, two tickets."""
+    """docs/partners/integrating.md "Integrating": `q=skyline` from 9 days ahead, section "Lower 101", row B, two tickets."""
     seed("--events", "20", "--seed", "4")
     date_from = (timezone.now() + timedelta(days=9)).date().isoformat()
     events = auth_client.get(f"/v1/events?q=skyline&date_from={date_from}").json()["data"]["results"]

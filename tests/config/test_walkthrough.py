@@ -1,6 +1,6 @@
 """`make run` end to end, as a new user meets it: the service started by the Makefile itself (a free port, a
-temporary DATA_DIR), the credentials it prints, and the README's "The partner flow" and "Integrating" shell
-blocks run with bash exactly as printed there, after the `export` line `make run` printed. Then a second
+temporary DATA_DIR), the credentials it prints, and the shell blocks of README "The partner flow" and of
+docs/partners/integrating.md "Integrating" (every block of that page) run with bash exactly as printed there, after the `export` line `make run` printed. Then a second
 `make run` on the same data: nothing rotated, and the commands it prints make a new pair.
 
 Slow (two `make run`, the first migrating a fresh SQLite database), so it runs once, in `make test`'s first
@@ -27,6 +27,7 @@ from tests.faults.live import ROOT, free_port, http, wait_for
 pytestmark = pytest.mark.slow
 
 README = ROOT / "README.md"
+INTEGRATING = ROOT / "docs/partners/integrating.md"
 # Settings the tests run with that a user's `make run` never sees.
 _NOT_INHERITED = (
     "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "TESTING", "EMBEDDED_PASS", "DJANGO_ENV",
@@ -101,19 +102,30 @@ def _answers(url: str) -> bool:
         return False
 
 
-def readme_blocks(section: str) -> list[str]:
-    """The ```sh blocks of a README section (``## section`` up to the next ``## ``), as printed there."""
-    text = README.read_text()
-    start = text.index(f"\n## {section}\n")
-    end = text.find("\n## ", start + 1)
-    body = text[start : end if end != -1 else len(text)]
-    blocks = re.findall(r"^```sh\n(.*?)^```$", body, flags=re.S | re.M)
-    assert blocks, f"no shell block in the README's section {section!r}"
+def shell_blocks(document: Path, section: str | None = None) -> list[str]:
+    """The ```sh blocks of a document, or of one of its sections (its heading up to the next heading of the
+    same or a higher level), as printed there."""
+    lines = document.read_text().splitlines(keepends=True)
+    if section is not None:
+        # Headings outside the fences only: a shell comment `# …` in a block is none.
+        fenced, headings = False, []
+        for number, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            heading = None if fenced else re.match(r"(#+) (.*)\n", line)
+            if heading:
+                headings.append((number, len(heading.group(1)), heading.group(2)))
+        starts = [(number, level) for number, level, name in headings if name == section]
+        assert starts, f"no section {section!r} in {document.name}"
+        ((start, level),) = starts
+        ends = [number for number, other, _ in headings if number > start and other <= level]
+        lines = lines[start + 1 : ends[0] if ends else len(lines)]
+    blocks = re.findall(r"^```sh\n(.*?)^```$", "".join(lines), flags=re.S | re.M)
+    assert blocks, f"no shell block in {document.name} {section or ''}"
     return blocks
 
 
 def bash(export_line: str, block: str) -> subprocess.CompletedProcess:
-    """A README block in a fresh bash, after the `export` line `make run` printed; the first failing command
+    """A documented block in a fresh bash, after the `export` line `make run` printed; the first failing command
     (or pipe) stops it."""
     script = f"set -eo pipefail\n{export_line}\n{block}"
     env = {k: v for k, v in os.environ.items() if k not in ("API", "CLIENT_ID", "CLIENT_SECRET", "TOKEN")}
@@ -145,7 +157,7 @@ def printed_pairs(output: str) -> dict[str, tuple[str, str]]:
     return pairs
 
 
-def test_make_run_serves_the_readme_walkthrough_as_printed_and_a_restart_rotates_nothing(tmp_path):
+def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_rotates_nothing(tmp_path):
     data_dir = tmp_path / "data"
     repo_db = ROOT / "db.sqlite3"
     repo_db_before = repo_db.stat().st_mtime_ns if repo_db.exists() else None
@@ -166,7 +178,7 @@ def test_make_run_serves_the_readme_walkthrough_as_printed_and_a_restart_rotates
             f"export API={api} CLIENT_ID={pairs['test-mode'][0]} CLIENT_SECRET={shlex.quote(pairs['test-mode'][1])}"
         )
 
-        (flow,) = readme_blocks("The partner flow")
+        (flow,) = shell_blocks(README, "The partner flow")
         result = bash(export_line, flow)
         assert result.returncode == 0, result.stdout + result.stderr
         answers = [json.loads(line) for line in result.stdout.splitlines()]
@@ -179,7 +191,7 @@ def test_make_run_serves_the_readme_walkthrough_as_printed_and_a_restart_rotates
             2,
         ), answers[-1]
 
-        (walk,) = readme_blocks("Integrating")
+        (walk,) = shell_blocks(INTEGRATING)
         result = bash(export_line, walk)
         assert result.returncode == 0, result.stdout + result.stderr
         lines = result.stdout.splitlines()

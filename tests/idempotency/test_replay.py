@@ -1,5 +1,5 @@
 """Idempotency-Key on POST /v1/quotes, /v1/orders and /v1/orders/{id}/cancel, through HTTP
-(README "Retries and Idempotency-Key")."""
+(docs/partners/idempotency.md "Retries and Idempotency-Key")."""
 
 import json
 from datetime import timedelta

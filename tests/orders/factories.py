@@ -25,7 +25,7 @@ def order_row(**overrides) -> Row:
     return RowFactory(**{**values, **overrides})
 
 
-# The life cycle's path to each status (README "Orders › Life cycle").
+# The life cycle's path to each status (docs/partners/orders.md "Life cycle").
 PATH = {
     "accepted": [],
     "awaiting_transfer": ["awaiting_transfer"],

@@ -1,5 +1,5 @@
 """POST /v1/orders: the 201 shape and every error of its check order, through HTTP
-(README "Orders", README "Error codes")."""
+(docs/partners/orders.md "Orders", docs/partners/errors.md "Error codes")."""
 
 import re
 from datetime import UTC, timedelta

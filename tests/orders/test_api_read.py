@@ -23,7 +23,7 @@ def test_detail_has_the_creation_shape_plus_status_changed_at_and_status_history
     assert response.status_code == 200
     data = response.json()["data"]
     history = data.pop("status_history")
-    # README "Notifications": the order object carries status_changed_at, set at creation too.
+    # docs/partners/notifications-and-webhooks.md "Notifications": the order object carries status_changed_at, set at creation too.
     assert data.pop("status_changed_at") == created["created_at"]
     assert data == created
     assert history == [

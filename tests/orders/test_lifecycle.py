@@ -1,4 +1,4 @@
-"""order_transition: the legal moves (README "Orders › Life cycle"), refusals, history, quantity, expiry."""
+"""order_transition: the legal moves (docs/partners/orders.md "Life cycle"), refusals, history, quantity, expiry."""
 
 import threading
 from datetime import UTC, datetime, timedelta

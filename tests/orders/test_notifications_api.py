@@ -1,4 +1,4 @@
-"""GET /v1/notifications (the feed) and GET /v1/orders?updated_from= (README "Notifications")."""
+"""GET /v1/notifications (the feed) and GET /v1/orders?updated_from= (docs/partners/notifications-and-webhooks.md "Notifications")."""
 
 from datetime import timedelta
 

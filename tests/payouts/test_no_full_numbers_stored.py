@@ -1,4 +1,4 @@
-"""No full card number or bank account number ever reaches the database or the logs (README "Payment platform")."""
+"""No full card number or bank account number ever reaches the database or the logs (docs/partners/portal.md "Payment platform")."""
 
 import logging
 import re

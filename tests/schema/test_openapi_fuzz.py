@@ -2,7 +2,7 @@
 
 With a valid bearer token and without one. Every answer must: not be a 5xx, have a status the schema
 documents for the operation, match the documented response schema and headers, and be the envelope of
-README "API conventions". Path parameters and bodies are sometimes swapped for ids of real objects (an event with
+docs/partners/conventions.md "API conventions". Path parameters and bodies are sometimes swapped for ids of real objects (an event with
 sections and rows, the partner's own quote and order) so that the 2xx paths are fuzzed too, not only
 the 404s of random ids.
 
@@ -132,7 +132,7 @@ def adopt_real_ids(case, world: World) -> None:
 
 
 def check_envelope(ctx, response, case) -> None:
-    """Every answer of the partner API is the envelope (README "API conventions"), with X-Request-ID."""
+    """Every answer of the partner API is the envelope (docs/partners/conventions.md "API conventions"), with X-Request-ID."""
     assert response.headers.get("content-type", [""])[0].startswith("application/json"), response.headers
     body = response.json()
     assert isinstance(body, dict), body
@@ -153,7 +153,7 @@ def check_envelope(ctx, response, case) -> None:
             assert int(response.headers["retry-after"][0]) >= 1
 
 
-# Codes of README "Error codes" for requests the schema cannot call invalid (a grant type other than
+# Codes of docs/partners/errors.md "Error codes" for requests the schema cannot call invalid (a grant type other than
 # client_credentials, conditional form fields) and query fields that are opaque by design.
 DOMAIN_400_CODES = {"UNSUPPORTED_GRANT_TYPE", "IN_HAND_DATE_REQUIRED", "FILE_REQUIRED"}
 # ``after`` (GET /v1/notifications) must name one of the caller's notifications: any other id is a 400.
@@ -199,7 +199,7 @@ def _whitespace_only(case) -> set[str]:
 
 
 def _past_in_hand_date(case) -> set[str]:
-    """An ``in_hand_date`` already in the past: refused by the order rules (README: Orders)."""
+    """An ``in_hand_date`` already in the past: refused by the order rules (docs/partners/orders.md "Orders")."""
     body = case.body if isinstance(case.body, dict) else {}
     value = body.get("in_hand_date")
     try:
@@ -210,7 +210,7 @@ def _past_in_hand_date(case) -> set[str]:
 
 
 def _not_a_pdf(case) -> set[str]:
-    """A ``file`` that does not start with ``%PDF-``: refused by a rule of README "Orders › Ticket PDFs"."""
+    """A ``file`` that does not start with ``%PDF-``: refused by a rule of docs/partners/orders.md "Ticket PDFs"."""
     body = case.body if isinstance(case.body, dict) else {}
     content = body.get("file")
     if isinstance(content, str):
@@ -241,7 +241,7 @@ def check_positive_data_acceptance(ctx, response, case) -> None:
         tolerated |= _whitespace_only(case) | _past_in_hand_date(case)
         if case.operation.path.startswith("/v1/webhook_endpoints"):
             # A webhook URL must resolve, to public addresses only, and a partner has at most 10 endpoints:
-            # rules of README "Notifications" that the schema cannot express.
+            # rules of docs/partners/notifications-and-webhooks.md "Notifications" that the schema cannot express.
             tolerated.add("url")
         if error.get("code") == "VALIDATION_ERROR" and fields <= tolerated:
             return
@@ -325,11 +325,11 @@ def _known_body_is_valid(case) -> bool:
 
 
 def _drf_leniency(case) -> bool:
-    """The case is invalid only in ways the API accepts by design (contract notes in the README):
+    """The case is invalid only in ways the API accepts by design (contract notes in docs/partners/):
 
     - an optional query parameter sent empty (``?status=``) reads as an absent one (DRF);
     - a JSON number where a string is expected is taken as its text (DRF's ``CharField``);
-    - unknown query parameters and unknown body fields are ignored (README "API conventions").
+    - unknown query parameters and unknown body fields are ignored (docs/partners/conventions.md "API conventions").
     Everything else the case sends must match the schema for this to apply.
     """
     if not _operation(case) or any(

@@ -1,5 +1,5 @@
 """Test-mode credentials: provisioned with the live pair, shown once, rotated on their own, and tokens that
-carry the mode (README "Test mode")."""
+carry the mode (docs/partners/test-mode.md "Test mode")."""
 
 import json
 from io import StringIO

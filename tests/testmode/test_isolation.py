@@ -1,5 +1,5 @@
 """A test-mode token never sees a live object and a live token never sees a test-mode one, on every endpoint
-that returns quotes, orders, notifications or webhook endpoints (README "Test mode")."""
+that returns quotes, orders, notifications or webhook endpoints (docs/partners/test-mode.md "Test mode")."""
 
 import pytest
 

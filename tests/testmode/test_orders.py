@@ -1,5 +1,5 @@
 """Test-mode orders: no real quantity, sandbox charge, [TEST] e-mail to the partner, no payout, and the
-advance endpoint that walks an order through its life cycle (README "Test mode")."""
+advance endpoint that walks an order through its life cycle (docs/partners/test-mode.md "Test mode")."""
 
 import pytest
 from django.core import mail

@@ -1,5 +1,5 @@
 """The portal's Test/Live switch and test credentials, and the staff admin's mode filter
-(README "Test mode": staff views show live data by default)."""
+(docs/partners/test-mode.md "Test mode": staff views show live data by default)."""
 
 import re
 

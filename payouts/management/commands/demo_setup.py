@@ -19,7 +19,7 @@ ADMIN_USERNAME = "admin"
 
 class Command(BaseCommand):
     help = (
-        "Prepare the embedded default for a first look: a demo catalog with the README walk-through's event, "
+        "Prepare the embedded default for a first look: a demo catalog with the walk-through's event, "
         "a demo partner with payment methods, an admin and a portal login (created once). Prints both "
         "credential pairs and the passwords when it creates them; a later run changes none of them and says "
         "how to make new ones (a secret is stored as a digest only, so it cannot be shown again)."
@@ -59,9 +59,7 @@ class Command(BaseCommand):
                 f"client_secret {issued.test_client_secret}"
             )
             out("")
-            out(
-                'The README\'s walk-through ("The partner flow", "Integrating") in test mode, in another shell:'
-            )
+            out("The walk-through (README.md, docs/partners/integrating.md) in test mode, in another shell:")
             out(f"  export {_exports(base, issued.test_client_id, issued.test_client_secret)}")
             out("The same with the live pair:")
             out(f"  export {_exports(base, issued.client_id, issued.client_secret)}")
@@ -71,7 +69,7 @@ class Command(BaseCommand):
             out("  for a pair (the pair's client_id stays, its tokens stop working):")
             out(f"    {manage} rotate_credentials {test_id} --json")
             out(f"    {manage} rotate_credentials {live_id} --json")
-            out('  then, for the README\'s walk-through ("The partner flow", "Integrating") in test mode:')
+            out("  then, for the walk-through (README.md, docs/partners/integrating.md) in test mode:")
             out(f"    export {_exports(base, test_id, '<the new client_secret>')}")
         out(
             f"  The walk-through finds the demo event with q={WALKTHROUGH_SEARCH} (section Lower 101, row B)."
