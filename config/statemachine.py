@@ -1,6 +1,7 @@
 """A status that changes in exactly one place: the table of legal moves, the row lock, the history row.
 
-Each machine (orders, payouts, refunds, events) declares its moves once::
+Each machine (orders, payouts, refunds, events, charges, partners, webhook endpoints and deliveries)
+declares its moves once::
 
     PAYOUT_MACHINE = StateMachine(
         name="payout", field="status", moves={...}, history=PayoutStatusHistory, history_fk="payout"
