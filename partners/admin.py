@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from config.core.admin_permissions import require, staff_may
+from config.core.history_admin import status_history_table
 
 from . import portal_services, services
 from .admin_credentials import CredentialsAdminMixin, with_reason
@@ -55,6 +56,10 @@ admin.site.index_title = "Partners, catalog, orders and payouts"
 admin.site.enable_nav_sidebar = False
 
 
+def _staff_actor(request: HttpRequest) -> str:
+    return f"staff:{request.user.get_username()}"
+
+
 @admin.register(Partner)
 class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
@@ -76,6 +81,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         "readiness",
         "status",
         "suspended_reason",
+        "status_history",
         "recent_sessions",
         "created_at",
         "updated_at",
@@ -84,6 +90,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         (None, {"fields": ("name", "contact_email", "public_id", "status", "suspended_reason")}),
         ("API credentials", {"fields": ("client_id", "secret_hint", "test_client_id", "test_secret_hint")}),
         ("Payment readiness", {"fields": ("readiness",)}),
+        ("Status history", {"fields": ("status_history",)}),
         ("Token sessions", {"fields": ("recent_sessions",)}),
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
@@ -95,6 +102,10 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         return self.inlines if obj is not None else ()  # the add form stays the plain provisioning form
 
     change_form_template = "admin/partners/partner/change_form.html"
+
+    @admin.display(description="Suspensions and reactivations")
+    def status_history(self, obj: Partner) -> str:
+        return status_history_table(obj.status_history.all()) if obj.pk else "—"
 
     def get_queryset(self, request):
         now = timezone.now()
@@ -226,7 +237,9 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
                 question=f"Suspend {partner.name}? Its tokens stop working (403 ACCOUNT_SUSPENDED) and no new token is issued.",
                 with_reason=True,
             )
-        services.partner_suspend(partner=partner, reason=request.POST.get("reason", "")[:255])
+        services.partner_suspend(
+            partner=partner, reason=request.POST.get("reason", "")[:255], actor=_staff_actor(request)
+        )
         self.log_change(request, partner, with_reason("Suspended", request))
         messages.success(request, f"{partner.name} is suspended; its token sessions were revoked.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
@@ -241,7 +254,9 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
                 question=f"Reactivate {partner.name}? It can request new tokens; tokens from before the suspension stay revoked.",
                 with_reason=True,
             )
-        services.partner_reactivate(partner=partner)
+        services.partner_reactivate(
+            partner=partner, reason=request.POST.get("reason", "")[:255], actor=_staff_actor(request)
+        )
         self.log_change(request, partner, with_reason("Reactivated", request))
         messages.success(request, f"{partner.name} is active again.")
         return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
@@ -297,14 +312,14 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
             )
         reason = request.POST.get("reason", "").strip()[:255] or "suspended by staff"
         for partner in queryset:
-            services.partner_suspend(partner=partner, reason=reason)
+            services.partner_suspend(partner=partner, reason=reason, actor=_staff_actor(request))
             self.log_change(request, partner, with_reason("Suspended", request))
         messages.success(request, f"Suspended {queryset.count()} partner(s).")
 
     @admin.action(description="Reactivate", permissions=["suspend_partner"])
     def reactivate_action(self, request, queryset):
         for partner in queryset:
-            services.partner_reactivate(partner=partner)
+            services.partner_reactivate(partner=partner, actor=_staff_actor(request))
             self.log_change(request, partner, "Reactivated")
         messages.success(request, f"Reactivated {queryset.count()} partner(s).")
 

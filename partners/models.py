@@ -5,6 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from config.core.ids import new_public_id
+from config.core.statemachine import StatusHistory
 
 
 def validate_time_zone(value: str) -> None:
@@ -66,6 +67,18 @@ class Partner(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status == self.Status.ACTIVE
+
+
+class PartnerStatusHistory(StatusHistory):
+    """One row per move of ``Partner.status`` (``partners.services.partner_transition``): who suspended or
+    reactivated the partner, and why."""
+
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="status_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "partner status change"
+        verbose_name_plural = "partner status history"
+        indexes = [models.Index(fields=["partner", "at", "id"], name="partner_history_partner_at")]
 
 
 class ClientCredential(models.Model):

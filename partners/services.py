@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from config.api import errors
 from config.core import rawsql
+from config.core.statemachine import StateMachine
 
 from . import tokens
-from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
+from .models import Partner, PartnerCredential, PartnerStatusHistory, PartnerTestCredential, TokenSession
 from .selectors import (
     SESSION_REVOKED,
     SESSION_SUSPENDED,
@@ -27,6 +28,19 @@ from .selectors import (
 )
 
 logger = logging.getLogger(__name__)
+
+# The legal moves of ``Partner.status``; ``partner_transition`` is its one writer.
+PARTNER_TRANSITIONS = {
+    Partner.Status.ACTIVE: frozenset({Partner.Status.SUSPENDED}),
+    Partner.Status.SUSPENDED: frozenset({Partner.Status.ACTIVE}),
+}
+PARTNER_MACHINE = StateMachine(
+    name="partner",
+    field="status",
+    moves=PARTNER_TRANSITIONS,
+    history=PartnerStatusHistory,
+    history_fk="partner",
+)
 
 GRANTED_SCOPE = " ".join(tokens.SCOPES)
 # Compared against when the client_id is unknown, so a wrong id costs the same time as a wrong secret.
@@ -72,6 +86,10 @@ def partner_create(*, name: str, contact_email: str = "", suspended: bool = Fals
         contact_email=contact_email,
         status=Partner.Status.SUSPENDED if suspended else Partner.Status.ACTIVE,
     )
+    if suspended:
+        PARTNER_MACHINE.record(
+            obj=partner, from_state="", to_state=partner.status, actor="system", reason="created suspended"
+        )
     return credentials_issue(partner=partner)
 
 
@@ -158,22 +176,45 @@ def sessions_revoke(
     return revoked
 
 
+def partner_transition(*, partner: Partner, to: str, actor: str, reason: str = "", changes=None) -> Partner:
+    """Move ``partner`` to ``to`` under its row lock with a history row; return the locked row. Raises
+    ``IllegalStateMove`` (and writes nothing) for a move ``PARTNER_TRANSITIONS`` does not have."""
+    locked, _ = PARTNER_MACHINE.move(obj=partner, to=to, actor=actor, reason=reason, changes=changes)
+    return locked
+
+
 @transaction.atomic
-def partner_suspend(*, partner: Partner, reason: str = "") -> Partner:
+def partner_suspend(*, partner: Partner, reason: str = "", actor: str = "system") -> Partner:
+    """Suspend the partner and revoke its token sessions. A partner suspended already keeps its status (no
+    second history row) and takes the new reason; its sessions are revoked again."""
     partner = Partner.objects.select_for_update().get(pk=partner.pk)
-    partner.status = Partner.Status.SUSPENDED
-    partner.suspended_reason = reason
-    partner.save(update_fields=["status", "suspended_reason", "updated_at"])
+    if partner.status == Partner.Status.SUSPENDED:
+        partner.suspended_reason = reason
+        partner.save(update_fields=["suspended_reason", "updated_at"])
+    else:
+        partner = partner_transition(
+            partner=partner,
+            to=Partner.Status.SUSPENDED,
+            actor=actor,
+            reason=reason,
+            changes={"suspended_reason": reason},
+        )
     sessions_revoke(partner=partner, reason="partner suspended", state=SESSION_SUSPENDED)
     return partner
 
 
 @transaction.atomic
-def partner_reactivate(*, partner: Partner) -> Partner:
+def partner_reactivate(*, partner: Partner, reason: str = "", actor: str = "system") -> Partner:
+    """Make the partner active again (a partner active already stays so, without a history row)."""
     partner = Partner.objects.select_for_update().get(pk=partner.pk)
-    partner.status = Partner.Status.ACTIVE
-    partner.suspended_reason = ""
-    partner.save(update_fields=["status", "suspended_reason", "updated_at"])
+    if partner.status != Partner.Status.ACTIVE:
+        partner = partner_transition(
+            partner=partner,
+            to=Partner.Status.ACTIVE,
+            actor=actor,
+            reason=reason,
+            changes={"suspended_reason": ""},
+        )
     # Tokens from before the suspension stay dead (their sessions were revoked): the partner asks anew.
     now = timezone.now()
     live = TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(

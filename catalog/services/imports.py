@@ -136,18 +136,25 @@ class _Importer:
         event = Event.objects.filter(external_id=data["external_id"]).first()
         created = event is None
         if created:
-            event = Event(external_id=data["external_id"])
+            # A new event is inserted with the file's status; an existing one moves through its machine.
+            event = Event(external_id=data["external_id"], status=data["status"] or Event.Status.SCHEDULED)
         stored_status = None if created else event.status
-        status = data["status"] or (Event.Status.SCHEDULED if created else event.status)
+        status = data["status"] or event.status
         watched = ("name", "venue_id", "starts_at", "timezone", "primary_site")
         before = None if created else tuple(getattr(event, f) for f in watched)
         event.name, event.venue, event.starts_at = data["event_name"], venue, data["starts_at"]
-        event.timezone, event.primary_site, event.status = data["timezone"], data["primary_site"], status
+        event.timezone, event.primary_site = data["timezone"], data["primary_site"]
         fields_changed = before != tuple(getattr(event, f) for f in watched)
         changed = fields_changed or stored_status != status
         if changed:
             event.full_clean(exclude=["performers", "event_date", "event_id"])
-            _event_write(event, created=created, fields_changed=fields_changed, stored_status=stored_status)
+            _event_write(
+                event,
+                created=created,
+                fields_changed=fields_changed,
+                stored_status=stored_status,
+                status=status,
+            )
         performers = performers_get_or_create(names=data["performers"])
         current = [] if created else list(event.performers.order_by("id").values_list("pk", flat=True))
         if [p.pk for p in performers] != current:
@@ -211,17 +218,19 @@ class _Importer:
         )
 
 
-def _event_write(event: Event, *, created: bool, fields_changed: bool, stored_status: str | None) -> None:
+def _event_write(
+    event: Event, *, created: bool, fields_changed: bool, stored_status: str | None, status: str
+) -> None:
     event.event_date = local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
     if created:
         event_insert(event=event, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
         return
     if fields_changed:
         event.save(update_fields=_EVENT_FIELDS)
-    if event.status != stored_status:
+    if status != stored_status:
         # A cancellation cancels the event's open orders once the import commits, as staff's cancel does.
         try:
-            event_transition(event=event, to=event.status, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
+            event_transition(event=event, to=status, actor=IMPORT_ACTOR, reason=IMPORT_REASON)
         except IllegalStateMove as exc:
             if exc.from_state != exc.to_state:
                 raise

@@ -1,6 +1,7 @@
 """A status that changes in exactly one place: the table of legal moves, the row lock, the history row.
 
-Each machine (orders, payouts, refunds, events) declares its moves once::
+Each machine (orders, payouts, refunds, events, charges, partners, webhook endpoints and deliveries)
+declares its moves once::
 
     PAYOUT_MACHINE = StateMachine(
         name="payout", field="status", moves={...}, history=PayoutStatusHistory, history_fk="payout"
@@ -62,7 +63,8 @@ class StateMachine:
     """The legal moves of one status field and the history model that records them.
 
     The history model has a foreign key ``history_fk`` to the machine's model and the fields
-    ``from_status``, ``to_status``, ``at``, ``actor`` and ``reason``.
+    ``from_status``, ``to_status``, ``at``, ``actor`` and ``reason``. A machine whose moves nobody needs to
+    trace (a webhook delivery: its attempts are its history) has ``history=None`` and records nothing.
     """
 
     def __init__(
@@ -71,8 +73,8 @@ class StateMachine:
         name: str,
         field: str,
         moves: Mapping[str, frozenset[str]],
-        history: type[models.Model],
-        history_fk: str,
+        history: type[models.Model] | None,
+        history_fk: str = "",
         refuse: Refusal | None = None,
     ) -> None:
         self.name = name
@@ -134,8 +136,10 @@ class StateMachine:
 
     def record(
         self, *, obj: models.Model, from_state: str, to_state: str, actor: str, reason: str = "", at=None
-    ) -> models.Model:
-        """Write one history row (``from_state`` is empty for the row's creation)."""
+    ) -> models.Model | None:
+        """Write one history row (``from_state`` is empty for the row's creation); none without a history."""
+        if self.history is None:
+            return None
         return self.history._default_manager.create(
             **{self.history_fk: obj},
             from_status=from_state,

@@ -18,7 +18,7 @@ from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
 from config.api.envelope import utc_iso
 from config.core import rawsql
-from config.core.publish import publish_after_commit
+from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
@@ -243,9 +243,7 @@ def order_transition(
             at=now,
         )
         if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            from ..tasks import notify_order_canceled  # the tasks module imports this one
-
-            publish_after_commit(notify_order_canceled, locked.pk)
+            publish_on_commit("orders.tasks.notify_order_canceled", locked.pk)
     return locked
 
 

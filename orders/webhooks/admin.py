@@ -8,9 +8,10 @@ or 3 days of failures) once its partner has fixed it; one its partner disabled s
 from django.contrib import admin, messages
 
 from config.core.admin_permissions import staff_may
+from config.core.history_admin import StatusHistoryInline
 
 from . import services
-from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEndpointStatusHistory
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -22,6 +23,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class EndpointStatusHistoryInline(StatusHistoryInline):
+    model = WebhookEndpointStatusHistory
+    verbose_name_plural = "Status history (who disabled or enabled it, and why)"
 
 
 @admin.register(WebhookEndpoint)
@@ -48,6 +54,7 @@ class WebhookEndpointAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
     actions = ("enable_endpoints",)
+    inlines = (EndpointStatusHistoryInline,)
 
     def has_enable_endpoint_permission(self, request, obj: WebhookEndpoint | None = None) -> bool:
         # The model's change permission: the endpoint's fields stay read-only (partners edit them), turning
@@ -64,7 +71,11 @@ class WebhookEndpointAdmin(ReadOnlyAdmin):
         )
         enabled = 0
         for endpoint in failed:
-            services.endpoint_update(endpoint=endpoint, status=WebhookEndpoint.Status.ENABLED)
+            services.endpoint_update(
+                endpoint=endpoint,
+                status=WebhookEndpoint.Status.ENABLED,
+                actor=f"staff:{request.user.get_username()}",
+            )
             self.log_change(
                 request, endpoint, f"Enabled again (was: {endpoint.get_disabled_reason_display()})"
             )

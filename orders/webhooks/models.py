@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from config.core.ids import new_public_id
 from config.core.modes import ModeScopedQuerySet
+from config.core.statemachine import StatusHistory
 from orders.models import Notification
 from partners.models import Partner
 
@@ -73,6 +74,18 @@ class WebhookEndpoint(models.Model):
 
     def subscribes_to(self, notification_type: str) -> bool:
         return "*" in self.event_types or notification_type in self.event_types
+
+
+class WebhookEndpointStatusHistory(StatusHistory):
+    """One row per move of ``WebhookEndpoint.status`` (``orders.webhooks.machines.endpoint_transition``):
+    who disabled or enabled the endpoint (the partner, or the service giving up on it), and why."""
+
+    endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="status_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "endpoint status change"
+        verbose_name_plural = "endpoint status history"
+        indexes = [models.Index(fields=["endpoint", "at", "id"], name="whe_history_endpoint_at")]
 
 
 class WebhookDelivery(models.Model):

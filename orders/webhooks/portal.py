@@ -127,7 +127,11 @@ def endpoint_status(request: HttpRequest, endpoint_id: str) -> HttpResponse:
     endpoint = _endpoint(request, endpoint_id)
     form = StatusForm(request.POST)
     if form.is_valid():
-        endpoint = services.endpoint_update(endpoint=endpoint, status=form.cleaned_data["status"])
+        endpoint = services.endpoint_update(
+            endpoint=endpoint,
+            status=form.cleaned_data["status"],
+            actor=f"portal:{request.user.get_username()}",
+        )
         messages.success(request, f"Endpoint {endpoint.get_status_display().lower()}.")
     return redirect("portal_webhooks:detail", endpoint_id=endpoint_id)
 

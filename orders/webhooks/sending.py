@@ -13,43 +13,39 @@ a row. Endpoints whose last attempt timed out are served on the slow lane (``sen
 
 from __future__ import annotations
 
-import http.client
-import json
 import logging
 import random
-import re
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from email.utils import parsedate_to_datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from standardwebhooks import Webhook
 
-from orders.models import Notification
-
-from . import transport
+from . import services
+from .machines import delivery_transition
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from .signing_secrets import secret_decrypt
-from .targets import Target, TargetNotAllowed, target_resolve
-from .transport import clean_text, text_of
+from .request import (  # noqa: F401  (the request's names, as the tests and tasks know them here)
+    RETRY_AFTER_MAX_SECONDS,
+    Outcome,
+    attempt_deadline_seconds,
+    delivery_body,
+    http_post,
+    parse_retry_after,
+    signed_headers,
+)
+from .targets import TargetNotAllowed, target_resolve
+from .transport import clean_text
 
 logger = logging.getLogger(__name__)
 
 # Delay before attempt n + 1 after attempt n failed (docs/partners/notifications-and-webhooks.md "Webhooks"): 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h,
 # 20 h, 24 h; then the delivery has failed. Ten attempts in all.
-RETRY_DELAYS_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400)
+RETRY_DELAYS_SECONDS = (5, 300, 1800, 7200, 18000, 36000, 50400, 72000, RETRY_AFTER_MAX_SECONDS)
 MAX_ATTEMPTS = len(RETRY_DELAYS_SECONDS) + 1
 RETRY_JITTER = 0.2
-# A Retry-After beyond this is capped: a partner cannot park a delivery for longer than the last interval.
-RETRY_AFTER_MAX_SECONDS = RETRY_DELAYS_SECONDS[-1]
 DISABLE_AFTER_FAILING = timedelta(days=3)
-# The first 1 KB of an answer's body is kept (as text); no more is ever read.
-RESPONSE_EXCERPT_BYTES = 1024
 ERROR_MAX_CHARS = 500
-USER_AGENT = "TicketBuyBack-Webhooks/1.0"
 
 
 # Isolation (docs/partners/notifications-and-webhooks.md "Webhooks"): at most this many attempts in flight per endpoint, and an
@@ -85,153 +81,6 @@ def backoff_seconds(timeouts_in_a_row: int) -> float:
     if timeouts_in_a_row < 2:
         return 0
     return min(BACKOFF_FIRST_SECONDS * 2 ** (timeouts_in_a_row - 2), BACKOFF_MAX_SECONDS)
-
-
-# --- what is sent ------------------------------------------------------------------------------------------
-def delivery_body(notification: Notification) -> str:
-    """The notification object plus Standard Webhooks' ``timestamp`` (its ``created_at``), as compact JSON."""
-    payload = notification.payload
-    body = {
-        "id": payload["id"],
-        "type": payload["type"],
-        "timestamp": payload["created_at"],
-        "created_at": payload["created_at"],
-        "livemode": payload["livemode"],
-        "data": payload["data"],
-    }
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-
-
-def signing_secrets(endpoint: WebhookEndpoint, *, at: datetime) -> list[str]:
-    """The current secret, then the previous one while its rotation grace has not expired."""
-    secrets = [secret_decrypt(endpoint.secret_encrypted)]
-    expires = endpoint.previous_secret_expires_at
-    if endpoint.previous_secret_encrypted and expires is not None and expires > at:
-        secrets.append(secret_decrypt(endpoint.previous_secret_encrypted))
-    return secrets
-
-
-def signed_headers(*, endpoint: WebhookEndpoint, msg_id: str, body: str, at: datetime) -> dict[str, str]:
-    signatures = [Webhook(secret).sign(msg_id, at, body) for secret in signing_secrets(endpoint, at=at)]
-    return {
-        "webhook-id": msg_id,
-        "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": " ".join(signatures),
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-    }
-
-
-# --- the request -------------------------------------------------------------------------------------------
-@dataclass
-class Outcome:
-    succeeded: bool
-    response_status: int | None = None
-    error: str = ""
-    duration_ms: int = 0
-    response_excerpt: str = ""
-    retry_after_seconds: int | None = None
-
-    @property
-    def timed_out(self) -> bool:
-        return self.error.startswith("timeout:")
-
-
-_DIGITS = re.compile(r"[0-9]+")
-
-
-def parse_retry_after(value: str | None, *, now: datetime) -> int | None:
-    """Seconds from a ``Retry-After`` header (ASCII delta-seconds or an HTTP date), at most 24 h; ``None``
-    when unusable. ``²`` and other non-ASCII digits are unusable; a huge number is the cap."""
-    if not value:
-        return None
-    value = value.strip()
-    if _DIGITS.fullmatch(value):
-        # Compared as text first: int() of a very long digit string is refused (and slow).
-        if len(value.lstrip("0")) > len(str(RETRY_AFTER_MAX_SECONDS)):
-            return RETRY_AFTER_MAX_SECONDS
-        return min(int(value), RETRY_AFTER_MAX_SECONDS)
-    if len(value) > 64:
-        return None
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None or when.tzinfo is None:
-        return None
-    try:
-        seconds = (when - now).total_seconds()
-    except OverflowError:
-        return None
-    return int(min(max(0.0, seconds), RETRY_AFTER_MAX_SECONDS))
-
-
-def attempt_deadline_seconds() -> float:
-    """The wall-clock bound of one attempt, from its connect to the last byte read."""
-    return settings.WEBHOOK_ATTEMPT_DEADLINE_SECONDS
-
-
-def _error_text(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return clean_text(f"{type(exc).__name__}: {text}" if isinstance(exc, OSError) else text)
-
-
-def http_post(*, target: Target, headers: dict[str, str], body: str) -> Outcome:
-    """POST to the checked address (never a second DNS lookup), no redirects, within the attempt's deadline.
-
-    Whatever comes back is an outcome, never an exception: a timeout, a reset, a refused connection, a
-    malformed answer, a body of any size or bytes."""
-    deadline = attempt_deadline_seconds()
-    started = time.monotonic()
-    answer = transport.post(
-        scheme=target.scheme,
-        address=target.address,
-        port=target.port,
-        server_hostname=target.host,
-        path=target.path,
-        headers={**headers, "Host": target.host_header, "Connection": "close"},
-        body=body.encode(),
-        phase_timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
-        deadline_seconds=deadline,
-        excerpt_bytes=RESPONSE_EXCERPT_BYTES,
-    )
-    status = answer.status
-    outcome = Outcome(
-        succeeded=False,
-        response_status=status,
-        duration_ms=_ms_since(started),
-        response_excerpt=text_of(answer.body),
-    )
-    if answer.error is not None:
-        # The answer did not complete: a failure whatever its status line said.
-        phase = settings.WEBHOOK_TIMEOUT_SECONDS
-        if answer.deadline_passed:
-            outcome.error = f"timeout: the attempt did not complete within {deadline:g} s"
-        elif isinstance(answer.error, TimeoutError):
-            outcome.error = f"timeout: nothing received for {phase:g} s"
-        elif isinstance(answer.error, http.client.HTTPException) and not isinstance(
-            answer.error, ConnectionError
-        ):
-            outcome.error = f"invalid_response: {_error_text(answer.error)}"
-        else:
-            outcome.error = f"connection_error: {_error_text(answer.error)}"
-        if status is not None:
-            outcome.error += f" (after HTTP {status})"
-        return outcome
-    assert status is not None and answer.headers is not None
-    outcome.succeeded = 200 <= status < 300
-    if 300 <= status < 400:
-        location = clean_text(answer.headers.get("Location", "?"))
-        outcome.error = f"redirect_not_followed: HTTP {status} to {location}"
-    elif not outcome.succeeded:
-        outcome.error = f"http_error: HTTP {status}"
-    if status in (429, 503):
-        outcome.retry_after_seconds = parse_retry_after(answer.headers.get("Retry-After"), now=timezone.now())
-    return outcome
-
-
-def _ms_since(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
 
 
 def retry_delay_seconds(*, attempt_number: int, retry_after_seconds: int | None = None) -> float:
@@ -299,10 +148,14 @@ def _claim(*, delivery_pk: int, slow_lane: bool = False) -> Claim | Deferral | N
             return None  # done, or not due yet (an early message; the sweep sends it when due)
         endpoint = delivery.endpoint
         if endpoint.status != WebhookEndpoint.Status.ENABLED:
-            delivery.state = WebhookDelivery.State.FAILED
-            delivery.next_attempt_at = None
-            delivery.last_error = "endpoint_disabled: the endpoint was disabled before this attempt"
-            delivery.save(update_fields=["state", "next_attempt_at", "last_error", "updated_at"])
+            delivery_transition(
+                delivery=delivery,
+                to=WebhookDelivery.State.FAILED,
+                changes={
+                    "next_attempt_at": None,
+                    "last_error": "endpoint_disabled: the endpoint was disabled before this attempt",
+                },
+            )
             return None
         pending = delivery.attempts.filter(status=WebhookAttempt.Status.PENDING)
         if pending.filter(attempted_at__gt=in_flight_since).exists():
@@ -372,8 +225,6 @@ def _deferral(
 def delivery_attempt(*, delivery_pk: int, slow_lane: bool = False) -> WebhookAttempt | None:
     """Send the due attempt of a delivery and record its outcome; ``None`` when nothing was sent now (not
     due, in flight already, or deferred: then it is published again for later)."""
-    from . import services
-
     claim = _claim(delivery_pk=delivery_pk, slow_lane=slow_lane)
     if isinstance(claim, Deferral):
         countdown = None if claim.until is None else max(0.0, (claim.until - timezone.now()).total_seconds())
@@ -423,8 +274,6 @@ def _send(claim: Claim) -> Outcome:
 
 
 def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
-    from . import services
-
     now = timezone.now()
     with transaction.atomic():
         # Locked in this order everywhere (delivery, then endpoint): the outcome of one attempt and the
@@ -439,15 +288,15 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
         attempt.response_body_excerpt = clean_text(outcome.response_excerpt)
         disabled_reason = ""
         retry_in: float | None = None
+        changes: dict = {}
         if outcome.succeeded:
             attempt.status = WebhookAttempt.Status.SUCCEEDED
-            delivery.state = WebhookDelivery.State.SUCCEEDED
-            delivery.next_attempt_at = None
-            delivery.last_error = ""
+            to = WebhookDelivery.State.SUCCEEDED
+            changes = {"next_attempt_at": None, "last_error": ""}
             endpoint.failing_since = None
             endpoint.last_success_at = now
         else:
-            delivery.last_error = attempt.error
+            changes = {"last_error": attempt.error}
             if endpoint.failing_since is None:
                 endpoint.failing_since = attempt.attempted_at
             if outcome.response_status == 410:
@@ -461,18 +310,25 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
             )
             if final:
                 attempt.status = WebhookAttempt.Status.FAILED
-                delivery.state = WebhookDelivery.State.FAILED
-                delivery.next_attempt_at = None
+                to = WebhookDelivery.State.FAILED
+                changes["next_attempt_at"] = None
             else:
                 retry_in = retry_delay_seconds(
                     attempt_number=attempt.number, retry_after_seconds=outcome.retry_after_seconds
                 )
                 attempt.status = WebhookAttempt.Status.RETRYING
                 attempt.next_attempt_at = now + timedelta(seconds=retry_in)
-                delivery.state = WebhookDelivery.State.RETRYING
-                delivery.next_attempt_at = attempt.next_attempt_at
+                to = WebhookDelivery.State.RETRYING
+                changes["next_attempt_at"] = attempt.next_attempt_at
+        if delivery.state in (WebhookDelivery.State.SUCCEEDED, WebhookDelivery.State.FAILED):
+            # Another attempt's outcome ended the delivery first (one winner): this one is kept as sent,
+            # the delivery is not moved again and nothing more is scheduled.
+            if attempt.status == WebhookAttempt.Status.RETRYING:
+                attempt.status, attempt.next_attempt_at = WebhookAttempt.Status.FAILED, None
+            retry_in = None
+        else:
+            delivery = delivery_transition(delivery=delivery, to=to, changes=changes)
         attempt.save()
-        delivery.save(update_fields=["state", "next_attempt_at", "last_error", "updated_at"])
         endpoint.save(update_fields=["failing_since", "last_success_at", "updated_at"])
         if disabled_reason and endpoint.status == WebhookEndpoint.Status.ENABLED:
             services.endpoint_disable(endpoint=endpoint, reason=disabled_reason, notify=True)

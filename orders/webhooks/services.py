@@ -9,10 +9,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.core.publish import publish
 from orders.models import Notification
 from partners.models import Partner
 
 from . import errors
+from .machines import endpoint_transition
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from .signing_secrets import secret_encrypt, secret_generate
 from .targets import TargetNotAllowed, target_resolve
@@ -71,9 +73,12 @@ def endpoint_update(
     event_types: list[str] | None = None,
     description: str | None = None,
     status: str | None = None,
+    actor: str = "",
 ) -> WebhookEndpoint:
+    """The partner's changes (``actor`` says who made them for the status history; its partner by default)."""
     if url is not None and url != endpoint.url:
         endpoint_url_check(url=url)
+    actor = actor or f"partner:{endpoint.partner_id}"
     with transaction.atomic():
         # Locked: a delivery's outcome may be disabling this endpoint at the same moment.
         locked = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
@@ -83,17 +88,27 @@ def endpoint_update(
             locked.event_types = event_types
         if description is not None:
             locked.description = description
+        locked.save(update_fields=["url", "event_types", "description", "updated_at"])
         if status == WebhookEndpoint.Status.DISABLED and locked.status != status:
-            locked.status = status
-            locked.disabled_reason = WebhookEndpoint.DisabledReason.BY_PARTNER
-            locked.disabled_at = timezone.now()
+            locked = endpoint_transition(
+                endpoint=locked,
+                to=status,
+                actor=actor,
+                reason=WebhookEndpoint.DisabledReason.BY_PARTNER.label,
+                changes={
+                    "disabled_reason": WebhookEndpoint.DisabledReason.BY_PARTNER,
+                    "disabled_at": timezone.now(),
+                },
+            )
         elif status == WebhookEndpoint.Status.ENABLED and locked.status != status:
             # A fresh start: the 3-day failure clock begins again with the next failure.
-            locked.status = status
-            locked.disabled_reason = ""
-            locked.disabled_at = None
-            locked.failing_since = None
-        locked.save()
+            locked = endpoint_transition(
+                endpoint=locked,
+                to=status,
+                actor=actor,
+                reason=f"enabled again (was: {locked.get_disabled_reason_display()})",
+                changes={"disabled_reason": "", "disabled_at": None, "failing_since": None},
+            )
     return locked
 
 
@@ -126,10 +141,13 @@ def endpoint_disable(*, endpoint: WebhookEndpoint, reason: str, notify: bool) ->
 
     Called inside the transaction that holds the endpoint's row lock.
     """
-    endpoint.status = WebhookEndpoint.Status.DISABLED
-    endpoint.disabled_reason = reason
-    endpoint.disabled_at = timezone.now()
-    endpoint.save(update_fields=["status", "disabled_reason", "disabled_at", "updated_at"])
+    endpoint_transition(
+        endpoint=endpoint,
+        to=WebhookEndpoint.Status.DISABLED,
+        actor="system:webhooks",
+        reason=WebhookEndpoint.DisabledReason(reason).label,
+        changes={"disabled_reason": reason, "disabled_at": timezone.now()},
+    )
     logger.warning("Webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
     if notify:
         pk = endpoint.pk
@@ -139,16 +157,7 @@ def endpoint_disable(*, endpoint: WebhookEndpoint, reason: str, notify: bool) ->
 # --- deliveries --------------------------------------------------------------------------------------------
 def _enqueue(task_name: str, pk: int, *, countdown: float | None = None) -> bool:
     """Publish a task; a broker outage is logged, never raised: the sweep sends due deliveries anyway."""
-    from . import tasks
-
-    try:
-        getattr(tasks, task_name).apply_async(args=[pk], countdown=countdown)
-    except Exception:
-        logger.warning(
-            "Could not publish %s for pk=%s; the sweep will catch up", task_name, pk, exc_info=True
-        )
-        return False
-    return True
+    return publish(f"orders.webhooks.tasks.{task_name}", pk, countdown=countdown)
 
 
 def delivery_enqueue(*, delivery_pk: int, countdown: float | None = None, slow: bool = False) -> bool:
@@ -163,8 +172,6 @@ def deliveries_waiting_release(*, partner_pk: int, limit: int = 2) -> list[int]:
     """First attempts of the partner's deliveries that waited for a free slot (deferred by the limits on
     attempts in flight, never by the retry schedule): due now, and published. Called when an attempt ends
     with an answer, so a burst to a healthy endpoint does not wait out the deferral."""
-    from .sending import attempt_deadline_seconds
-
     now = timezone.now()
     waiting = list(
         WebhookDelivery.objects.filter(
@@ -173,7 +180,7 @@ def deliveries_waiting_release(*, partner_pk: int, limit: int = 2) -> list[int]:
             attempts_count=0,
             next_attempt_at__gt=now,
             # A deferral for a slot is at most one deadline away; a backing-off endpoint's is further.
-            next_attempt_at__lte=now + timedelta(seconds=attempt_deadline_seconds() + 2),
+            next_attempt_at__lte=now + timedelta(seconds=settings.WEBHOOK_ATTEMPT_DEADLINE_SECONDS + 2),
         )
         .order_by("next_attempt_at")
         .values_list("pk", flat=True)[:limit]

@@ -14,6 +14,7 @@ from config.core.history_admin import StatusHistoryInline
 
 from ..models import (
     Charge,
+    ChargeStatusHistory,
     Payout,
     PayoutStatusHistory,
     RefundStatusHistory,
@@ -21,6 +22,11 @@ from ..models import (
 from ..services.progression import payout_retry
 from ..services.refunds import refund_retry
 from .common import ReadOnlyAdmin, order_link, retry_many, retry_one
+
+
+class ChargeStatusHistoryInline(StatusHistoryInline):
+    model = ChargeStatusHistory
+    verbose_name_plural = "Charge status history (why a charge failed)"
 
 
 class RefundStatusHistoryInline(StatusHistoryInline):
@@ -58,7 +64,7 @@ class ChargeAdmin(ReadOnlyAdmin):
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Charge._meta.fields if f.name != "order")]
     actions = ("retry_refund_action",)
-    inlines = (RefundStatusHistoryInline,)
+    inlines = (ChargeStatusHistoryInline, RefundStatusHistoryInline)
 
     # The first column opens the charge (read-only); the order is linked from the charge's page. An order link
     # in the first column would swallow the row's own link.

@@ -1,8 +1,9 @@
 from .methods import CreditCard, PayoutAccount
-from .money import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
+from .money import Charge, ChargeStatusHistory, Payout, PayoutStatusHistory, RefundStatusHistory
 
 __all__ = [
     "Charge",
+    "ChargeStatusHistory",
     "Payout",
     "PayoutStatusHistory",
     "RefundStatusHistory",

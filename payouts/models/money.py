@@ -202,6 +202,18 @@ class PayoutStatusHistory(StatusHistory):
         indexes = [models.Index(fields=["payout", "at", "id"], name="payout_history_payout_at")]
 
 
+class ChargeStatusHistory(StatusHistory):
+    """One row per move of ``Charge.status`` (``payouts.services.charges.charge_transition``): why a charge
+    failed, as the platform said it."""
+
+    charge = models.ForeignKey(Charge, on_delete=models.CASCADE, related_name="status_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "charge status change"
+        verbose_name_plural = "charge status history"
+        indexes = [models.Index(fields=["charge", "at", "id"], name="charge_history_charge_at")]
+
+
 class RefundStatusHistory(StatusHistory):
     """One row per move of ``Charge.refund_status`` (``payouts.services.refunds.refund_transition``)."""
 

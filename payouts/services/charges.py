@@ -6,15 +6,36 @@ import logging
 
 from django.db import transaction
 
+from config.core.statemachine import StateMachine
+
 from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
-from ..models import Charge, CreditCard
+from ..models import Charge, ChargeStatusHistory, CreditCard
 from ..platform import get_platform
 from .alerts import CHARGE_DECLINED, payment_alert_enqueue
 
 logger = logging.getLogger(__name__)
 
 CURRENCY = "USD"
+ACTOR = "system:charge"
+
+# The legal moves of ``Charge.status``; ``charge_transition`` is its one writer. A charge is final once the
+# platform has answered.
+CHARGE_TRANSITIONS = {
+    Charge.Status.PENDING: frozenset({Charge.Status.SUCCEEDED, Charge.Status.FAILED}),
+    Charge.Status.SUCCEEDED: frozenset(),
+    Charge.Status.FAILED: frozenset(),
+}
+CHARGE_MACHINE = StateMachine(
+    name="charge", field="status", moves=CHARGE_TRANSITIONS, history=ChargeStatusHistory, history_fk="charge"
+)
+
+
+def charge_transition(*, charge: Charge, to: str, actor: str, reason: str = "", changes=None) -> Charge:
+    """Move ``charge`` to ``to`` under its row lock with a history row; return the locked row. Raises
+    ``IllegalStateMove`` (and writes nothing) for a move ``CHARGE_TRANSITIONS`` does not have."""
+    locked, _ = CHARGE_MACHINE.move(obj=charge, to=to, actor=actor, reason=reason, changes=changes)
+    return locked
 
 
 def charge_for_order(*, order) -> Charge:
@@ -49,13 +70,12 @@ def charge_for_order(*, order) -> Charge:
             return charge
         card = CreditCard.objects.filter(partner_id=charge.partner_id).first()
         if card is None:
-            charge.status = Charge.Status.FAILED
-            charge.failure_reason = "No credit card on file."
-            charge.save(update_fields=["status", "failure_reason", "updated_at"])
-            payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
+            charge = _charge_failed(charge, reason="No credit card on file.")
             return charge
         charge.attempts += 1
         charge.card_brand, charge.card_last4 = card.brand, card.last4
+        failure: str | None = None
+        succeeded = False
         try:
             result = get_platform().charge_card(
                 card_token=card.platform_card_token,
@@ -68,22 +88,33 @@ def charge_for_order(*, order) -> Charge:
             charge.last_error = exc.message[:255]
             unavailable = exc
         except PlatformError as exc:
-            charge.status = Charge.Status.FAILED
-            charge.failure_reason = exc.message[:255]
+            failure = exc.message
         else:
             charge.platform_charge_id = result.charge_id
             if result.status == pf.CHARGE_SUCCEEDED:
-                charge.status = Charge.Status.SUCCEEDED
+                succeeded = True
             else:
-                charge.status = Charge.Status.FAILED
-                charge.failure_reason = (result.failure_reason or "The card was declined.")[:255]
-        charge.save()
-        if charge.status == Charge.Status.FAILED:
-            payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
+                failure = result.failure_reason or "The card was declined."
+        charge.save()  # the attempt; the status moves below, with its history row
+        if succeeded:
+            charge = charge_transition(charge=charge, to=Charge.Status.SUCCEEDED, actor=ACTOR)
+        elif failure is not None:
+            charge = _charge_failed(charge, reason=failure)
     if unavailable is not None:
         raise unavailable
     logger.info(
         "order charged" if charge.status == Charge.Status.SUCCEEDED else "order charge failed",
         extra={"order_id": order.order_id, "charge_status": charge.status},
     )
+    return charge
+
+
+def _charge_failed(charge: Charge, *, reason: str) -> Charge:
+    """The charge failed for good (``reason`` as the platform or the card on file said it), and the staff
+    alert is published once this commits."""
+    reason = reason[:255]
+    charge = charge_transition(
+        charge=charge, to=Charge.Status.FAILED, actor=ACTOR, reason=reason, changes={"failure_reason": reason}
+    )
+    payment_alert_enqueue(kind=CHARGE_DECLINED, pk=charge.pk)  # published once this commits
     return charge
