@@ -41,6 +41,7 @@ from tests.orders.factories import make_order
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 groups_migration = importlib.import_module("payouts.migrations.0010_staff_groups")
+histories_migration = importlib.import_module("payouts.migrations.0012_staff_groups_status_histories")
 
 # Django's own pages of a model admin; everything else a model admin serves is one of its custom views.
 STANDARD_VIEWS = {"changelist", "add", "history", "delete", "change"}
@@ -298,6 +299,7 @@ def shipped_groups() -> tuple[Group, Group]:
     """The groups as the migration makes them: run again here, since a test that flushes the database (the
     threaded ones) removes what migrations wrote."""
     groups_migration.create_staff_groups(apps, SimpleNamespace(connection=connection))
+    histories_migration.add_history_views(apps, SimpleNamespace(connection=connection))
     return Group.objects.get(name="Support (read only)"), Group.objects.get(name="Operations")
 
 
