@@ -301,7 +301,7 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 # The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
 # seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
 # confirmation resumes within STALE + 30 s. STALE stays above the e-mail claim lease (4 minutes, see
-# orders.services.confirmation) so that the first re-run can take over a dead sender's claim.
+# orders.services.confirmation_state) so that the first re-run can take over a dead sender's claim.
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;

@@ -6,7 +6,7 @@ class OrdersConfig(AppConfig):
     verbose_name = "Orders"
 
     def ready(self) -> None:
-        from catalog.events import subscribe_event_canceled
+        from catalog.signals import subscribe_event_canceled
 
         subscribe_event_canceled("orders", _cancel_orders_of_canceled_event)
 

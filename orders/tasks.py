@@ -6,13 +6,13 @@ import random
 
 from celery import shared_task
 
-from . import events, outbox, services
+from . import outbox, services, signals
 
 logger = logging.getLogger(__name__)
 
 # Transient: the database connection, the network or the mail server failed for now. Anything else is a
 # bug or a permanent refusal and is not retried blindly.
-TRANSIENT_ERRORS = events.TRANSIENT_ERRORS
+TRANSIENT_ERRORS = signals.TRANSIENT_ERRORS
 MAX_RETRIES = 8
 
 
@@ -24,8 +24,8 @@ def backoff_seconds(retries: int) -> int:
 
 @shared_task(bind=True, name="orders.tasks.deliver_notification", acks_late=True, max_retries=MAX_RETRIES)
 def deliver_notification(self, notification_pk: int, subscriber_name: str) -> bool:
-    """One notification to one subscriber of ``orders.events``; its transient errors are retried."""
-    subscriber = events.subscriber(subscriber_name)
+    """One notification to one subscriber of ``orders.signals``; its transient errors are retried."""
+    subscriber = signals.subscriber(subscriber_name)
     transient = subscriber.transient if subscriber is not None else TRANSIENT_ERRORS
     try:
         return outbox.notification_deliver(notification_pk=notification_pk, subscriber_name=subscriber_name)

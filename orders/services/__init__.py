@@ -1,5 +1,5 @@
 """Every write on orders: creation from a quote, the life cycle, expiry (the confirmation's steps are in
-``orders.services.confirmation``).
+``orders.services.confirmation_state``).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (README "Orders › Life cycle"). Creation and every
@@ -332,7 +332,7 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
     return canceled
 
 
-from .confirmation import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
+from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
     EMAIL_CLAIM_LEASE,
     order_canceled_email,
     order_confirmation_email,

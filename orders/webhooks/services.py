@@ -195,7 +195,7 @@ def _delivery_create(*, notification: Notification, endpoint: WebhookEndpoint, k
 
 
 def notification_fan_out(notification: Notification) -> list[WebhookDelivery]:
-    """The ``orders.events`` handler: one delivery per enabled endpoint of the partner and mode that
+    """The ``orders.signals`` handler: one delivery per enabled endpoint of the partner and mode that
     subscribes to the type. Called at least once per notification, so a second call creates nothing."""
     endpoints = WebhookEndpoint.objects.filter(
         partner_id=notification.partner_id,

@@ -127,11 +127,11 @@ def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, re
 def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notification(
     auth_client, quote, real_broker
 ):
-    from orders import events
+    from orders import signals
     from orders.services import order_transition
 
     received = []
-    events.subscribe(
+    signals.subscribe(
         "tests.recorder", handler=lambda n: received.append((n.type, n.payload["data"]["previous_status"]))
     )
     try:
@@ -165,7 +165,7 @@ def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notificatio
         assert not Notification.objects.filter(order=order, dispatched_at__isnull=True).exists()
         assert not Charge.objects.filter(order=order).exists()  # canceled before any confirmation ran
     finally:
-        events.unsubscribe("tests.recorder")
+        signals.unsubscribe("tests.recorder")
 
 
 def services_outbox_dispatch(notification) -> None:

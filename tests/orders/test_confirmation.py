@@ -9,8 +9,8 @@ from orders.tasks import backoff_seconds
 from payouts import tasks
 from payouts.errors import PlatformUnavailable
 from payouts.models import Charge
-from payouts.services.confirmation import order_confirm
 from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.order_reactions import order_confirm
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory
@@ -202,10 +202,10 @@ def test_mail_server_unreachable_is_retried_without_charging_again(auth_client, 
 def test_mail_server_refusing_the_message_is_retried_and_sent_once(auth_client, quote, monkeypatch):
     import smtplib
 
-    from orders import notifications
+    from orders import seller_mail
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
-    real_send = notifications.send_order_confirmation
+    real_send = seller_mail.send_order_confirmation
     attempts = []
 
     def refused_once(**kwargs):
@@ -214,7 +214,7 @@ def test_mail_server_refusing_the_message_is_retried_and_sent_once(auth_client, 
             raise smtplib.SMTPDataError(451, b"try again later")  # not accepted: nothing was delivered
         return real_send(**kwargs)
 
-    monkeypatch.setattr(notifications, "send_order_confirmation", refused_once)
+    monkeypatch.setattr(seller_mail, "send_order_confirmation", refused_once)
     tasks.confirm_order.apply(args=[order.pk])
     assert len(attempts) == 2
     assert len(mail.outbox) == 1
@@ -231,9 +231,9 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
     from django.conf import settings
     from django.utils import timezone
 
-    from orders import notifications
+    from orders import seller_mail
     from orders.services import EMAIL_CLAIM_LEASE
-    from payouts.services.confirmation import orders_requeue_unconfirmed
+    from payouts.services.order_reactions import orders_requeue_unconfirmed
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
     attempts = []
@@ -242,7 +242,7 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
         attempts.append(1)
         raise smtplib.SMTPServerDisconnected("connection reset during DATA")
 
-    monkeypatch.setattr(notifications, "send_order_confirmation", dropped)
+    monkeypatch.setattr(seller_mail, "send_order_confirmation", dropped)
     tasks.confirm_order.apply(args=[order.pk])  # retried by the task: the retries do not send again
     order_confirm(order_pk=order.pk)
     assert attempts == [1]

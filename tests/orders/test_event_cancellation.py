@@ -7,7 +7,7 @@ from catalog.models import Row
 from orders import services
 from orders.models import Order
 from orders.tasks import expire_overdue_orders
-from payouts.services.confirmation import order_confirm
+from payouts.services.order_reactions import order_confirm
 
 from .conftest import create_order
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from orders import events, outbox, tasks
+from orders import outbox, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import order_cancel, order_transition, orders_expire_overdue
 
@@ -32,9 +32,9 @@ def recorder():
             raise fail["error"]
         received.append((notification.notification_id, notification.type))
 
-    events.subscribe("tests.recorder", handler=handler)
+    signals.subscribe("tests.recorder", handler=handler)
     yield received, fail
-    events.unsubscribe("tests.recorder")
+    signals.unsubscribe("tests.recorder")
 
 
 def test_every_transition_writes_exactly_one_notification_with_its_previous_status(partner):
@@ -186,7 +186,7 @@ def test_a_subscriber_gets_each_notification_once_even_when_delivered_twice(part
 def test_a_failing_subscriber_is_retried_without_running_another_again(partner, recorder, monkeypatch):
     received, fail = recorder
     other = []
-    events.subscribe("tests.other", handler=lambda n: other.append(n.notification_id))
+    signals.subscribe("tests.other", handler=lambda n: other.append(n.notification_id))
     try:
         order = create_order(partner)
         notification = Notification.objects.get(order=order)
@@ -206,12 +206,12 @@ def test_a_failing_subscriber_is_retried_without_running_another_again(partner, 
         notification.refresh_from_db()
         assert notification.dispatched_at is not None
     finally:
-        events.unsubscribe("tests.other")
+        signals.unsubscribe("tests.other")
 
 
 def test_a_subscriber_filtering_by_type_gets_only_those(partner):
     got = []
-    events.subscribe("tests.created_only", handler=lambda n: got.append(n.type), types=["order.created"])
+    signals.subscribe("tests.created_only", handler=lambda n: got.append(n.type), types=["order.created"])
     try:
         order = create_order(partner)
         order_cancel(order=order, actor="partner:test")
@@ -219,7 +219,7 @@ def test_a_subscriber_filtering_by_type_gets_only_those(partner):
             outbox.notification_dispatch(notification_pk=n.pk, notification_type=n.type)
         assert got == ["order.created"]
     finally:
-        events.unsubscribe("tests.created_only")
+        signals.unsubscribe("tests.created_only")
 
 
 def test_the_sweeper_hands_over_only_what_was_not_dispatched_past_the_grace(partner, recorder, monkeypatch):

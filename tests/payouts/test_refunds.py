@@ -28,8 +28,8 @@ from payouts.models import Charge, CreditCard
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
 from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
-from payouts.services.confirmation import order_confirm
 from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.order_reactions import order_confirm
 from payouts.services.refunds import refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row

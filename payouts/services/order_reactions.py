@@ -1,4 +1,4 @@
-"""Payouts' reactions to order events (``orders.events``): the confirmation of a new order, the refund of a
+"""Payouts' reactions to order events (``orders.signals``): the confirmation of a new order, the refund of a
 canceled one. Subscribed in ``PayoutsConfig.ready``; each handler runs after commit, in a worker, at least
 once per notification, and is idempotent.
 """
