@@ -287,7 +287,7 @@ EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DEL
 # --- Partner API ------------------------------------------------------------------------------------
 ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
 # Each web process reads the token sessions revoked in the database at most this often, so a revocation
-# holds everywhere within this bound even if Redis missed it (partners/selectors.py). Under TESTING once
+# holds everywhere within this bound even if Redis missed it (partners/revocation.py). Under TESTING once
 # an hour, so that the query-count tests stay deterministic; the tests of the bound set it themselves.
 TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=3600 if TESTING else 2)
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)

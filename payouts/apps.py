@@ -28,11 +28,11 @@ class PayoutsConfig(AppConfig):
             types=[Notification.Type.ORDER_CREATED],
             transient=order_reactions.TRANSIENT,
         )
-        # Quotes and orders check the partner's payment readiness from a cached copy (partners.selectors):
+        # Quotes and orders check the partner's payment readiness from a cached copy (partners.token_cache):
         # every save or delete of a payout method or card voids it, admin edits and cascades included.
         from django.db.models.signals import post_delete, post_save
 
-        from partners.selectors import payment_readiness_changed
+        from partners.token_cache import payment_readiness_changed
 
         from .models import CreditCard, PayoutAccount
 
