@@ -243,9 +243,9 @@ def order_transition(
             at=now,
         )
         if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            from ..tasks import notify_order_canceled  # the tasks module imports this one
+            from .. import tasks  # the tasks module imports this one
 
-            publish_after_commit(notify_order_canceled, locked.pk)
+            publish_after_commit(tasks.order_canceled_email, locked.pk)
     return locked
 
 

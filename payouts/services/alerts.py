@@ -72,10 +72,10 @@ def payment_alert_enqueue(*, kind: str, pk: int) -> None:
     """Publish the alert once the caller's transaction (the one writing the failure) commits."""
     if kind not in KINDS:
         raise ValueError(f"unknown payment alert {kind!r}")
-    from ..tasks import send_payment_alert  # the tasks module imports this package
+    from .. import tasks  # the tasks module imports this package
 
     # Lost with the broker: the failure stays on the portal dashboard's readiness summary all the same.
-    publish_after_commit(send_payment_alert, kind, pk)
+    publish_after_commit(tasks.payment_alert_send, kind, pk)
 
 
 def _portal_url(name: str, *args: Any, fragment: str = "", query: str = "") -> str:

@@ -306,7 +306,7 @@ def payout_retry(*, payout: Payout, actor: str) -> bool:
     except IllegalStateMove:
         return False
     logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})
-    from ..tasks import progress_payouts  # the tasks module imports the services
+    from .. import tasks  # the tasks module imports the services
 
-    publish_after_commit(progress_payouts)  # lost with the broker: the next beat runs it anyway
+    publish_after_commit(tasks.payouts_progress)  # lost with the broker: the next beat runs it anyway
     return True

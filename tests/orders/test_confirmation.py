@@ -130,8 +130,8 @@ def test_declined_card_cancels_the_order_with_the_reason_and_gives_the_quantity_
 
 def test_a_duplicate_delivery_charges_once_and_mails_once(auth_client, quote):
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
-    tasks.confirm_order.apply(args=[order.pk])
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     order_confirm(order_pk=order.pk)
     assert Charge.objects.filter(order=order).count() == 1
     assert len(mail.outbox) == 1
@@ -155,15 +155,15 @@ def test_platform_outage_is_retried_and_charges_once(auth_client, quote, monkeyp
 
     monkeypatch.setattr(SandboxPlatform, "charge_card", flaky)
     countdowns = []
-    real_retry = tasks.confirm_order.retry
+    real_retry = tasks.order_confirm.retry
 
     def recording_retry(*args, **kwargs):
         countdowns.append(kwargs.get("countdown"))
         return real_retry(*args, **kwargs)
 
-    monkeypatch.setattr(tasks.confirm_order, "retry", recording_retry)
+    monkeypatch.setattr(tasks.order_confirm, "retry", recording_retry)
 
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
 
     assert calls == [order.order_id] * 3  # same idempotency key on every attempt
     assert len(countdowns) == 2 and countdowns[0] >= 10 and countdowns[1] >= 20
@@ -187,7 +187,7 @@ def test_mail_server_unreachable_is_retried_without_charging_again(auth_client, 
         return real_open(self)
 
     monkeypatch.setattr(EmailBackend, "open", refused_once)
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     assert len(attempts) == 2
     assert len(mail.outbox) == 1
     assert (
@@ -215,7 +215,7 @@ def test_mail_server_refusing_the_message_is_retried_and_sent_once(auth_client, 
         return real_send(**kwargs)
 
     monkeypatch.setattr(seller_mail, "send_order_confirmation", refused_once)
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     assert len(attempts) == 2
     assert len(mail.outbox) == 1
     assert Charge.objects.filter(order=order).count() == 1
@@ -243,7 +243,7 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
         raise smtplib.SMTPServerDisconnected("connection reset during DATA")
 
     monkeypatch.setattr(seller_mail, "send_order_confirmation", dropped)
-    tasks.confirm_order.apply(args=[order.pk])  # retried by the task: the retries do not send again
+    tasks.order_confirm.apply(args=[order.pk])  # retried by the task: the retries do not send again
     order_confirm(order_pk=order.pk)
     assert attempts == [1]
     order.refresh_from_db()
@@ -271,7 +271,7 @@ def test_confirmation_of_an_order_canceled_before_it_ran_does_nothing(auth_clien
     data = post_order(auth_client, order_form(quote)).json()["data"]
     assert auth_client.post(f"/v1/orders/{data['order_id']}/cancel").status_code == 200
     order = Order.objects.get(order_id=data["order_id"])
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     order.refresh_from_db()
     assert order.status == Order.Status.CANCELED
     assert not Charge.objects.filter(order=order).exists()

@@ -208,14 +208,14 @@ def test_the_beat_task_publishes_revocations_the_cache_missed(api_client, auth_c
     from django.core.cache import cache
 
     from partners import token_cache
-    from partners.tasks import publish_token_revocations
+    from partners.tasks import token_revocations_publish
 
     assert _get(api_client, auth_client.token).status_code == 200
     monkeypatch.setattr(cache, "set_many", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("down")))
     services.partner_suspend(partner=partner)
     monkeypatch.undo()
     token_cache.cache_health.take()  # this process forgets; another process's beat still repairs it
-    assert publish_token_revocations() >= 1
+    assert token_revocations_publish() >= 1
     assert_error(_get(api_client, auth_client.token), 403, "ACCOUNT_SUSPENDED")
 
 
