@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "orders.webhooks",
     "payouts",
     "payouts.sandbox",
+    "payouts.backoffice",
 ]
 
 MIDDLEWARE = [

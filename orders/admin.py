@@ -45,7 +45,7 @@ class NotificationInline(admin.TabularInline):
         return False
 
 
-@admin.register(Order)
+# Registered once, with the order's charge and payout, by the back office (payouts.backoffice.admin).
 class OrderAdmin(admin.ModelAdmin):
     list_display = (
         "order_id",

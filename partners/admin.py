@@ -55,7 +55,7 @@ admin.site.index_title = "Partners, catalog, orders and payouts"
 admin.site.enable_nav_sidebar = False
 
 
-@admin.register(Partner)
+# Registered once, with the partner's payment methods, by the back office (payouts.backoffice.admin).
 class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
@@ -88,7 +88,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     actions = ("rotate_credentials_action", "suspend_action", "reactivate_action")
-    # The payouts app adds the payment-method inlines (payouts/admin/): partners does not import it.
+    # The payouts app adds the payment-method inlines (payouts/backoffice/admin/): partners does not import it.
     inlines = (PortalUserInline,)
 
     def get_inlines(self, request, obj):
