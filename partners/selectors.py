@@ -44,7 +44,7 @@ def session_state(
     revocation the cache missed is never believed.
     """
     if read:
-        token_cache.recover_after_cache_failure()
+        token_cache.cache_recover()
     if found is None and read:
         try:
             found = cache.get_many(

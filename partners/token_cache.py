@@ -98,10 +98,6 @@ def session_states_cache(entries: list[tuple], *, now=None) -> None:
 
 def cache_recover() -> None:
     """After a cache failure in this process: re-publish revocations before anything reads the cache."""
-    recover_after_cache_failure()
-
-
-def recover_after_cache_failure() -> None:
     if not cache_health.take():
         return
     try:
