@@ -55,7 +55,8 @@ admin.site.index_title = "Partners, catalog, orders and payouts"
 admin.site.enable_nav_sidebar = False
 
 
-# Registered once, with the partner's payment methods, by the back office (payouts.backoffice.admin).
+# Not registered here: the back office at the top of the house registers it once, with the partner's payment
+# methods.
 class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
