@@ -5,7 +5,7 @@
 A fresh PostgreSQL database (``BENCH_DATABASE_URL``'s server, database ``ps_bench_dashboard``) gets
 ``--orders`` orders spread over the last year in every status, with their charges (some declined, some
 refunded, some with a failed refund) and payouts (some failed). Then the figures alone
-(``payouts.dashboard.staff_dashboard``) and the whole admin index page, rendered through Django's test client
+(``payouts.backoffice.dashboard.staff_dashboard``) and the whole admin index page, rendered through Django's test client
 for a signed-in superuser, are timed ``--runs`` times each, in-process. Target: the page under 200 ms.
 """
 
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import Client
 
     from orders.models import Order
-    from payouts.dashboard import staff_dashboard
+    from payouts.backoffice.dashboard import staff_dashboard
 
     user = get_user_model().objects.create_superuser("bench", "bench@service.example", "unused-password-1")
     client = Client()

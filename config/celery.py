@@ -18,8 +18,8 @@ app.autodiscover_tasks()
 WEBHOOK_QUEUE = os.environ.get("WEBHOOK_QUEUE", "webhooks")
 WEBHOOK_SLOW_QUEUE = os.environ.get("WEBHOOK_SLOW_QUEUE", "webhooks_slow")
 app.conf.task_routes = {
-    "orders.webhooks.tasks.send_delivery": {"queue": WEBHOOK_QUEUE},
-    "orders.webhooks.tasks.send_delivery_slow": {"queue": WEBHOOK_SLOW_QUEUE},
+    "orders.webhooks.tasks.delivery_attempt": {"queue": WEBHOOK_QUEUE},
+    "orders.webhooks.tasks.delivery_attempt_slow": {"queue": WEBHOOK_SLOW_QUEUE},
 }
 # Every queue the service uses, declared: a worker started without ``-Q`` (``celery -A config worker``)
 # consumes all of them, so one plain worker runs everything; ``-Q`` splits them over workers.

@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "orders.webhooks",
     "payouts",
     "payouts.sandbox",
+    "payouts.backoffice",
 ]
 
 MIDDLEWARE = [
@@ -287,7 +288,7 @@ EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DEL
 # --- Partner API ------------------------------------------------------------------------------------
 ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
 # Each web process reads the token sessions revoked in the database at most this often, so a revocation
-# holds everywhere within this bound even if Redis missed it (partners/selectors.py). Under TESTING once
+# holds everywhere within this bound even if Redis missed it (partners/revocation.py). Under TESTING once
 # an hour, so that the query-count tests stay deterministic; the tests of the bound set it themselves.
 TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=3600 if TESTING else 2)
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
@@ -301,7 +302,7 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 # The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
 # seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
 # confirmation resumes within STALE + 30 s. STALE stays above the e-mail claim lease (4 minutes, see
-# orders.services.confirmation) so that the first re-run can take over a dead sender's claim.
+# orders.services.confirmation_state) so that the first re-run can take over a dead sender's claim.
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;

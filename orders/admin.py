@@ -45,7 +45,7 @@ class NotificationInline(admin.TabularInline):
         return False
 
 
-@admin.register(Order)
+# Not registered here: the back office at the top of the house registers it once, with the order's money.
 class OrderAdmin(admin.ModelAdmin):
     list_display = (
         "order_id",

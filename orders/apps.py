@@ -6,7 +6,7 @@ class OrdersConfig(AppConfig):
     verbose_name = "Orders"
 
     def ready(self) -> None:
-        from catalog.events import subscribe_event_canceled
+        from catalog.signals import subscribe_event_canceled
 
         subscribe_event_canceled("orders", _cancel_orders_of_canceled_event)
 
@@ -16,6 +16,6 @@ def _cancel_orders_of_canceled_event(event_pk: int) -> None:
     catches one whose message was lost)."""
     from config.core.publish import publish
 
-    from .tasks import cancel_orders_of_canceled_events
+    from .tasks import orders_cancel_for_canceled_events
 
-    publish(cancel_orders_of_canceled_events, event_pk)
+    publish(orders_cancel_for_canceled_events, event_pk)

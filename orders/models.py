@@ -222,7 +222,7 @@ class Notification(models.Model):
 
     ``payload`` is the notification object exactly as the feed and the webhooks send it (``id``, ``type``,
     ``created_at``, ``livemode``, ``data``), rendered when the change happens. ``dispatched_at`` is set once
-    the in-process subscribers (``orders.events``) have been handed the notification; a periodic sweep
+    the in-process subscribers (``orders.signals``) have been handed the notification; a periodic sweep
     hands over again whatever never reached the broker.
     """
 
@@ -264,7 +264,7 @@ class Notification(models.Model):
 
 
 class NotificationReceipt(models.Model):
-    """A subscriber of ``orders.events`` finished handling a notification: a repeat delivery is skipped."""
+    """A subscriber of ``orders.signals`` finished handling a notification: a repeat delivery is skipped."""
 
     notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="receipts")
     subscriber = models.CharField(max_length=64)

@@ -3,7 +3,7 @@
 ``order_notification_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
 and inserts it in the caller's transaction, so there is no change without its notification and no
 notification without its change. After commit ``notification_dispatch`` publishes one delivery task per
-subscriber of ``orders.events`` (so one failing subscriber never re-runs another) and marks the row
+subscriber of ``orders.signals`` (so one failing subscriber never re-runs another) and marks the row
 dispatched once the broker took them all. ``notifications_dispatch_pending`` (beat) publishes again what
 never reached the broker; ``notification_deliver`` skips a subscriber that already handled the
 notification (its ``NotificationReceipt``). Retention: ``notifications_purge`` deletes rows older than
@@ -23,7 +23,7 @@ from config.api.envelope import utc_iso
 from config.core import rawsql
 from config.core.publish import publish
 
-from . import events
+from . import signals
 from .models import Notification, NotificationReceipt, Order, OrderStatusHistory
 
 logger = logging.getLogger(__name__)
@@ -115,10 +115,10 @@ def notification_dispatch(*, notification_pk: int, notification_type: str) -> bo
 
     Returns whether it did. A failed publish leaves the row undispatched for ``notifications_dispatch_pending``.
     """
-    for subscriber in events.subscribers_for(notification_type):
+    for subscriber in signals.subscribers_for(notification_type):
         # A failed publish means the broker is down: the others would only wait for it too. The sweep
         # publishes them all again later (a subscriber that already handled it skips it by its receipt).
-        if not publish("orders.tasks.deliver_notification", notification_pk, subscriber.name):
+        if not publish("orders.tasks.notification_deliver", notification_pk, subscriber.name):
             return False
     Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
         dispatched_at=timezone.now()
@@ -152,7 +152,7 @@ def notification_deliver(*, notification_pk: int, subscriber_name: str) -> bool:
     The handler's errors propagate (the task retries the transient ones); its receipt is written only once
     it returned, so a crash mid-way means one more delivery, never a lost one.
     """
-    subscriber = events.subscriber(subscriber_name)
+    subscriber = signals.subscriber(subscriber_name)
     if subscriber is None:
         logger.warning("No subscriber %r for notification pk=%s", subscriber_name, notification_pk)
         return False

@@ -6,13 +6,13 @@ import random
 
 from celery import shared_task
 
-from . import events, outbox, services
+from . import outbox, services, signals
 
 logger = logging.getLogger(__name__)
 
 # Transient: the database connection, the network or the mail server failed for now. Anything else is a
 # bug or a permanent refusal and is not retried blindly.
-TRANSIENT_ERRORS = events.TRANSIENT_ERRORS
+TRANSIENT_ERRORS = signals.TRANSIENT_ERRORS
 MAX_RETRIES = 8
 
 
@@ -22,10 +22,10 @@ def backoff_seconds(retries: int) -> int:
     return base + random.randint(0, base // 4)
 
 
-@shared_task(bind=True, name="orders.tasks.deliver_notification", acks_late=True, max_retries=MAX_RETRIES)
-def deliver_notification(self, notification_pk: int, subscriber_name: str) -> bool:
-    """One notification to one subscriber of ``orders.events``; its transient errors are retried."""
-    subscriber = events.subscriber(subscriber_name)
+@shared_task(bind=True, name="orders.tasks.notification_deliver", acks_late=True, max_retries=MAX_RETRIES)
+def notification_deliver(self, notification_pk: int, subscriber_name: str) -> bool:
+    """One notification to one subscriber of ``orders.signals``; its transient errors are retried."""
+    subscriber = signals.subscriber(subscriber_name)
     transient = subscriber.transient if subscriber is not None else TRANSIENT_ERRORS
     try:
         return outbox.notification_deliver(notification_pk=notification_pk, subscriber_name=subscriber_name)
@@ -36,41 +36,41 @@ def deliver_notification(self, notification_pk: int, subscriber_name: str) -> bo
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
 
 
-@shared_task(name="orders.tasks.dispatch_pending_notifications")
-def dispatch_pending_notifications() -> int:
+@shared_task(name="orders.tasks.notifications_dispatch_pending")
+def notifications_dispatch_pending() -> int:
     dispatched = outbox.notifications_dispatch_pending()
     if dispatched:
         logger.info("Handed over %d notification(s) that had not reached the broker", dispatched)
     return dispatched
 
 
-@shared_task(name="orders.tasks.purge_notifications")
-def purge_notifications() -> int:
+@shared_task(name="orders.tasks.notifications_purge")
+def notifications_purge() -> int:
     purged = outbox.notifications_purge()
     if purged:
         logger.info("Purged %d notification(s) past their retention", purged)
     return purged
 
 
-@shared_task(bind=True, name="orders.tasks.notify_order_canceled", acks_late=True, max_retries=MAX_RETRIES)
-def notify_order_canceled(self, order_pk: int) -> None:
+@shared_task(bind=True, name="orders.tasks.order_canceled_email", acks_late=True, max_retries=MAX_RETRIES)
+def order_canceled_email(self, order_pk: int) -> None:
     try:
         services.order_canceled_email(order_pk=order_pk)
     except TRANSIENT_ERRORS as exc:
         raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
 
 
-@shared_task(name="orders.tasks.expire_overdue_orders")
-def expire_overdue_orders() -> int:
+@shared_task(name="orders.tasks.orders_expire_overdue")
+def orders_expire_overdue() -> int:
     expired = services.orders_expire_overdue()
     if expired:
         logger.info("Expired %d overdue order(s): %s", len(expired), ", ".join(expired[:20]))
-    cancel_orders_of_canceled_events()
+    orders_cancel_for_canceled_events()
     return len(expired)
 
 
-@shared_task(name="orders.tasks.cancel_orders_of_canceled_events")
-def cancel_orders_of_canceled_events(event_pk: int | None = None) -> int:
+@shared_task(name="orders.tasks.orders_cancel_for_canceled_events")
+def orders_cancel_for_canceled_events(event_pk: int | None = None) -> int:
     canceled = services.orders_cancel_for_canceled_events(event_pk=event_pk)
     if canceled:
         logger.info("Canceled %d order(s) of canceled events: %s", len(canceled), ", ".join(canceled[:20]))

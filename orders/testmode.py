@@ -10,7 +10,7 @@ same subscriber is skipped by its receipt).
 
 from __future__ import annotations
 
-from . import errors, events, outbox
+from . import errors, outbox, signals
 from .models import Notification, Order
 from .services import LEGAL_TRANSITIONS, order_transition
 
@@ -67,7 +67,7 @@ def _confirm_now(order: Order) -> Order:
         .first()
     )
     if created is not None:
-        for subscriber in events.subscribers_for(Notification.Type.ORDER_CREATED):
+        for subscriber in signals.subscribers_for(Notification.Type.ORDER_CREATED):
             outbox.notification_deliver(notification_pk=created, subscriber_name=subscriber.name)
     return Order.objects.select_related("event").get(pk=order.pk)
 

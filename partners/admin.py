@@ -60,7 +60,8 @@ def _staff_actor(request: HttpRequest) -> str:
     return f"staff:{request.user.get_username()}"
 
 
-@admin.register(Partner)
+# Not registered here: the back office at the top of the house registers it once, with the partner's payment
+# methods.
 class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
@@ -95,7 +96,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     actions = ("rotate_credentials_action", "suspend_action", "reactivate_action")
-    # The payouts app adds the payment-method inlines (payouts/admin/): partners does not import it.
+    # The payouts app adds the payment-method inlines (payouts/backoffice/admin/): partners does not import it.
     inlines = (PortalUserInline,)
 
     def get_inlines(self, request, obj):

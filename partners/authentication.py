@@ -10,16 +10,8 @@ from rest_framework.permissions import BasePermission
 from config.api import errors, ratelimit
 
 from . import tokens
-from .selectors import (
-    SESSION_ACTIVE,
-    SESSION_SUSPENDED,
-    SessionState,
-    cache_recover,
-    payment_readiness,
-    session_cache_keys,
-    session_payment_readiness,
-    session_state,
-)
+from .selectors import SessionState, payment_readiness, session_payment_readiness, session_state
+from .token_cache import SESSION_ACTIVE, SESSION_SUSPENDED, cache_recover, session_cache_keys
 
 REALM = 'Bearer realm="partner-api"'
 

@@ -134,7 +134,7 @@ class TokenSession(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["partner", "expires_at"], name="tks_partner_expiry"),
-            # Each web process reads the latest revocations every few seconds (partners/selectors.py):
+            # Each web process reads the latest revocations every few seconds (partners/revocation.py):
             # only revoked rows are indexed, a small part of a table that gets a row per token request.
             models.Index(
                 fields=["revoked_at"], name="tks_revoked_at", condition=models.Q(revoked_at__isnull=False)

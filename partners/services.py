@@ -18,11 +18,11 @@ from config.core.statemachine import StateMachine
 
 from . import tokens
 from .models import Partner, PartnerCredential, PartnerStatusHistory, PartnerTestCredential, TokenSession
-from .selectors import (
+from .selectors import credential_for_token
+from .token_cache import (
     SESSION_REVOKED,
     SESSION_SUSPENDED,
     cache_health,
-    credential_for_token,
     session_cache_key,
     session_states_cache,
 )

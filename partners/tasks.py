@@ -2,12 +2,12 @@ import logging
 
 from celery import shared_task
 
-from .selectors import token_revocations_publish
+from . import token_cache
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="partners.tasks.publish_token_revocations")
-def publish_token_revocations() -> int:
-    """Backstop for revocations made while the shared cache was down (see partners.selectors)."""
-    return token_revocations_publish()
+@shared_task(name="partners.tasks.token_revocations_publish")
+def token_revocations_publish() -> int:
+    """Backstop for revocations made while the shared cache was down (see partners.token_cache)."""
+    return token_cache.token_revocations_publish()

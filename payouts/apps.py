@@ -13,26 +13,26 @@ class PayoutsConfig(AppConfig):
 
     def ready(self) -> None:
         # Payouts reacts to order events; orders never calls into payouts (the layers' direction).
-        from orders import events
+        from orders import signals
         from orders.models import Notification
         from partners.portal.access import form_action_origins_register
 
-        from .services import confirmation
+        from .services import order_reactions
 
         # The payment-method pages' forms redirect to the platform's own pages.
         form_action_origins_register(_platform_form_action_origins)
 
-        events.subscribe(
+        signals.subscribe(
             "payouts.confirmation",
-            handler=confirmation.on_order_created,
+            handler=order_reactions.on_order_created,
             types=[Notification.Type.ORDER_CREATED],
-            transient=confirmation.TRANSIENT,
+            transient=order_reactions.TRANSIENT,
         )
-        # Quotes and orders check the partner's payment readiness from a cached copy (partners.selectors):
+        # Quotes and orders check the partner's payment readiness from a cached copy (partners.token_cache):
         # every save or delete of a payout method or card voids it, admin edits and cascades included.
         from django.db.models.signals import post_delete, post_save
 
-        from partners.selectors import payment_readiness_changed
+        from partners.token_cache import payment_readiness_changed
 
         from .models import CreditCard, PayoutAccount
 
@@ -46,9 +46,9 @@ class PayoutsConfig(AppConfig):
             post_delete.connect(
                 readiness_changed, sender=model, weak=False, dispatch_uid=f"readiness-delete-{model.__name__}"
             )
-        events.subscribe(
+        signals.subscribe(
             "payouts.refunds",
-            handler=confirmation.on_order_status_changed,
+            handler=order_reactions.on_order_status_changed,
             types=[Notification.Type.ORDER_STATUS_CHANGED],
-            transient=confirmation.TRANSIENT,
+            transient=order_reactions.TRANSIENT,
         )

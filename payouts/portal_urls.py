@@ -3,10 +3,11 @@ namespace, beside the portal pages of partners and orders (no ``app_name`` of it
 
 from django.urls import path, re_path
 
-from .portal import home, payment_methods, payouts, statements
+from .backoffice import portal_home
+from .portal import payment_methods, payouts, statements
 
 urlpatterns = [
-    path("", home.dashboard, name="dashboard"),
+    path("", portal_home.dashboard, name="dashboard"),
     path("settings/payment-methods", payment_methods.payment_methods, name="payment-methods"),
     path("settings/payment-methods/payout/connect", payment_methods.payout_connect, name="payout-connect"),
     path("settings/payment-methods/payout/return", payment_methods.payout_return, name="payout-return"),

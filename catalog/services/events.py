@@ -18,8 +18,8 @@ from django.utils import timezone
 from config.core.statemachine import IllegalStateMove, StateMachine
 
 from .. import cache as catalog_cache
-from ..events import event_canceled_after_commit
 from ..models import Event, EventStatusHistory, Performer, Row, Section, Venue
+from ..signals import event_canceled_after_commit
 
 logger = logging.getLogger(__name__)
 

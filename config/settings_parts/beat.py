@@ -5,26 +5,26 @@ process itself in the embedded default (config/deploy/scheduler.py). Intervals i
 def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
     return {
         "partners-publish-token-revocations": {
-            "task": "partners.tasks.publish_token_revocations",
+            "task": "partners.tasks.token_revocations_publish",
             "schedule": 60.0,
         },
-        "quotes-purge-expired": {"task": "quotes.tasks.purge_expired_quotes", "schedule": 3600.0},
-        "payouts-sweep-unconfirmed": {"task": "payouts.tasks.sweep_unconfirmed_orders", "schedule": 30.0},
+        "quotes-purge-expired": {"task": "quotes.tasks.quote_purge_expired", "schedule": 3600.0},
+        "payouts-sweep-unconfirmed": {"task": "payouts.tasks.orders_requeue_unconfirmed", "schedule": 30.0},
         "orders-dispatch-notifications": {
-            "task": "orders.tasks.dispatch_pending_notifications",
+            "task": "orders.tasks.notifications_dispatch_pending",
             "schedule": 30.0,
         },
-        "orders-purge-notifications": {"task": "orders.tasks.purge_notifications", "schedule": 3600.0},
-        "orders-expire-overdue": {"task": "orders.tasks.expire_overdue_orders", "schedule": 300.0},
+        "orders-purge-notifications": {"task": "orders.tasks.notifications_purge", "schedule": 3600.0},
+        "orders-expire-overdue": {"task": "orders.tasks.orders_expire_overdue", "schedule": 300.0},
         "payouts-progress": {
-            "task": "payouts.tasks.progress_payouts",
+            "task": "payouts.tasks.payouts_progress",
             "schedule": payouts_progress_seconds,
         },
         "idempotency-purge-expired": {
-            "task": "partners.idempotency.tasks.purge_expired_idempotency_keys",
+            "task": "partners.idempotency.tasks.idempotency_key_purge_expired",
             "schedule": 3600.0,
         },
         # Sends webhook attempts that are due but whose Celery message was lost (the row is the truth).
-        "webhooks-send-due": {"task": "orders.webhooks.tasks.send_due_deliveries", "schedule": 30.0},
-        "webhooks-purge-old": {"task": "orders.webhooks.tasks.purge_old_deliveries", "schedule": 3600.0},
+        "webhooks-send-due": {"task": "orders.webhooks.tasks.deliveries_send_due", "schedule": 30.0},
+        "webhooks-purge-old": {"task": "orders.webhooks.tasks.deliveries_purge", "schedule": 3600.0},
     }

@@ -1,5 +1,5 @@
 """Every write on orders: creation from a quote, the life cycle, expiry (the confirmation's steps are in
-``orders.services.confirmation``).
+``orders.services.confirmation_state``).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
@@ -243,7 +243,7 @@ def order_transition(
             at=now,
         )
         if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            publish_on_commit("orders.tasks.notify_order_canceled", locked.pk)
+            publish_on_commit("orders.tasks.order_canceled_email", locked.pk)
     return locked
 
 
@@ -330,7 +330,7 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
     return canceled
 
 
-from .confirmation import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
+from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
     EMAIL_CLAIM_LEASE,
     order_canceled_email,
     order_confirmation_email,

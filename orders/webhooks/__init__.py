@@ -1,5 +1,5 @@
 """Webhook endpoints and their signed deliveries (docs/partners/notifications-and-webhooks.md "Webhooks").
 
-A nested app of ``orders``: it subscribes to the order-event registry (``orders.events``) and turns each
+A nested app of ``orders``: it subscribes to the order signals (``orders.signals``) and turns each
 notification into one delivery per subscribed endpoint, sent by the ``webhooks`` Celery queue.
 """

@@ -10,7 +10,7 @@ class WebhooksConfig(AppConfig):
     verbose_name = "Webhooks"
 
     def ready(self) -> None:
-        from orders.events import subscribe
+        from orders.signals import subscribe
 
         from .services import notification_fan_out
 

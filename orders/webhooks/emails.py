@@ -7,7 +7,7 @@ from django.template.loader import render_to_string
 from .models import WebhookEndpoint
 
 
-def send_endpoint_disabled(*, endpoint_pk: int) -> bool:
+def endpoint_disabled_email(*, endpoint_pk: int) -> bool:
     endpoint = WebhookEndpoint.objects.select_related("partner").filter(pk=endpoint_pk).first()
     if endpoint is None or not endpoint.partner.contact_email:
         return False

@@ -8,7 +8,7 @@ attempt's lease, so a worker that dies mid-send is retried by the sweep once the
 Isolation (docs/partners/notifications-and-webhooks.md "Webhooks"): the sender ends every attempt 15 s after its connect
 (``transport``); a claim is refused while the same delivery has an attempt in flight, and deferred (not an
 attempt) while its endpoint has 2 in flight, its partner 4, or the endpoint is backing off after timeouts in
-a row. Endpoints whose last attempt timed out are served on the slow lane (``send_delivery_slow``).
+a row. Endpoints whose last attempt timed out are served on the slow lane (``delivery_attempt_slow``).
 """
 
 from __future__ import annotations

@@ -151,7 +151,7 @@ def endpoint_disable(*, endpoint: WebhookEndpoint, reason: str, notify: bool) ->
     logger.warning("Webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
     if notify:
         pk = endpoint.pk
-        transaction.on_commit(lambda: _enqueue("email_endpoint_disabled", pk))
+        transaction.on_commit(lambda: _enqueue("endpoint_disabled_email", pk))
 
 
 # --- deliveries --------------------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ def delivery_enqueue(*, delivery_pk: int, countdown: float | None = None, slow: 
     lane of endpoints whose last attempt timed out, served by workers of its own)."""
     if countdown is not None and countdown > COUNTDOWN_MAX_SECONDS:
         return False  # the sweep sends it when due (next_attempt_at is the truth)
-    return _enqueue("send_delivery_slow" if slow else "send_delivery", delivery_pk, countdown=countdown)
+    return _enqueue("delivery_attempt_slow" if slow else "delivery_attempt", delivery_pk, countdown=countdown)
 
 
 def deliveries_waiting_release(*, partner_pk: int, limit: int = 2) -> list[int]:
@@ -202,7 +202,7 @@ def _delivery_create(*, notification: Notification, endpoint: WebhookEndpoint, k
 
 
 def notification_fan_out(notification: Notification) -> list[WebhookDelivery]:
-    """The ``orders.events`` handler: one delivery per enabled endpoint of the partner and mode that
+    """The ``orders.signals`` handler: one delivery per enabled endpoint of the partner and mode that
     subscribes to the type. Called at least once per notification, so a second call creates nothing."""
     endpoints = WebhookEndpoint.objects.filter(
         partner_id=notification.partner_id,

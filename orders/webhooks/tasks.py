@@ -20,49 +20,49 @@ SOFT_TIME_LIMIT, TIME_LIMIT = sending.task_time_limits()
 
 
 @shared_task(
-    name="orders.webhooks.tasks.send_delivery",
+    name="orders.webhooks.tasks.delivery_attempt",
     acks_late=True,
     soft_time_limit=SOFT_TIME_LIMIT,
     time_limit=TIME_LIMIT,
 )
-def send_delivery(delivery_pk: int) -> str | None:
+def delivery_attempt(delivery_pk: int) -> str | None:
     # No Celery retry: a failed attempt schedules the next one itself (the row's next_attempt_at).
     attempt = sending.delivery_attempt(delivery_pk=delivery_pk)
     return attempt.status if attempt is not None else None
 
 
 @shared_task(
-    name="orders.webhooks.tasks.send_delivery_slow",
+    name="orders.webhooks.tasks.delivery_attempt_slow",
     acks_late=True,
     soft_time_limit=SOFT_TIME_LIMIT,
     time_limit=TIME_LIMIT,
 )
-def send_delivery_slow(delivery_pk: int) -> str | None:
+def delivery_attempt_slow(delivery_pk: int) -> str | None:
     """The same attempt, on the slow lane (``webhooks_slow``): endpoints whose last attempt timed out."""
     attempt = sending.delivery_attempt(delivery_pk=delivery_pk, slow_lane=True)
     return attempt.status if attempt is not None else None
 
 
-@shared_task(name="orders.webhooks.tasks.send_due_deliveries")
-def send_due_deliveries() -> int:
+@shared_task(name="orders.webhooks.tasks.deliveries_send_due")
+def deliveries_send_due() -> int:
     published = services.deliveries_send_due()
     if published:
         logger.info("Published %d due webhook deliveries", len(published))
     return len(published)
 
 
-@shared_task(name="orders.webhooks.tasks.purge_old_deliveries")
-def purge_old_deliveries() -> int:
+@shared_task(name="orders.webhooks.tasks.deliveries_purge")
+def deliveries_purge() -> int:
     deleted = services.deliveries_purge()
     if deleted:
         logger.info("Purged %d webhook deliveries past retention", deleted)
     return deleted
 
 
-@shared_task(bind=True, name="orders.webhooks.tasks.email_endpoint_disabled", acks_late=True, max_retries=8)
-def email_endpoint_disabled(self, endpoint_pk: int) -> None:
+@shared_task(bind=True, name="orders.webhooks.tasks.endpoint_disabled_email", acks_late=True, max_retries=8)
+def endpoint_disabled_email(self, endpoint_pk: int) -> None:
     try:
-        emails.send_endpoint_disabled(endpoint_pk=endpoint_pk)
+        emails.endpoint_disabled_email(endpoint_pk=endpoint_pk)
     except (smtplib.SMTPException, ConnectionError, TimeoutError) as exc:
         # The mail server did not answer: try again later (1, 2, 4 … minutes).
         raise self.retry(exc=exc, countdown=60 * 2**self.request.retries)

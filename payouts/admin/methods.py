@@ -1,10 +1,7 @@
-"""Payment methods, masked and read-only (partners write them in the portal), and the partner page that
-shows them."""
+"""Payment methods, masked and read-only (partners write them in the portal); the partner page shows them
+(``payouts.backoffice.admin.partners``)."""
 
 from django.contrib import admin
-
-from partners.admin import PartnerAdmin
-from partners.models import Partner
 
 from ..models import (
     CreditCard,
@@ -52,47 +49,3 @@ class CreditCardAdmin(ReadOnlyAdmin):
     @admin.display(description="Expires")
     def expiry(self, obj: CreditCard) -> str:
         return f"{obj.exp_month:02d}/{obj.exp_year}" if obj.exp_month else "—"
-
-
-class PayoutAccountInline(admin.StackedInline):
-    """On the partner page: the payout method, masked, read-only (partners connect it in the portal)."""
-
-    model = PayoutAccount
-    fields = ("masked", "method", "platform", "platform_account_id", "updated_at")
-    readonly_fields = fields
-    can_delete = False
-    extra = 0
-    max_num = 0
-    verbose_name = verbose_name_plural = "Payout method"
-
-    @admin.display(description="Account")
-    def masked(self, obj: PayoutAccount) -> str:
-        return f"{obj.bank_name} ••••{obj.last4}" if obj.last4 else "—"
-
-
-class CreditCardInline(admin.StackedInline):
-    model = CreditCard
-    fields = ("masked", "expiry", "platform", "updated_at")
-    readonly_fields = fields
-    can_delete = False
-    extra = 0
-    max_num = 0
-    verbose_name = verbose_name_plural = "Credit card on file"
-
-    @admin.display(description="Card")
-    def masked(self, obj: CreditCard) -> str:
-        return f"{obj.brand} ••••{obj.last4}" if obj.last4 else "—"
-
-    @admin.display(description="Expires")
-    def expiry(self, obj: CreditCard) -> str:
-        return f"{obj.exp_month:02d}/{obj.exp_year}" if obj.exp_month else "—"
-
-
-# The partner page shows its payment methods. Partners sits below payouts and cannot name these inlines, so
-# payouts registers the partner admin again with them added.
-admin.site.unregister(Partner)
-
-
-@admin.register(Partner)
-class PartnerWithPaymentMethodsAdmin(PartnerAdmin):
-    inlines = (*PartnerAdmin.inlines, PayoutAccountInline, CreditCardInline)

@@ -4,7 +4,7 @@
 - ``charges``: the charge of the partner's card for an order;
 - ``refunds``: the refund of that charge when the order is canceled (``refund_transition``);
 - ``progression``: payouts to the partner and the order's walk along the payout path (``payout_transition``);
-- ``confirmation``: the reactions to order events (confirm a new order, refund a canceled one);
+- ``order_reactions``: the reactions to order changes (confirm a new order, refund a canceled one);
 - ``alerts``: e-mails to the partner about a declined charge, a failed refund or payout.
 
 Every platform call goes through ``payouts.platform.get_platform()``.

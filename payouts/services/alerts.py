@@ -73,7 +73,7 @@ def payment_alert_enqueue(*, kind: str, pk: int) -> None:
     if kind not in KINDS:
         raise ValueError(f"unknown payment alert {kind!r}")
     # Lost with the broker: the failure stays on the portal dashboard's readiness summary all the same.
-    publish_on_commit("payouts.tasks.send_payment_alert", kind, pk)
+    publish_on_commit("payouts.tasks.payment_alert_send", kind, pk)
 
 
 def _portal_url(name: str, *args: Any, fragment: str = "", query: str = "") -> str:

@@ -306,5 +306,5 @@ def payout_retry(*, payout: Payout, actor: str) -> bool:
     except IllegalStateMove:
         return False
     logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})
-    publish_on_commit("payouts.tasks.progress_payouts")  # lost with the broker: the next beat runs it anyway
+    publish_on_commit("payouts.tasks.payouts_progress")  # lost with the broker: the next beat runs it anyway
     return True

@@ -2,11 +2,10 @@
 
 Every cancel goes through ``orders.services.order_transition(..., to="canceled")`` (partner, staff, a canceled
 event), which writes an ``order.status_changed`` notification in the cancel's transaction. Payouts' subscriber
-(``confirmation.on_order_status_changed``) then runs ``refund_request``, which marks the order's succeeded charge
-as owing a refund (``refund_status = pending``), and ``refund_enqueue`` publishes
-``payouts.tasks.refund_order_charge``, which calls ``refund_for_order`` and retries it with backoff while the
-platform is unavailable. The beat's
-``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
+(``order_reactions.on_order_status_changed``) then runs ``refund_request``, which marks the order's succeeded
+charge as owing a refund (``refund_status = pending``), and ``refund_enqueue`` publishes the task
+``payouts.tasks.refund_for_order``, which calls the service of the same name and retries it with backoff while
+the platform is unavailable. The beat's ``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
 refund the platform left pending.
 
 The whole charge is refunded, through the platform that took it, with the idempotency key
@@ -109,7 +108,7 @@ def refund_request(*, order_pk: int) -> bool:
 
 def refund_enqueue(*, order_pk: int) -> bool:
     """Publish the refund task; a broker outage is logged, never raised: the refund sweep runs it later."""
-    return publish("payouts.tasks.refund_order_charge", order_pk)
+    return publish("payouts.tasks.refund_for_order", order_pk)
 
 
 def refund_for_order(*, order) -> Charge | None:
@@ -223,7 +222,7 @@ def refund_retry(*, charge: Charge, actor: str) -> bool:
     except IllegalStateMove:  # a double click or a second staff member: it is pending already
         return False
     logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
-    publish_on_commit("payouts.tasks.refund_order_charge", charge.order_id)
+    publish_on_commit("payouts.tasks.refund_for_order", charge.order_id)
     return True
 
 

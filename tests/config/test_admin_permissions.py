@@ -33,7 +33,7 @@ from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential
 from partners.portal_services import portal_user_invite
 from payouts.models import Charge, Payout
-from payouts.services.confirmation import order_confirm
+from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.embedded
 def test_a_task_published_by_name_runs_in_process_when_tasks_are_eager(monkeypatch):
     ran = []
     monkeypatch.setattr(outbox, "notifications_purge", lambda: ran.append("purged") or 0)
-    assert publishing.publish("orders.tasks.purge_notifications") is True
+    assert publishing.publish("orders.tasks.notifications_purge") is True
     assert ran == ["purged"]
 
 
@@ -24,28 +24,28 @@ def test_a_task_published_on_commit_waits_for_the_commit_and_not_for_a_rollback(
     ran = []
     monkeypatch.setattr(outbox, "notifications_purge", lambda: ran.append("purged") or 0)
     with pytest.raises(RuntimeError), transaction.atomic():
-        publishing.publish_on_commit("orders.tasks.purge_notifications")
+        publishing.publish_on_commit("orders.tasks.notifications_purge")
         raise RuntimeError("rolled back")
     with django_capture_on_commit_callbacks(execute=True):
-        publishing.publish_on_commit("orders.tasks.purge_notifications")
+        publishing.publish_on_commit("orders.tasks.notifications_purge")
         assert ran == []
     assert ran == ["purged"]
 
 
 def test_a_countdown_reaches_the_broker_with_the_task(monkeypatch):
     sent = []
-    task = publishing.task_named("orders.tasks.purge_notifications")
+    task = publishing.task_named("orders.tasks.notifications_purge")
     monkeypatch.setattr(task, "apply_async", lambda **kwargs: sent.append(kwargs))
-    assert publishing.publish("orders.tasks.purge_notifications", countdown=30) is True
+    assert publishing.publish("orders.tasks.notifications_purge", countdown=30) is True
     assert sent == [{"args": (), "kwargs": {}, "countdown": 30}]
 
 
 def test_a_broker_outage_is_logged_and_reported_not_raised(monkeypatch, caplog):
-    task = publishing.task_named("orders.tasks.purge_notifications")
+    task = publishing.task_named("orders.tasks.notifications_purge")
 
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker down")
 
     monkeypatch.setattr(task, "delay", broker_down)
-    assert publishing.publish("orders.tasks.purge_notifications") is False
+    assert publishing.publish("orders.tasks.notifications_purge") is False
     assert "Could not publish" in caplog.text

@@ -176,11 +176,11 @@ def test_the_procfile_as_written_delivers_a_ping(processes, broker, hooks, shell
     auth = bearer(url, creds)
     ping_arrives(url, auth, hooks, [webhooks, worker])
     # The split holds: the ping went to the webhooks worker, never to the general one.
-    assert "Task orders.webhooks.tasks.send_delivery[" in webhooks.output(), webhooks.output()[-3000:]
-    assert "Task orders.webhooks.tasks.send_delivery[" not in worker.output()
+    assert "Task orders.webhooks.tasks.delivery_attempt[" in webhooks.output(), webhooks.output()[-3000:]
+    assert "Task orders.webhooks.tasks.delivery_attempt[" not in worker.output()
     order_reaches_payout(url, auth, row, [worker, beat])
     assert "Sending due task payouts-progress" in beat.output()
-    assert "Task payouts.tasks.progress_payouts[" in worker.output()
+    assert "Task payouts.tasks.payouts_progress[" in worker.output()
 
 
 def test_the_plain_commands_deliver_a_ping_with_one_worker_for_every_queue(

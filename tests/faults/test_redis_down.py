@@ -122,10 +122,10 @@ def test_redis_dying_while_serving_degrades_and_loses_nothing(processes, redis_p
     # delivery to the confirmation then finds the work done). It runs once: one charge, one e-mail.
     later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 30)
     with time_machine.travel(later, tick=False):
-        assert tasks.sweep_unconfirmed_orders() == 1
-        assert tasks.sweep_unconfirmed_orders() == 0
-        assert order_tasks.dispatch_pending_notifications() == 1
-        assert order_tasks.dispatch_pending_notifications() == 0
+        assert tasks.orders_requeue_unconfirmed() == 1
+        assert tasks.orders_requeue_unconfirmed() == 0
+        assert order_tasks.notifications_dispatch_pending() == 1
+        assert order_tasks.notifications_dispatch_pending() == 0
     created.refresh_from_db()
     assert created.status == Order.Status.AWAITING_TRANSFER
     assert Charge.objects.filter(order=created).count() == 1

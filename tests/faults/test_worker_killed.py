@@ -58,9 +58,9 @@ def test_worker_killed_during_confirmation_charges_once_and_mails_once(
     celery_app.conf.task_always_eager = True
     later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS + 60)
     with time_machine.travel(later, tick=False):
-        assert tasks.sweep_unconfirmed_orders() == 1
-        assert tasks.sweep_unconfirmed_orders() == 0
-        tasks.confirm_order.delay(order.pk)  # a duplicate delivery changes nothing
+        assert tasks.orders_requeue_unconfirmed() == 1
+        assert tasks.orders_requeue_unconfirmed() == 0
+        tasks.order_confirm.delay(order.pk)  # a duplicate delivery changes nothing
 
     order.refresh_from_db()
     assert order.status == Order.Status.AWAITING_TRANSFER

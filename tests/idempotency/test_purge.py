@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from partners.idempotency.models import IdempotencyKey
-from partners.idempotency.tasks import purge_expired_idempotency_keys
+from partners.idempotency.tasks import idempotency_key_purge_expired
 from tests.conftest import make_partner
 
 pytestmark = pytest.mark.django_db
@@ -36,16 +36,16 @@ def test_purge_removes_keys_older_than_24_hours_in_batches():
     young = _key(partner, "young", age=timedelta(hours=23, minutes=59))
     fresh = _key(partner, "fresh", age=timedelta(0))
 
-    assert purge_expired_idempotency_keys.delay(batch_size=2).get() == 5
+    assert idempotency_key_purge_expired.delay(batch_size=2).get() == 5
 
     remaining = set(IdempotencyKey.objects.values_list("pk", flat=True))
     assert remaining == {young.pk, fresh.pk}
     assert not remaining & {k.pk for k in old}
-    assert purge_expired_idempotency_keys.delay().get() == 0
+    assert idempotency_key_purge_expired.delay().get() == 0
 
 
 def test_purge_runs_on_the_beat_schedule():
     entries = [
-        e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == purge_expired_idempotency_keys.name
+        e for e in settings.CELERY_BEAT_SCHEDULE.values() if e["task"] == idempotency_key_purge_expired.name
     ]
     assert len(entries) == 1 and entries[0]["schedule"] <= 3600

@@ -79,21 +79,21 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
     _use_broker(real_broker)
     _purge_queue()
     # Within the grace period the sweepers leave it alone (its message may still be on the way).
-    assert tasks.dispatch_pending_notifications() == 0
-    assert payouts_tasks.sweep_unconfirmed_orders() == 0
+    assert tasks.notifications_dispatch_pending() == 0
+    assert payouts_tasks.orders_requeue_unconfirmed() == 0
 
     # Past the outbox's grace (but not yet the confirmation sweep's): the outbox hands order.created over.
     later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 5)
     assert later < timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS)
     with time_machine.travel(later, tick=True):
-        assert tasks.dispatch_pending_notifications() == 1
-        assert tasks.dispatch_pending_notifications() == 0  # published once, not every minute
+        assert tasks.notifications_dispatch_pending() == 1
+        assert tasks.notifications_dispatch_pending() == 0  # published once, not every minute
         with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
             assert _wait_for(lambda: len(mail.outbox) == 1)
             assert _wait_for(
                 lambda: Order.objects.filter(pk=order.pk, confirmation_email_sent_at__isnull=False).exists()
             )
-        assert payouts_tasks.sweep_unconfirmed_orders() == 0
+        assert payouts_tasks.orders_requeue_unconfirmed() == 0
 
     order.refresh_from_db()
     assert order.status == Order.Status.AWAITING_TRANSFER
@@ -127,11 +127,11 @@ def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, re
 def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notification(
     auth_client, quote, real_broker
 ):
-    from orders import events
+    from orders import signals
     from orders.services import order_transition
 
     received = []
-    events.subscribe(
+    signals.subscribe(
         "tests.recorder", handler=lambda n: received.append((n.type, n.payload["data"]["previous_status"]))
     )
     try:
@@ -146,8 +146,8 @@ def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notificatio
         _purge_queue()
         later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 5)
         with time_machine.travel(later, tick=True):
-            assert tasks.dispatch_pending_notifications() == 3
-            assert tasks.dispatch_pending_notifications() == 0
+            assert tasks.notifications_dispatch_pending() == 3
+            assert tasks.notifications_dispatch_pending() == 0
             with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
                 assert _wait_for(lambda: len(received) >= 3)
                 # Published again (as after a lost acknowledgement): the subscriber is not run twice.
@@ -165,7 +165,7 @@ def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notificatio
         assert not Notification.objects.filter(order=order, dispatched_at__isnull=True).exists()
         assert not Charge.objects.filter(order=order).exists()  # canceled before any confirmation ran
     finally:
-        events.unsubscribe("tests.recorder")
+        signals.unsubscribe("tests.recorder")
 
 
 def services_outbox_dispatch(notification) -> None:

@@ -9,8 +9,8 @@ from orders.tasks import backoff_seconds
 from payouts import tasks
 from payouts.errors import PlatformUnavailable
 from payouts.models import Charge
-from payouts.services.confirmation import order_confirm
 from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.order_reactions import order_confirm
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory
@@ -130,8 +130,8 @@ def test_declined_card_cancels_the_order_with_the_reason_and_gives_the_quantity_
 
 def test_a_duplicate_delivery_charges_once_and_mails_once(auth_client, quote):
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
-    tasks.confirm_order.apply(args=[order.pk])
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     order_confirm(order_pk=order.pk)
     assert Charge.objects.filter(order=order).count() == 1
     assert len(mail.outbox) == 1
@@ -155,15 +155,15 @@ def test_platform_outage_is_retried_and_charges_once(auth_client, quote, monkeyp
 
     monkeypatch.setattr(SandboxPlatform, "charge_card", flaky)
     countdowns = []
-    real_retry = tasks.confirm_order.retry
+    real_retry = tasks.order_confirm.retry
 
     def recording_retry(*args, **kwargs):
         countdowns.append(kwargs.get("countdown"))
         return real_retry(*args, **kwargs)
 
-    monkeypatch.setattr(tasks.confirm_order, "retry", recording_retry)
+    monkeypatch.setattr(tasks.order_confirm, "retry", recording_retry)
 
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
 
     assert calls == [order.order_id] * 3  # same idempotency key on every attempt
     assert len(countdowns) == 2 and countdowns[0] >= 10 and countdowns[1] >= 20
@@ -187,7 +187,7 @@ def test_mail_server_unreachable_is_retried_without_charging_again(auth_client, 
         return real_open(self)
 
     monkeypatch.setattr(EmailBackend, "open", refused_once)
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     assert len(attempts) == 2
     assert len(mail.outbox) == 1
     assert (
@@ -202,10 +202,10 @@ def test_mail_server_unreachable_is_retried_without_charging_again(auth_client, 
 def test_mail_server_refusing_the_message_is_retried_and_sent_once(auth_client, quote, monkeypatch):
     import smtplib
 
-    from orders import notifications
+    from orders import seller_mail
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
-    real_send = notifications.send_order_confirmation
+    real_send = seller_mail.send_order_confirmation
     attempts = []
 
     def refused_once(**kwargs):
@@ -214,8 +214,8 @@ def test_mail_server_refusing_the_message_is_retried_and_sent_once(auth_client, 
             raise smtplib.SMTPDataError(451, b"try again later")  # not accepted: nothing was delivered
         return real_send(**kwargs)
 
-    monkeypatch.setattr(notifications, "send_order_confirmation", refused_once)
-    tasks.confirm_order.apply(args=[order.pk])
+    monkeypatch.setattr(seller_mail, "send_order_confirmation", refused_once)
+    tasks.order_confirm.apply(args=[order.pk])
     assert len(attempts) == 2
     assert len(mail.outbox) == 1
     assert Charge.objects.filter(order=order).count() == 1
@@ -231,9 +231,9 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
     from django.conf import settings
     from django.utils import timezone
 
-    from orders import notifications
+    from orders import seller_mail
     from orders.services import EMAIL_CLAIM_LEASE
-    from payouts.services.confirmation import orders_requeue_unconfirmed
+    from payouts.services.order_reactions import orders_requeue_unconfirmed
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
     attempts = []
@@ -242,8 +242,8 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
         attempts.append(1)
         raise smtplib.SMTPServerDisconnected("connection reset during DATA")
 
-    monkeypatch.setattr(notifications, "send_order_confirmation", dropped)
-    tasks.confirm_order.apply(args=[order.pk])  # retried by the task: the retries do not send again
+    monkeypatch.setattr(seller_mail, "send_order_confirmation", dropped)
+    tasks.order_confirm.apply(args=[order.pk])  # retried by the task: the retries do not send again
     order_confirm(order_pk=order.pk)
     assert attempts == [1]
     order.refresh_from_db()
@@ -271,7 +271,7 @@ def test_confirmation_of_an_order_canceled_before_it_ran_does_nothing(auth_clien
     data = post_order(auth_client, order_form(quote)).json()["data"]
     assert auth_client.post(f"/v1/orders/{data['order_id']}/cancel").status_code == 200
     order = Order.objects.get(order_id=data["order_id"])
-    tasks.confirm_order.apply(args=[order.pk])
+    tasks.order_confirm.apply(args=[order.pk])
     order.refresh_from_db()
     assert order.status == Order.Status.CANCELED
     assert not Charge.objects.filter(order=order).exists()

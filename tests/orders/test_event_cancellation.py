@@ -6,8 +6,8 @@ from catalog import services as catalog_services
 from catalog.models import Row
 from orders import services
 from orders.models import Order
-from orders.tasks import expire_overdue_orders
-from payouts.services.confirmation import order_confirm
+from orders.tasks import orders_expire_overdue
+from payouts.services.order_reactions import order_confirm
 
 from .conftest import create_order
 
@@ -62,7 +62,7 @@ def test_confirmation_of_an_order_whose_event_was_canceled_charges_nothing(partn
 def test_the_periodic_run_catches_a_cancellation_whose_message_was_lost(partner):
     order = create_order(partner)
     type(order.event).objects.filter(pk=order.event_id).update(status="canceled")
-    expire_overdue_orders()
+    orders_expire_overdue()
     order.refresh_from_db()
     assert order.status == "canceled"
 
@@ -89,11 +89,11 @@ def test_a_broker_outage_never_undoes_the_cancellation(
     def broker_down(*args, **kwargs):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(tasks.cancel_orders_of_canceled_events, "delay", broker_down)
+    monkeypatch.setattr(tasks.orders_cancel_for_canceled_events, "delay", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         assert catalog_services.event_cancel(event=order.event)
     order.event.refresh_from_db()
     assert order.event.status == "canceled"
     assert Order.objects.get(pk=order.pk).status == "accepted"  # until the periodic run
-    expire_overdue_orders()
+    orders_expire_overdue()
     assert Order.objects.get(pk=order.pk).status == "canceled"

@@ -163,11 +163,11 @@ def test_expiry_task_expires_orders_past_their_in_hand_date_in_venue_time(partne
 
     # 07:00 UTC on Dec 11 is still Dec 10 in Los Angeles: not overdue yet.
     with time_machine.travel(datetime(2030, 12, 11, 7, 0, tzinfo=UTC), tick=False):
-        assert tasks.expire_overdue_orders() == 0
+        assert tasks.orders_expire_overdue() == 0
     # 08:30 UTC on Dec 11 is Dec 11, 00:30 in Los Angeles: the in-hand date has passed.
     with time_machine.travel(datetime(2030, 12, 11, 8, 30, tzinfo=UTC), tick=False):
-        assert tasks.expire_overdue_orders() == 1
-        assert tasks.expire_overdue_orders() == 0
+        assert tasks.orders_expire_overdue() == 1
+        assert tasks.orders_expire_overdue() == 0
 
     order.refresh_from_db()
     assert order.status == "expired"

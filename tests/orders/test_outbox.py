@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from orders import events, outbox, tasks
+from orders import outbox, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import order_cancel, order_transition, orders_expire_overdue
 
@@ -32,9 +32,9 @@ def recorder():
             raise fail["error"]
         received.append((notification.notification_id, notification.type))
 
-    events.subscribe("tests.recorder", handler=handler)
+    signals.subscribe("tests.recorder", handler=handler)
     yield received, fail
-    events.unsubscribe("tests.recorder")
+    signals.unsubscribe("tests.recorder")
 
 
 def test_every_transition_writes_exactly_one_notification_with_its_previous_status(partner):
@@ -175,7 +175,7 @@ def test_a_subscriber_gets_each_notification_once_even_when_delivered_twice(part
     notification = Notification.objects.get(order=order)
     assert outbox.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
     assert not outbox.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
-    tasks.deliver_notification.apply(args=[notification.pk, "tests.recorder"])
+    tasks.notification_deliver.apply(args=[notification.pk, "tests.recorder"])
     assert received == [(notification.notification_id, "order.created")]
     assert (
         NotificationReceipt.objects.filter(notification=notification, subscriber="tests.recorder").count()
@@ -186,19 +186,19 @@ def test_a_subscriber_gets_each_notification_once_even_when_delivered_twice(part
 def test_a_failing_subscriber_is_retried_without_running_another_again(partner, recorder, monkeypatch):
     received, fail = recorder
     other = []
-    events.subscribe("tests.other", handler=lambda n: other.append(n.notification_id))
+    signals.subscribe("tests.other", handler=lambda n: other.append(n.notification_id))
     try:
         order = create_order(partner)
         notification = Notification.objects.get(order=order)
         fail["times"] = 2
         retries = []
-        real_retry = tasks.deliver_notification.retry
+        real_retry = tasks.notification_deliver.retry
 
         def recording_retry(*args, **kwargs):
             retries.append(kwargs.get("countdown"))
             return real_retry(*args, **kwargs)
 
-        monkeypatch.setattr(tasks.deliver_notification, "retry", recording_retry)
+        monkeypatch.setattr(tasks.notification_deliver, "retry", recording_retry)
         outbox.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)
         assert len(retries) == 2 and retries[0] >= 10  # backoff
         assert received == [(notification.notification_id, "order.created")]
@@ -206,12 +206,12 @@ def test_a_failing_subscriber_is_retried_without_running_another_again(partner, 
         notification.refresh_from_db()
         assert notification.dispatched_at is not None
     finally:
-        events.unsubscribe("tests.other")
+        signals.unsubscribe("tests.other")
 
 
 def test_a_subscriber_filtering_by_type_gets_only_those(partner):
     got = []
-    events.subscribe("tests.created_only", handler=lambda n: got.append(n.type), types=["order.created"])
+    signals.subscribe("tests.created_only", handler=lambda n: got.append(n.type), types=["order.created"])
     try:
         order = create_order(partner)
         order_cancel(order=order, actor="partner:test")
@@ -219,7 +219,7 @@ def test_a_subscriber_filtering_by_type_gets_only_those(partner):
             outbox.notification_dispatch(notification_pk=n.pk, notification_type=n.type)
         assert got == ["order.created"]
     finally:
-        events.unsubscribe("tests.created_only")
+        signals.unsubscribe("tests.created_only")
 
 
 def test_the_sweeper_hands_over_only_what_was_not_dispatched_past_the_grace(partner, recorder, monkeypatch):
@@ -227,11 +227,11 @@ def test_the_sweeper_hands_over_only_what_was_not_dispatched_past_the_grace(part
     order = create_order(partner)  # no on_commit in this test's transaction: never dispatched
     notification = Notification.objects.get(order=order)
     assert notification.dispatched_at is None
-    assert tasks.dispatch_pending_notifications() == 0  # within the grace: its message may be on the way
+    assert tasks.notifications_dispatch_pending() == 0  # within the grace: its message may be on the way
     later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 1)
     with time_machine.travel(later):
-        assert tasks.dispatch_pending_notifications() == 1
-        assert tasks.dispatch_pending_notifications() == 0
+        assert tasks.notifications_dispatch_pending() == 1
+        assert tasks.notifications_dispatch_pending() == 0
     assert (notification.notification_id, "order.created") in received
 
 
@@ -264,9 +264,9 @@ def test_notifications_older_than_30_days_are_purged_in_batches(partner):
     assert outbox.notifications_purge(batch=1) == 2
     assert not Notification.objects.filter(order=old).exists()
     assert Notification.objects.filter(order=recent).count() == 1
-    assert tasks.purge_notifications() == 0
-    assert "orders.tasks.purge_notifications" in {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert "orders.tasks.dispatch_pending_notifications" in {
+    assert tasks.notifications_purge() == 0
+    assert "orders.tasks.notifications_purge" in {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert "orders.tasks.notifications_dispatch_pending" in {
         e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()
     }
 

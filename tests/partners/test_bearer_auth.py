@@ -181,7 +181,7 @@ def test_revocation_during_a_cache_outage_holds_once_the_cache_is_back(
     """A session cached as active before Redis went down must not come back to life after it returns."""
     from django.core.cache import cache
 
-    from partners import selectors
+    from partners import token_cache
 
     assert _get(api_client, auth_client.token).status_code == 200  # cached as active
 
@@ -198,24 +198,24 @@ def test_revocation_during_a_cache_outage_holds_once_the_cache_is_back(
     assert_error(_get(api_client, auth_client.token), 401, "UNAUTHORIZED")  # the database decides
     monkeypatch.undo()
 
-    assert selectors.cache_health.take() is True
-    selectors.cache_health.failed()
+    assert token_cache.cache_health.take() is True
+    token_cache.cache_health.failed()
     assert _get(api_client, auth_client.token).status_code == 401  # recovery re-published the revocation
-    assert cache.get(selectors.session_cache_key(TokenSession_ids(partner)[0]))[0] == "revoked"
+    assert cache.get(token_cache.session_cache_key(TokenSession_ids(partner)[0]))[0] == "revoked"
 
 
 def test_the_beat_task_publishes_revocations_the_cache_missed(api_client, auth_client, partner, monkeypatch):
     from django.core.cache import cache
 
-    from partners import selectors
-    from partners.tasks import publish_token_revocations
+    from partners import token_cache
+    from partners.tasks import token_revocations_publish
 
     assert _get(api_client, auth_client.token).status_code == 200
     monkeypatch.setattr(cache, "set_many", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("down")))
     services.partner_suspend(partner=partner)
     monkeypatch.undo()
-    selectors.cache_health.take()  # this process forgets; another process's beat still repairs it
-    assert publish_token_revocations() >= 1
+    token_cache.cache_health.take()  # this process forgets; another process's beat still repairs it
+    assert token_revocations_publish() >= 1
     assert_error(_get(api_client, auth_client.token), 403, "ACCOUNT_SUSPENDED")
 
 

@@ -1,4 +1,4 @@
-"""Payment readiness travels with the token session (partners.selectors): quotes and orders check a cached
+"""Payment readiness travels with the token session (partners.token_cache): quotes and orders check a cached
 copy, which a change of a payout method or card voids at once, and which a copy made before the change can
 never outlive, however late it is written."""
 
@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from partners import selectors
+from partners import token_cache
 from payouts.models import CreditCard, PayoutAccount
 from tests.conftest import assert_error
 
@@ -56,12 +56,12 @@ def test_a_copy_read_before_a_change_is_never_believed_after_it(auth_client, par
     copies, then the slow request writes its copy. It carries the stamp it read before its query: stale."""
     assert_error(_quote(auth_client), 404, "EVENT_NOT_FOUND")
     found = cache.get_many(
-        [selectors.READINESS_EPOCH_KEY, selectors.readiness_version_key(partner.public_id)]
+        [token_cache.READINESS_EPOCH_KEY, token_cache.readiness_version_key(partner.public_id)]
     )
-    stamp_before = selectors.readiness_stamp(found, partner.public_id)
+    stamp_before = token_cache.readiness_stamp(found, partner.public_id)
     CreditCard.objects.filter(partner=partner).delete()  # voids: a new version
     # The slow request's late write of "ready", stamped as it read it before the change.
-    cache.set(selectors.readiness_cache_key(partner.public_id), (stamp_before, ()), 3600)
+    cache.set(token_cache.readiness_cache_key(partner.public_id), (stamp_before, ()), 3600)
     assert_error(_quote(auth_client), 403, "PAYOUT_METHOD_NOT_CONFIGURED")
 
 

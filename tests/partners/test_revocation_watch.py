@@ -1,5 +1,5 @@
 """A revocation the shared cache missed still holds on every process within the poll interval: each
-process reads the latest revocations from the database (partners.selectors.RevocationWatch)."""
+process reads the latest revocations from the database (partners.revocation.RevocationWatch)."""
 
 import time
 
@@ -8,16 +8,16 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from partners import selectors, services
+from partners import revocation, services, token_cache
 from tests.conftest import assert_error
 
 
 @pytest.fixture
 def watch(settings):
     settings.TOKEN_REVOCATION_POLL_SECONDS = 0.5
-    selectors.revocation_watch.reset()
-    yield selectors.revocation_watch
-    selectors.revocation_watch.reset()
+    revocation.revocation_watch.reset()
+    yield revocation.revocation_watch
+    revocation.revocation_watch.reset()
 
 
 def _get(client):
@@ -39,7 +39,7 @@ def test_a_revocation_the_cache_missed_is_refused_once_the_watch_looks_again(
     _cache_down_for_writes(monkeypatch)
     services.credentials_rotate(partner=partner)  # the cache keeps its stale "active"
     monkeypatch.undo()
-    selectors.cache_health.take()  # this process is not the one that saw the failure
+    token_cache.cache_health.take()  # this process is not the one that saw the failure
 
     time.sleep(0.6)  # the poll interval
     assert_error(_get(auth_client), 401, "UNAUTHORIZED")
@@ -50,7 +50,7 @@ def test_a_suspension_the_cache_missed_answers_account_suspended(auth_client, pa
     _cache_down_for_writes(monkeypatch)
     services.partner_suspend(partner=partner)
     monkeypatch.undo()
-    selectors.cache_health.take()
+    token_cache.cache_health.take()
     time.sleep(0.6)
     assert_error(_get(auth_client), 403, "ACCOUNT_SUSPENDED")
 
@@ -73,7 +73,7 @@ def test_a_token_of_another_session_is_unaffected(auth_client, partner, partner_
     _cache_down_for_writes(monkeypatch)
     rotated = services.credentials_rotate(partner=partner)
     monkeypatch.undo()
-    selectors.cache_health.take()
+    token_cache.cache_health.take()
     partner_creds.client_secret = rotated.client_secret
     fresh = APIClient()
     fresh.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(fresh, partner_creds)}")

@@ -229,7 +229,7 @@ def test_order_page_retries_a_failed_payout_after_confirmation_and_returns_to_th
 
 
 def test_order_page_retries_a_failed_refund_after_confirmation(staff, django_capture_on_commit_callbacks):
-    from payouts.services.confirmation import order_confirm
+    from payouts.services.order_reactions import order_confirm
     from tests.payouts.test_refunds import REFUND_FAILS_CARD, cancel_order
 
     creds = make_partner(payment_methods=False)

@@ -18,8 +18,8 @@ from orders.models import Order
 from payouts import tasks
 from payouts.models import Charge, Payout
 from payouts.services.alerts import CHARGE_DECLINED, PAYOUT_FAILED, REFUND_FAILED, payment_alert_send
-from payouts.services.confirmation import order_confirm
 from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payout_retry, payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
@@ -72,7 +72,7 @@ def test_declined_charge_emails_the_contact_once_with_a_link_to_update_the_card(
     assert "Visa ••••0002" in alert.body
 
     # The task delivered again (a redelivery, a retry): the stamp is claimed, nothing more is sent.
-    assert run_task(tasks.send_payment_alert, CHARGE_DECLINED, charge.pk) is False
+    assert run_task(tasks.payment_alert_send, CHARGE_DECLINED, charge.pk) is False
     assert len(alerts("Card charge declined")) == 1
     # A second confirmation of the same order finds the charge final and alerts nothing either.
     with django_capture_on_commit_callbacks(execute=True):
@@ -187,7 +187,7 @@ def test_failed_payout_emails_once_and_a_failed_staff_retry_is_a_new_alert(
         assert f"{BASE}/portal/payouts?status=failed" in alert.body
         assert payout.failure_reason in alert.body
 
-        assert run_task(tasks.send_payment_alert, PAYOUT_FAILED, payout.pk) is False
+        assert run_task(tasks.payment_alert_send, PAYOUT_FAILED, payout.pk) is False
         assert len(alerts("Payout failed")) == 1
 
         # Staff retry to the same failing account: the second failure is a new event with its own alert.
@@ -221,8 +221,8 @@ def test_failed_refund_emails_once_with_a_link_to_the_order(django_capture_on_co
     assert link in alert.body and f'href="{link}"' in html_of(alert)
     assert "card account is closed" in alert.body
 
-    assert run_task(tasks.send_payment_alert, REFUND_FAILED, charge.pk) is False
-    assert run_task(tasks.refund_order_charge, order.pk) == "failed"  # a settled refund is left alone
+    assert run_task(tasks.payment_alert_send, REFUND_FAILED, charge.pk) is False
+    assert run_task(tasks.refund_for_order, order.pk) == "failed"  # a settled refund is left alone
     assert len(alerts("Refund failed")) == 1
     # The charge itself succeeded: no decline alert for it.
     assert alerts("Card charge declined") == []

@@ -10,8 +10,8 @@ from payouts.errors import PlatformUnavailable
 from payouts.models import Charge
 from payouts.sandbox.models import SandboxCharge
 from payouts.services.charges import charge_for_order
-from payouts.services.confirmation import order_confirm
 from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.order_reactions import order_confirm
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 

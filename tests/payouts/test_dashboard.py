@@ -9,7 +9,7 @@ from django.test import Client
 
 from orders.models import Order
 from orders.webhooks.models import WebhookEndpoint
-from payouts.dashboard import staff_dashboard
+from payouts.backoffice.dashboard import staff_dashboard
 from payouts.models import Charge, Payout
 from tests.orders.factories import make_order
 

@@ -10,10 +10,10 @@ from django.db import connection
 from django.utils import timezone
 
 from orders.models import Order
+from payouts import tasks
 from payouts.models import Payout
 from payouts.sandbox.models import SandboxPayout
 from payouts.services.progression import payout_retry, payouts_progress
-from payouts.tasks import progress_payouts
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
@@ -37,7 +37,7 @@ def test_progression_moves_order_to_paid_as_the_clock_moves(partner, settings, c
     order = make_order(partner, status="ticket_received", quantity=2, offer_price=Decimal("99.95"))
     start = timezone.now()
 
-    progress_payouts.delay()
+    tasks.payouts_progress.delay()
     order.refresh_from_db()
     payout = Payout.objects.get(order=order)
     assert order.status == "payout_in_process"

@@ -28,8 +28,8 @@ from payouts.models import Charge, CreditCard
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform
 from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
-from payouts.services.confirmation import order_confirm
 from payouts.services.methods import payment_methods_create_sandbox
+from payouts.services.order_reactions import order_confirm
 from payouts.services.refunds import refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
@@ -271,9 +271,9 @@ def test_partner_cancel_of_a_charged_order_refunds_it_once(
     assert SandboxCharge.objects.get(charge_id=charge.platform_charge_id).amount_refunded == Decimal("170.00")
 
     # A second delivery of the task, and the beat's sweep, change nothing.
-    assert run_task(tasks.refund_order_charge, order.pk) == "succeeded"
-    assert run_task(tasks.refund_order_charge, order.pk) == "succeeded"
-    assert run_task(tasks.progress_payouts)["refunds"] == {"refunded": 0, "failed": 0, "pending": 0}
+    assert run_task(tasks.refund_for_order, order.pk) == "succeeded"
+    assert run_task(tasks.refund_for_order, order.pk) == "succeeded"
+    assert run_task(tasks.payouts_progress)["refunds"] == {"refunded": 0, "failed": 0, "pending": 0}
     assert len(refunds_of(order)) == 1
     # The API's order shape is unchanged by refunds.
     detail = auth_client.get(f"/v1/orders/{order.order_id}").json()["data"]
@@ -309,7 +309,7 @@ def test_concurrent_refund_runs_for_one_order_refund_once_at_the_platform(db, ca
         try:
             barrier.wait()
             if index % 2:
-                outcomes.append(run_task(tasks.refund_order_charge, order.pk))
+                outcomes.append(run_task(tasks.refund_for_order, order.pk))
             else:
                 refunds_sweep()
                 outcomes.append(Charge.objects.get(order=order).refund_status)
@@ -346,7 +346,7 @@ def test_cancel_of_an_accepted_order_refunds_nothing(
     order.refresh_from_db()
     assert order.status == "canceled"
     assert not Charge.objects.filter(order=order).exists()
-    assert run_task(tasks.refund_order_charge, order.pk) is None
+    assert run_task(tasks.refund_for_order, order.pk) is None
     order_confirm(order_pk=order.pk)  # a late confirmation does not charge a canceled order either
     assert not Charge.objects.filter(order=order).exists()
     assert SandboxRefund.objects.count() == 0
@@ -357,8 +357,8 @@ def test_expired_order_keeps_its_charge(partner):
     order = charged_order(partner)
     with time_machine.travel(timezone.now() + timedelta(days=25)):
         assert orders_expire_overdue() == [order.order_id]
-        run_task(tasks.progress_payouts)
-        assert run_task(tasks.refund_order_charge, order.pk) == "none"
+        run_task(tasks.payouts_progress)
+        assert run_task(tasks.refund_for_order, order.pk) == "none"
     order.refresh_from_db()
     assert order.status == "expired"
     charge = Charge.objects.get(order=order)
@@ -377,7 +377,7 @@ def test_declined_charge_is_not_refunded(db, django_capture_on_commit_callbacks)
     charge = Charge.objects.get(order=order)
     assert (charge.status, charge.refund_status) == ("failed", "none")
     assert refunds_sweep().refunded == 0
-    assert run_task(tasks.refund_order_charge, order.pk) == "none"
+    assert run_task(tasks.refund_for_order, order.pk) == "none"
     assert SandboxRefund.objects.count() == 0
 
 
@@ -388,13 +388,13 @@ def test_platform_outage_is_retried_with_backoff_and_refunded_once_later(
     order = charged_order(partner)
     set_card_behavior(partner, SandboxCard.Behavior.PROCESSING_ERROR)  # the card processor goes down
     countdowns = []
-    real_retry = tasks.refund_order_charge.retry
+    real_retry = tasks.refund_for_order.retry
 
     def recording_retry(*args, **kwargs):
         countdowns.append(kwargs.get("countdown"))
         return real_retry(*args, **kwargs)
 
-    monkeypatch.setattr(tasks.refund_order_charge, "retry", recording_retry)
+    monkeypatch.setattr(tasks.refund_for_order, "retry", recording_retry)
     caplog.set_level(logging.INFO, logger="payouts.platform")
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -415,7 +415,7 @@ def test_platform_outage_is_retried_with_backoff_and_refunded_once_later(
     set_card_behavior(partner, SandboxCard.Behavior.SUCCEED)  # the processor is back
     assert refunds_sweep().pending == 0  # tried moments ago: the sweep leaves it to the task for now
     with time_machine.travel(timezone.now() + timedelta(minutes=11)):
-        summary = run_task(tasks.progress_payouts)["refunds"]
+        summary = run_task(tasks.payouts_progress)["refunds"]
         assert summary == {"refunded": 1, "failed": 0, "pending": 0}
         assert refunds_sweep().refunded == 0
     charge.refresh_from_db()

@@ -10,7 +10,7 @@ from orders.models import Order
 from orders.services import CANCELABLE, LEGAL_TRANSITIONS, order_cancel
 from payouts.models import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
 from payouts.services import progression, refunds
-from payouts.services.confirmation import order_confirm
+from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import PAYOUT_TRANSITIONS, payout_retry, payout_transition, payouts_progress
 from payouts.services.refunds import (
     REFUND_TRANSITIONS,
@@ -182,7 +182,7 @@ def test_concurrent_payout_retries_are_decided_by_the_row_lock(monkeypatch):
     payout.refresh_from_db()
     assert (payout.status, payout.attempt) == (P.PENDING, 2)  # one new attempt, not eight
     assert PayoutStatusHistory.objects.filter(payout=payout).count() == 1
-    assert published == ["payouts.tasks.progress_payouts"]
+    assert published == ["payouts.tasks.payouts_progress"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -277,4 +277,4 @@ def test_concurrent_refund_retries_make_one_new_attempt(monkeypatch):
     charge.refresh_from_db()
     assert (charge.refund_status, charge.refund_attempt) == (R.PENDING, 2)
     assert RefundStatusHistory.objects.filter(charge=charge).count() == 1
-    assert published == ["payouts.tasks.refund_order_charge"]
+    assert published == ["payouts.tasks.refund_for_order"]

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from catalog.models import Event
 from catalog.services import local_event_date
-from orders.notifications import send_order_confirmation
+from orders.seller_mail import send_order_confirmation
 from orders.webhooks.models import WebhookEndpoint
 from partners.models import Partner
 from tests.conftest import issue_token

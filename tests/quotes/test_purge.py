@@ -1,4 +1,4 @@
-"""quotes.tasks.purge_expired_quotes: long-expired unused quotes go, in batches; nothing else does."""
+"""quotes.tasks.quote_purge_expired: long-expired unused quotes go, in batches; nothing else does."""
 
 from datetime import timedelta
 
@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from quotes.models import Quote
-from quotes.tasks import purge_expired_quotes
+from quotes.tasks import quote_purge_expired
 from tests.conftest import make_partner
 
 from .factories import QuoteFactory
@@ -31,7 +31,7 @@ def test_purge_deletes_only_unused_quotes_past_the_retention_period(settings):
     recent = _quote(partner, expired_days_ago=29)
     consumed = _quote(partner, expired_days_ago=90, consumed=True)
     active = _quote(partner, expired_days_ago=-0.01)
-    assert purge_expired_quotes.delay(batch_size=2).get() == 5
+    assert quote_purge_expired.delay(batch_size=2).get() == 5
     remaining = set(Quote.objects.values_list("pk", flat=True))
     assert remaining == {recent.pk, consumed.pk, active.pk}
     assert not remaining & {q.pk for q in old}
@@ -41,7 +41,7 @@ def test_purge_retention_follows_the_setting(settings):
     partner = make_partner().partner
     _quote(partner, expired_days_ago=3)
     settings.QUOTE_RETENTION_DAYS = 7
-    assert purge_expired_quotes() == 0
+    assert quote_purge_expired() == 0
     settings.QUOTE_RETENTION_DAYS = 2
-    assert purge_expired_quotes() == 1
+    assert quote_purge_expired() == 1
     assert not Quote.objects.exists()

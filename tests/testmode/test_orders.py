@@ -245,7 +245,7 @@ def test_staff_dashboard_counts_live_orders_only(test_client, live_client, row):
 
     from django.utils import timezone
 
-    from payouts.dashboard import _period
+    from payouts.backoffice.dashboard import _period
 
     api_order(test_client, row, quantity=3)
     api_order(live_client, row, quantity=1)

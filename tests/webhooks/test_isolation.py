@@ -242,10 +242,10 @@ def test_an_answer_ends_the_backoff(partner, receiver, published, django_capture
 
 def test_deliveries_have_time_limits_above_the_attempts_deadline(settings):
     assert settings.WEBHOOK_ATTEMPT_DEADLINE_SECONDS == 15
-    for task in (tasks.send_delivery, tasks.send_delivery_slow):
+    for task in (tasks.delivery_attempt, tasks.delivery_attempt_slow):
         assert 15 < task.soft_time_limit < task.time_limit
     # An attempt older than the hard limit cannot be in flight; the sweep waits longer than that.
-    assert sending.in_flight_seconds() >= tasks.send_delivery.time_limit
+    assert sending.in_flight_seconds() >= tasks.delivery_attempt.time_limit
     assert sending.lease_seconds() > sending.in_flight_seconds()
 
 
@@ -255,9 +255,9 @@ def test_the_sweep_purge_and_email_do_not_share_a_queue_with_deliveries():
     def queue_of(name: str) -> str:
         return router.route({}, name, args=(1,))["queue"].name
 
-    assert queue_of("orders.webhooks.tasks.send_delivery") == "webhooks"
-    assert queue_of("orders.webhooks.tasks.send_delivery_slow") == "webhooks_slow"
-    for name in ("send_due_deliveries", "purge_old_deliveries", "email_endpoint_disabled"):
+    assert queue_of("orders.webhooks.tasks.delivery_attempt") == "webhooks"
+    assert queue_of("orders.webhooks.tasks.delivery_attempt_slow") == "webhooks_slow"
+    for name in ("deliveries_send_due", "deliveries_purge", "endpoint_disabled_email"):
         assert queue_of(f"orders.webhooks.tasks.{name}") == celery_app.conf.task_default_queue
     # Declared: a worker started without --queues consumes every one of them.
     assert {q.name for q in celery_app.conf.task_queues} >= {"celery", "webhooks", "webhooks_slow"}

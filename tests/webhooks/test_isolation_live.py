@@ -46,8 +46,8 @@ def lanes():
     previous = (celery_app.conf.task_always_eager, celery_app.conf.task_routes)
     celery_app.conf.task_always_eager = False
     celery_app.conf.task_routes = {
-        "orders.webhooks.tasks.send_delivery": {"queue": names["fast"]},
-        "orders.webhooks.tasks.send_delivery_slow": {"queue": names["slow"]},
+        "orders.webhooks.tasks.delivery_attempt": {"queue": names["fast"]},
+        "orders.webhooks.tasks.delivery_attempt_slow": {"queue": names["slow"]},
         "orders.webhooks.tasks.*": {"queue": f"webhooks_other-{suffix}"},
     }
     _reset_router()

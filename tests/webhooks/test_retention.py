@@ -29,12 +29,12 @@ def test_deliveries_older_than_30_days_are_purged_with_their_attempts(
     assert services.deliveries_purge(batch_size=2) == 3
     assert list(WebhookDelivery.objects.values_list("pk", flat=True)) == [recent.pk]
     assert list(WebhookAttempt.objects.values_list("delivery_id", flat=True)) == [recent.pk]
-    assert tasks.purge_old_deliveries() == 0
+    assert tasks.deliveries_purge() == 0
 
 
 def test_the_sweep_and_the_purge_run_on_beat(settings):
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert {
-        "orders.webhooks.tasks.send_due_deliveries",
-        "orders.webhooks.tasks.purge_old_deliveries",
+        "orders.webhooks.tasks.deliveries_send_due",
+        "orders.webhooks.tasks.deliveries_purge",
     } <= scheduled

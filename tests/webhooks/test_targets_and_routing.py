@@ -129,8 +129,8 @@ def test_the_embedded_default_allows_them():
 
 def test_deliveries_are_routed_to_the_webhooks_queue_and_confirmations_are_not():
     router = celery_app.amqp.router
-    send = router.route({}, "orders.webhooks.tasks.send_delivery", args=(1,))
-    confirm = router.route({}, "orders.tasks.deliver_notification", args=(1, "payouts.confirmation"))
+    send = router.route({}, "orders.webhooks.tasks.delivery_attempt", args=(1,))
+    confirm = router.route({}, "orders.tasks.notification_deliver", args=(1, "payouts.confirmation"))
     assert send["queue"].name == "webhooks"
     assert confirm["queue"].name == celery_app.conf.task_default_queue != "webhooks"
 
@@ -153,7 +153,7 @@ def test_a_slow_endpoint_does_not_hold_up_the_order_side(partner, receiver):
         elapsed = time.monotonic() - started
         queued = client.llen("webhooks")
         in_default = [
-            m for m in client.lrange(celery_app.conf.task_default_queue, 0, -1) if b"send_delivery" in m
+            m for m in client.lrange(celery_app.conf.task_default_queue, 0, -1) if b"delivery_attempt" in m
         ]
     finally:
         celery_app.conf.task_always_eager = True

@@ -1,4 +1,4 @@
-"""Payouts' reactions to order events (``orders.events``): the confirmation of a new order, the refund of a
+"""Payouts' reactions to order events (``orders.signals``): the confirmation of a new order, the refund of a
 canceled one. Subscribed in ``PayoutsConfig.ready``; each handler runs after commit, in a worker, at least
 once per notification, and is idempotent.
 """
@@ -73,7 +73,7 @@ def order_confirm(*, order_pk: int) -> Order | None:
 
 
 def order_confirmation_publish(order_pk: int) -> bool:
-    return publish("payouts.tasks.confirm_order", order_pk)
+    return publish("payouts.tasks.order_confirm", order_pk)
 
 
 def orders_requeue_unconfirmed(*, now=None) -> list[int]:

@@ -1,4 +1,4 @@
-"""What the catalog tells the apps above it, without importing them.
+"""The catalog's signals: what the catalog tells the apps above it, without importing them.
 
 The catalog sits below orders, so it cannot call orders when staff or an import cancel an event. Apps above
 subscribe here in their ``AppConfig.ready`` (orders: cancel the event's open orders); the catalog calls the

@@ -1,4 +1,4 @@
-"""The order-event registry: how a change of an order reaches the rest of the system.
+"""The order signals: the registry through which a change of an order reaches the rest of the system.
 
 ``orders`` owns it and imports no subscriber; other apps subscribe in their ``AppConfig.ready``. A
 subscriber receives the ``Notification`` the change wrote in its own transaction, the same object the feed

@@ -16,18 +16,18 @@ from config.core.admin_permissions import require, staff_may
 from orders.admin import OrderAdmin
 from orders.models import Order
 
-from ..models import (
+from ...admin.common import retry_one
+from ...admin.money import ChargeAdmin, PayoutAdmin
+from ...models import (
     Charge,
     Payout,
 )
-from ..services.progression import payout_retry
-from ..services.refunds import refund_retry
-from .common import retry_one
-from .money import ChargeAdmin, PayoutAdmin
+from ...services.progression import payout_retry
+from ...services.refunds import refund_retry
 
 
 # The order page shows its money: the charge and the payout. Orders sits below payouts and cannot name these
-# models, so payouts registers the order admin again with them added (as methods.py does for the partner page).
+# models, so its OrderAdmin stays unregistered and the back office registers it here, once, with them added.
 class _OrderMoneyInline(admin.TabularInline):  # one line each, beside the history
     can_delete = False
     extra = 0
@@ -68,9 +68,6 @@ class OrderPayoutInline(_OrderMoneyInline):
     fields = ("record", "status", "amount", "attempt", "scheduled_for", "paid_at", "failure_reason")
     readonly_fields = fields
     verbose_name = verbose_name_plural = "Payout"
-
-
-admin.site.unregister(Order)
 
 
 @dataclass(frozen=True)

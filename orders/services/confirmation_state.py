@@ -16,7 +16,7 @@ The seller's e-mail goes out at most once, by a scheme that never has to guess w
    (``confirmation_email_unconfirmed``) and logged for staff: the seller probably got it, and a second copy
    is worse than asking.
 
-Every message carries a Message-ID derived from the order (``notifications.confirmation_message_id``).
+Every message carries a Message-ID derived from the order (``seller_mail.confirmation_message_id``).
 """
 
 import logging
@@ -31,7 +31,7 @@ from django.db import InterfaceError, OperationalError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .. import notifications
+from .. import seller_mail
 from ..models import Order
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def order_confirmation_email(*, order_pk: int) -> bool:
         or order.confirmation_email_handed_over_at is not None
     ):
         return False
-    recipient = notifications.seller_recipient(order)
+    recipient = seller_mail.seller_recipient(order)
     if not recipient:
         logger.warning(
             "Order %s has no seller, quote or partner e-mail: confirmation not sent", order.order_id
@@ -147,7 +147,7 @@ def order_confirmation_email(*, order_pk: int) -> bool:
         if not handed_over:
             return False  # the claim ran out and another sender took it over
         try:
-            notifications.send_order_confirmation(order=order, to=recipient, connection=mail_connection)
+            seller_mail.send_order_confirmation(order=order, to=recipient, connection=mail_connection)
         except NOT_DELIVERED:
             # The server refused the message: nothing was delivered, so it may be sent again.
             handed_over = False
@@ -189,7 +189,7 @@ def order_canceled_email(*, order_pk: int) -> None:
     order = Order.objects.select_related("partner", "event__venue", "quote").filter(pk=order_pk).first()
     if order is None or order.status != S.CANCELED or not order.confirmation_email_to:
         return
-    notifications.send_order_canceled(order=order, to=order.confirmation_email_to)
+    seller_mail.send_order_canceled(order=order, to=order.confirmation_email_to)
 
 
 def orders_requeue_unconfirmed(

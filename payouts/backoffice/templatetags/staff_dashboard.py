@@ -1,8 +1,8 @@
-"""``{% staff_dashboard %}``: the figures, charts and queues of ``payouts.dashboard`` on the admin's index."""
+"""``{% staff_dashboard %}``: the figures, charts and queues of ``payouts.backoffice.dashboard`` on the admin's index."""
 
 from django import template
 
-from payouts.dashboard import staff_dashboard as build_dashboard
+from ..dashboard import staff_dashboard as build_dashboard
 
 register = template.Library()
 

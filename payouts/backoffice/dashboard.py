@@ -20,8 +20,8 @@ from django.utils import timezone
 from orders.models import Order
 from orders.webhooks.models import WebhookEndpoint
 
-from .models import Charge, Payout
-from .selectors import money_figures
+from ..models import Charge, Payout
+from ..selectors import money_figures
 
 S = Order.Status
 CHART_DAYS = 30

@@ -1,5 +1,5 @@
 """The portal's home: what stands between the partner and selling, its payment methods, and its latest orders
-and payouts. It combines orders and payouts, so it sits in the higher of the two."""
+and payouts. It combines orders and payouts, so it sits at the top of the house, in the back office."""
 
 from __future__ import annotations
 
