@@ -6,20 +6,20 @@ with a reason for the history, then back to the order (a reload repeats nothing)
 permission (``orders.cancel_order``, ``orders.mark_received``), checked again on the confirming POST.
 """
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpRequest
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
-from config.core.admin_permissions import require, staff_may
+from config.core.admin_permissions import staff_may
 from config.core.history_admin import StatusHistoryInline
 from config.core.modes import ModeFilter
 
-from . import errors, outbox, services
+from . import services
+from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
 
 
@@ -46,7 +46,7 @@ class NotificationInline(admin.TabularInline):
 
 
 # Not registered here: the back office at the top of the house registers it once, with the order's money.
-class OrderAdmin(admin.ModelAdmin):
+class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
     list_display = (
         "order_id",
         "status",
@@ -283,120 +283,6 @@ class OrderAdmin(admin.ModelAdmin):
         )
         response["Cache-Control"] = "private, no-store"
         return response
-
-    # --- life-cycle actions ----------------------------------------------------------------------------------
-    def _transition_selected(self, request, queryset, *, to: str, verb: str, reason: str) -> None:
-        actor = f"staff:{request.user.get_username()}"
-        moved, refused = [], []
-        for order in queryset.order_by("pk"):
-            try:
-                services.order_transition(
-                    order=order,
-                    to=to,
-                    actor=actor,
-                    reason=reason,
-                    reason_code=outbox.REASON_CANCELED_BY_STAFF if to == Order.Status.CANCELED else None,
-                )
-            except errors.IllegalTransition as exc:
-                refused.append(f"{order.order_id} ({exc.from_status})")
-            else:
-                moved.append(order.order_id)
-        if moved:
-            self.message_user(request, f"{verb}: {', '.join(moved)}.", messages.SUCCESS)
-        if refused:
-            self.message_user(
-                request,
-                f"Not {verb.lower()}, the life cycle does not allow it from: {', '.join(refused)}.",
-                messages.ERROR,
-            )
-
-    @admin.action(description="Mark ticket received", permissions=["mark_received"])
-    def mark_ticket_received(self, request, queryset):
-        self._transition_selected(
-            request,
-            queryset,
-            to=Order.Status.TICKET_RECEIVED,
-            verb="Marked ticket received",
-            reason="Ticket received",
-        )
-
-    @admin.action(description="Cancel orders", permissions=["cancel_order"])
-    def cancel_orders(self, request, queryset):
-        # A cancellation refunds a card and e-mails a seller, so staff first see what it does and give a reason;
-        # the reason goes into each order's status history.
-        return self._cancel_confirmed(request, queryset, title="Cancel these orders?")
-
-    def cancel_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        """The order page's "Cancel order" button: the list action's confirmation, then back to the order."""
-        require(request, "orders.cancel_order")
-        get_object_or_404(Order, pk=pk)
-        change_url = reverse("admin:orders_order_change", args=[pk])
-        if request.method != "POST":
-            self.message_user(
-                request, "Canceling starts from the order's “Cancel order” button.", messages.ERROR
-            )
-            return HttpResponseRedirect(change_url)
-        confirmation = self._cancel_confirmed(
-            request, Order.objects.filter(pk=pk), title="Cancel this order?", back_url=change_url
-        )
-        # Done: back to the order's page with a GET, so that a reload cancels nothing twice.
-        return confirmation or HttpResponseRedirect(change_url)
-
-    def mark_received_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        """The order page's "Mark tickets received" button: a confirmation with a reason, the move, then back to
-        the order with a GET. A second POST (a resubmitted form, a second tab) finds the order moved already: the
-        life cycle refuses it and the page says so."""
-        require(request, "orders.mark_received")
-        order = get_object_or_404(Order.objects.select_related("partner", "event"), pk=pk)
-        change_url = reverse("admin:orders_order_change", args=[pk])
-        if request.method != "POST":
-            self.message_user(
-                request, "Marking tickets received starts from the order's button.", messages.ERROR
-            )
-            return HttpResponseRedirect(change_url)
-        reason = request.POST.get("reason", "").strip()[:255]
-        if request.POST.get("confirmed") == "yes" and reason:
-            self._transition_selected(
-                request,
-                Order.objects.filter(pk=pk),
-                to=Order.Status.TICKET_RECEIVED,
-                verb="Marked ticket received",
-                reason=reason,
-            )
-            return HttpResponseRedirect(change_url)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Mark the tickets of this order received?",
-            "order": order,
-            "reason": request.POST.get("reason", ""),
-            "error": "Give a reason for the status history." if request.POST.get("confirmed") else "",
-            "opts": self.model._meta,
-            "back_url": change_url,
-        }
-        return TemplateResponse(request, "admin/orders/order/confirm_mark_received.html", context)
-
-    def _cancel_confirmed(
-        self, request: HttpRequest, queryset, *, title: str, back_url: str = ""
-    ) -> TemplateResponse | None:
-        """The confirmation page until it comes back confirmed with a reason; then the cancellation (``None``)."""
-        reason = request.POST.get("reason", "").strip()[:255]
-        if request.POST.get("confirmed") == "yes" and reason:
-            self._transition_selected(
-                request, queryset, to=Order.Status.CANCELED, verb="Canceled", reason=reason
-            )
-            return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": title,
-            "orders": list(queryset.select_related("partner", "event").order_by("pk")),
-            "action_name": request.POST.get("action", ""),
-            "select_across": request.POST.get("select_across", "0"),
-            "reason": request.POST.get("reason", ""),
-            "error": "Give a reason for the cancellation." if request.POST.get("confirmed") else "",
-            "opts": self.model._meta,
-            "back_url": back_url or reverse("admin:orders_order_changelist"),
-        }
-        return TemplateResponse(request, "admin/orders/order/confirm_cancel.html", context)
 
 
 from . import notifications_admin  # noqa: E402, F401  (registers the notifications' admin)
