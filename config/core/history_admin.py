@@ -1,4 +1,5 @@
-"""The admin's read-only table of a status history (``config.core.statemachine.StatusHistory`` rows)."""
+"""Admin pieces the apps share: read-only pages, and the read-only table of a status history
+(``config.core.statemachine.StatusHistory`` rows)."""
 
 from collections.abc import Iterable
 
@@ -6,6 +7,19 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from .statemachine import StatusHistory
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A page staff read but never add to, change or delete from (actions may still act through services)."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 class StatusHistoryInline(admin.TabularInline):

@@ -3,6 +3,7 @@ shows them."""
 
 from django.contrib import admin
 
+from config.core.history_admin import ReadOnlyAdmin
 from partners.admin import PartnerAdmin
 from partners.models import Partner
 
@@ -10,7 +11,6 @@ from ..models import (
     CreditCard,
     PayoutAccount,
 )
-from .common import ReadOnlyAdmin
 
 
 # --- payment methods: masked, and only ever written from the portal ---------------------------------------------
