@@ -6,11 +6,12 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
-from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
 from config.core import rawsql
+from config.core.purge import delete_in_batches
 
 from . import errors
 from .models import Quote
@@ -216,17 +217,10 @@ def quote_purge_expired(*, retention_days: int | None = None, batch_size: int = 
     order_relation = _order_relation_name()
     if order_relation:
         candidates = candidates.filter(**{f"{order_relation}__isnull": True})
-    deleted = 0
-    while True:
-        ids = list(candidates.order_by("expires_at", "id").values_list("id", flat=True)[:batch_size])
-        if not ids:
-            break
-        with transaction.atomic():
-            # Re-check in the DELETE itself: a quote consumed since the SELECT is kept.
-            _, per_model = Quote.objects.filter(pk__in=ids, consumed_at__isnull=True).delete()
-        deleted += per_model.get(Quote._meta.label, 0)
-        if len(ids) < batch_size:
-            break
+    # Re-checked in the DELETE itself: a quote consumed since the SELECT is kept.
+    deleted = delete_in_batches(
+        candidates.order_by("expires_at", "id"), batch_size=batch_size, recheck=Q(consumed_at__isnull=True)
+    )
     if deleted:
         logger.info("purged %d expired quotes older than %d days", deleted, days)
     return deleted
