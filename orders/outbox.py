@@ -116,12 +116,10 @@ def notification_dispatch(*, notification_pk: int, notification_type: str) -> bo
 
     Returns whether it did. A failed publish leaves the row undispatched for ``notifications_dispatch_pending``.
     """
-    from . import tasks
-
     for subscriber in events.subscribers_for(notification_type):
         # A failed publish means the broker is down: the others would only wait for it too. The sweep
         # publishes them all again later (a subscriber that already handled it skips it by its receipt).
-        if not publish(tasks.deliver_notification, notification_pk, subscriber.name):
+        if not publish("orders.tasks.deliver_notification", notification_pk, subscriber.name):
             return False
     Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
         dispatched_at=timezone.now()

@@ -3,8 +3,12 @@
 Every caller has a periodic sweep that finds the work again from the database (the outbox sweep, the
 confirmation sweep, the refund sweep, the expiry run), so a message that never reached the broker is late,
 never lost. A web request must not fail, nor wait long, because the broker is down.
+
+Services name the task they enqueue (``publish_on_commit("orders.tasks.confirm_order", pk)``) rather than
+import its module: the tasks modules import the services to run them, never the other way round.
 """
 
+import importlib
 import logging
 from typing import Any
 
@@ -13,10 +17,30 @@ from django.db import transaction
 logger = logging.getLogger(__name__)
 
 
-def publish(task: Any, *args: Any, **kwargs: Any) -> bool:
-    """``task.delay(*args, **kwargs)``; returns whether the broker took the message."""
+def task_named(name: str) -> Any:
+    """The task registered under ``name``, its module imported when no one has imported it yet.
+
+    Publishing through the registered task (rather than ``send_task``) keeps what the app configures for it:
+    eager mode runs it in-process (the embedded default, with no broker), routes and options apply."""
+    from config.celery import app
+
     try:
-        task.delay(*args, **kwargs)
+        return app.tasks[name]
+    except KeyError:
+        importlib.import_module(name.rpartition(".")[0])
+        return app.tasks[name]
+
+
+def publish(task: Any, *args: Any, countdown: float | None = None, **kwargs: Any) -> bool:
+    """Publish ``task`` (a task, or a registered task's name) with these arguments, after ``countdown``
+    seconds when given; returns whether the broker took the message."""
+    try:
+        if isinstance(task, str):
+            task = task_named(task)
+        if countdown is None:
+            task.delay(*args, **kwargs)
+        else:
+            task.apply_async(args=args, kwargs=kwargs, countdown=countdown)
     except Exception:
         logger.warning(
             "Could not publish %s%s; its periodic sweep will publish it again",
@@ -28,6 +52,7 @@ def publish(task: Any, *args: Any, **kwargs: Any) -> bool:
     return True
 
 
-def publish_after_commit(task: Any, *args: Any, **kwargs: Any) -> None:
-    """Publish once the current transaction commits (at once outside one); nothing if it rolls back."""
-    transaction.on_commit(lambda: publish(task, *args, **kwargs))
+def publish_on_commit(name: str, *args: Any, countdown: float | None = None, **kwargs: Any) -> None:
+    """Publish the task registered as ``name`` once the current transaction commits (at once outside one);
+    nothing if it rolls back."""
+    transaction.on_commit(lambda: publish(name, *args, countdown=countdown, **kwargs))

@@ -18,7 +18,7 @@ from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
 from config.api.envelope import utc_iso
 from config.core import rawsql
-from config.core.publish import publish_after_commit
+from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
@@ -132,18 +132,7 @@ def order_create(
         status_changed_at=now,
         quote_token=quote_id,
         quote_expires_at=quote.expires_at,
-        quantity=quote.quantity,
-        offer_price=quote.offer_price,
-        face_value=quote.face_value,
-        total_price=quote.total_price,
-        section_name=quote.section_name,
-        section_name_display=quote.section_name_display,
-        row_name=quote.row_name,
-        row_name_display=quote.row_name_display,
-        general_admission=quote.general_admission,
-        restrictions=list(quote.restrictions or []),
-        restriction_detail=quote.restriction_detail,
-        primary_site=quote.primary_site,
+        **quote.order_snapshot(),
         delivery_type=delivery_type,
         is_ready_to_deliver=is_ready_to_deliver,
         in_hand_date=in_hand_date,
@@ -243,9 +232,7 @@ def order_transition(
             at=now,
         )
         if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            from ..tasks import notify_order_canceled  # the tasks module imports this one
-
-            publish_after_commit(notify_order_canceled, locked.pk)
+            publish_on_commit("orders.tasks.notify_order_canceled", locked.pk)
     return locked
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.core.publish import publish, publish_on_commit
 from config.core.purge import delete_in_batches
 from orders.models import Notification
 from partners.models import Partner
@@ -133,23 +134,13 @@ def endpoint_disable(*, endpoint: WebhookEndpoint, reason: str, notify: bool) ->
     endpoint.save(update_fields=["status", "disabled_reason", "disabled_at", "updated_at"])
     logger.warning("Webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
     if notify:
-        pk = endpoint.pk
-        transaction.on_commit(lambda: _enqueue("email_endpoint_disabled", pk))
+        publish_on_commit("orders.webhooks.tasks.email_endpoint_disabled", endpoint.pk)
 
 
 # --- deliveries --------------------------------------------------------------------------------------------
 def _enqueue(task_name: str, pk: int, *, countdown: float | None = None) -> bool:
     """Publish a task; a broker outage is logged, never raised: the sweep sends due deliveries anyway."""
-    from . import tasks
-
-    try:
-        getattr(tasks, task_name).apply_async(args=[pk], countdown=countdown)
-    except Exception:
-        logger.warning(
-            "Could not publish %s for pk=%s; the sweep will catch up", task_name, pk, exc_info=True
-        )
-        return False
-    return True
+    return publish(f"orders.webhooks.tasks.{task_name}", pk, countdown=countdown)
 
 
 def delivery_enqueue(*, delivery_pk: int, countdown: float | None = None, slow: bool = False) -> bool:

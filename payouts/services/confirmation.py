@@ -73,9 +73,7 @@ def order_confirm(*, order_pk: int) -> Order | None:
 
 
 def order_confirmation_publish(order_pk: int) -> bool:
-    from ..tasks import confirm_order  # the tasks module imports this package
-
-    return publish(confirm_order, order_pk)
+    return publish("payouts.tasks.confirm_order", order_pk)
 
 
 def orders_requeue_unconfirmed(*, now=None) -> list[int]:

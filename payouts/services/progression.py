@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.core.publish import publish_after_commit
+from config.core.publish import publish_on_commit
 from config.core.statemachine import IllegalStateMove, StateMachine
 from orders.models import Order
 from orders.services import order_transition
@@ -306,7 +306,5 @@ def payout_retry(*, payout: Payout, actor: str) -> bool:
     except IllegalStateMove:
         return False
     logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})
-    from ..tasks import progress_payouts  # the tasks module imports the services
-
-    publish_after_commit(progress_payouts)  # lost with the broker: the next beat runs it anyway
+    publish_on_commit("payouts.tasks.progress_payouts")  # lost with the broker: the next beat runs it anyway
     return True

@@ -29,7 +29,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.core.publish import publish, publish_after_commit
+from config.core.publish import publish, publish_on_commit
 from config.core.statemachine import IllegalStateMove, StateMachine
 from orders.models import Order
 
@@ -109,9 +109,7 @@ def refund_request(*, order_pk: int) -> bool:
 
 def refund_enqueue(*, order_pk: int) -> bool:
     """Publish the refund task; a broker outage is logged, never raised: the refund sweep runs it later."""
-    from ..tasks import refund_order_charge
-
-    return publish(refund_order_charge, order_pk)
+    return publish("payouts.tasks.refund_order_charge", order_pk)
 
 
 def refund_for_order(*, order) -> Charge | None:
@@ -225,9 +223,7 @@ def refund_retry(*, charge: Charge, actor: str) -> bool:
     except IllegalStateMove:  # a double click or a second staff member: it is pending already
         return False
     logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
-    from ..tasks import refund_order_charge
-
-    publish_after_commit(refund_order_charge, charge.order_id)
+    publish_on_commit("payouts.tasks.refund_order_charge", charge.order_id)
     return True
 
 

@@ -174,7 +174,7 @@ def test_staff_see_the_payout_and_refund_history_in_the_admin(partner):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_payout_retries_are_decided_by_the_row_lock(monkeypatch):
     published = []
-    monkeypatch.setattr(progression, "publish_after_commit", lambda task, *args: published.append(task.name))
+    monkeypatch.setattr(progression, "publish_on_commit", lambda name, *args: published.append(name))
     creds = make_partner()
     payout = _payout(creds.partner, P.FAILED)
     results = _race(8, lambda i: payout_retry(payout=Payout.objects.get(pk=payout.pk), actor=f"staff:{i}"))
@@ -269,7 +269,7 @@ def test_concurrent_refund_requests_are_decided_by_the_row_lock():
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_refund_retries_make_one_new_attempt(monkeypatch):
     published = []
-    monkeypatch.setattr(refunds, "publish_after_commit", lambda task, *args: published.append(task.name))
+    monkeypatch.setattr(refunds, "publish_on_commit", lambda name, *args: published.append(name))
     creds = make_partner()
     charge = _charge(creds.partner, refund_status=R.FAILED)
     results = _race(6, lambda i: refund_retry(charge=Charge.objects.get(pk=charge.pk), actor=f"staff:{i}"))
