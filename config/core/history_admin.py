@@ -9,8 +9,9 @@ from django.utils.html import format_html, format_html_join
 from .statemachine import StatusHistory
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """A page staff read but never add to, change or delete from (actions may still act through services)."""
+class ReadOnly:
+    """Mixed into a model admin or an inline: staff read, never add, change or delete by hand (actions may
+    still act through services)."""
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -22,7 +23,11 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class StatusHistoryInline(admin.TabularInline):
+class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    """A read-only admin page."""
+
+
+class StatusHistoryInline(ReadOnly, admin.TabularInline):
     """Every move of the row's status, oldest first; nobody adds, edits or deletes one by hand."""
 
     fields = ("at", "from_status", "to_status", "actor", "reason")
@@ -30,12 +35,6 @@ class StatusHistoryInline(admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("at", "id")
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 def status_history_table(rows: Iterable[StatusHistory]) -> str:
