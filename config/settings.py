@@ -6,7 +6,8 @@ Two shapes from one module:
 - production shape (``DJANGO_ENV=production`` with ``DATABASE_URL`` and ``REDIS_URL``): PostgreSQL through
   psycopg 3's pool, Redis as cache, rate-limit store and Celery broker.
 
-The tables that no environment variable shapes much (DRF and the OpenAPI schema, the beat schedule, logging)
+The tables that no environment variable shapes much (the apps, middleware and templates, DRF and the OpenAPI
+schema, the beat schedule, logging)
 are built in ``config/settings_parts/`` and imported here by name.
 """
 
@@ -20,6 +21,13 @@ from django.core.exceptions import ImproperlyConfigured
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
 from config.settings_parts.beat import beat_schedule
 from config.settings_parts.logs import logging_config
+from config.settings_parts.project import (  # noqa: F401 (read by Django)
+    AUTH_PASSWORD_VALIDATORS,
+    AUTHENTICATION_BACKENDS,
+    INSTALLED_APPS,
+    TEMPLATES,
+)
+from config.settings_parts.project import MIDDLEWARE as _MIDDLEWARE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -67,56 +75,7 @@ if PRODUCTION and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
-INSTALLED_APPS = [
-    "django.contrib.admin",
-    "django.contrib.auth",
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.messages",
-    "django.contrib.humanize",
-    "django_otp",
-    "django_otp.plugins.otp_totp",
-    "django_otp.plugins.otp_static",
-    "axes",
-    "whitenoise.runserver_nostatic",
-    "django.contrib.staticfiles",
-    "rest_framework",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",
-    "storages",
-    "partners",
-    "partners.idempotency",
-    "catalog",
-    "quotes",
-    "orders",
-    "orders.webhooks",
-    "payouts",
-    "payouts.sandbox",
-    "payouts.backoffice",
-]
-
-MIDDLEWARE = [
-    "config.api.middleware.RequestIdMiddleware",
-    # Reads Transfer-Encoding: chunked bodies (gunicorn without nginx in front), which Django sees as empty.
-    "config.api.middleware.ChunkedBodyMiddleware",
-    # Replays, once, a request whose database connection died before it wrote anything.
-    "config.core.dbretry.RetryOnLostConnectionMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "config.api.middleware.ApiBodyLimitMiddleware",
-    # Stores the answer of a POST that claimed an Idempotency-Key (the claim: IdempotencyGate below).
-    "partners.idempotency.gate.IdempotencyMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django_otp.middleware.OTPMiddleware",
-    "config.core.two_factor.TwoFactorMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last: it answers a locked-out sign-in with the lockout page (django-axes).
-    "axes.middleware.AxesMiddleware",
-]
+MIDDLEWARE = list(_MIDDLEWARE)
 # `make bench` counts each request's SQL statements and Redis round trips (bench/counting.py); never deployed.
 if env.bool("BENCH_COUNT", default=False):
     MIDDLEWARE.insert(0, "bench.counting.CountingMiddleware")
@@ -125,10 +84,6 @@ if env.bool("BENCH_COUNT", default=False):
 # Throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
 # pair is locked out for LOGIN_LOCKOUT_MINUTES. The counts live in the shared cache (Redis in production), so
 # every web process sees them.
-AUTHENTICATION_BACKENDS = [
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
 AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
@@ -147,21 +102,6 @@ OTP_ADMIN_HIDE_SENSITIVE_DATA = True
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
-
-TEMPLATES = [
-    {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
-        "APP_DIRS": True,
-        "OPTIONS": {
-            "context_processors": [
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-            ],
-        },
-    },
-]
 
 # --- Database -------------------------------------------------------------------------------------
 # The embedded default keeps its files (the SQLite database, uploaded media) in DATA_DIR, the project folder
@@ -348,12 +288,6 @@ STRIPE_API_VERSION = env.str("STRIPE_API_VERSION", default="2024-06-20")
 PAYMENT_PLATFORM_TIMEOUT_SECONDS = env.float("PAYMENT_PLATFORM_TIMEOUT_SECONDS", default=10.0)
 
 # --- Auth, sessions, security --------------------------------------------------------------------------
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
-]
 LOGIN_URL = "portal:login"
 LOGIN_REDIRECT_URL = "portal:dashboard"
 LOGOUT_REDIRECT_URL = "portal:login"

@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from config.core.admin_permissions import staff_may
 from config.core.history_admin import StatusHistoryInline
 from config.core.modes import ModeFilter
+from quotes.models import ORDER_SNAPSHOT_FIELDS
 
 from . import services
 from .admin_lifecycle import OrderLifecycleAdminMixin
@@ -121,18 +122,7 @@ class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
                 "fields": (
                     "quote_id_display",
                     "quote_expires_at",
-                    "quantity",
-                    "offer_price",
-                    "face_value",
-                    "total_price",
-                    "section_name",
-                    "section_name_display",
-                    "row_name",
-                    "row_name_display",
-                    "general_admission",
-                    "restrictions",
-                    "restriction_detail",
-                    "primary_site",
+                    *ORDER_SNAPSHOT_FIELDS,
                     "seller_metadata",
                 )
             },

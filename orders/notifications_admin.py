@@ -2,13 +2,14 @@
 
 from django.contrib import admin
 
+from config.core.history_admin import ReadOnlyAdmin
 from config.core.modes import ModeFilter
 
 from .models import Notification
 
 
 @admin.register(Notification)
-class NotificationAdmin(admin.ModelAdmin):
+class NotificationAdmin(ReadOnlyAdmin):
     list_display = ("notification_id", "type", "partner", "order", "livemode", "created_at", "dispatched_at")
     list_filter = (ModeFilter, "type", "created_at")
     search_fields = ("=notification_id", "=order__order_id", "partner__name", "partner__public_id")
@@ -16,12 +17,3 @@ class NotificationAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     readonly_fields = ("notification_id", "partner", "livemode", "type", "order", "payload", "created_at")
     fields = readonly_fields + ("dispatched_at",)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

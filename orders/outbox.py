@@ -22,6 +22,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from config.api.envelope import utc_iso
 from config.core import rawsql
 from config.core.publish import publish
+from config.core.purge import delete_in_batches
 
 from . import signals
 from .models import Notification, NotificationReceipt, Order, OrderStatusHistory
@@ -176,16 +177,9 @@ def notifications_purge(*, now: datetime | None = None, batch: int = PURGE_BATCH
     """Beat: delete notifications older than the retention, ``batch`` rows per statement. Returns the count."""
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.NOTIFICATION_RETENTION_DAYS)
-    purged = 0
-    while True:
-        pks = list(
-            Notification.objects.filter(created_at__lt=cutoff)
-            .order_by("created_at", "id")
-            .values_list("pk", flat=True)[:batch]
-        )
-        if not pks:
-            return purged
-        # Receipts go with their notification; each batch is its own short transaction.
-        with transaction.atomic():
-            NotificationReceipt.objects.filter(notification_id__in=pks).delete()
-            purged += Notification.objects.filter(pk__in=pks).delete()[1].get("orders.Notification", 0)
+    # Receipts go with their notification, in the same short transaction.
+    return delete_in_batches(
+        Notification.objects.filter(created_at__lt=cutoff).order_by("created_at", "id"),
+        batch_size=batch,
+        before_delete=lambda pks: NotificationReceipt.objects.filter(notification_id__in=pks).delete(),
+    )

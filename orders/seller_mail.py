@@ -1,12 +1,10 @@
 """E-mails to the seller about an order, rendered from ``templates/emails/`` (text and HTML)."""
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
-from django.template.loader import render_to_string
+
+from config.core.mail import send_templated_mail
 
 from .models import Order
-
-TEST_SUBJECT_PREFIX = "[TEST] "
 
 
 def seller_recipient(order: Order) -> str:
@@ -60,16 +58,15 @@ def confirmation_message_id(order: Order) -> str:
 def _send(
     *, template: str, subject: str, order: Order, to: str, headers: dict | None = None, connection=None
 ) -> None:
-    if not order.livemode:
-        subject = TEST_SUBJECT_PREFIX + subject
-    context = _context(order)
-    text = render_to_string(f"emails/{template}.txt", context)
-    html = render_to_string(f"emails/{template}.html", context)
-    message = EmailMultiAlternatives(
-        subject=subject, body=text, to=[to], headers=headers, connection=connection
+    send_templated_mail(
+        template=template,
+        subject=subject,
+        to=to,
+        context=_context(order),
+        livemode=order.livemode,
+        headers=headers,
+        connection=connection,
     )
-    message.attach_alternative(html, "text/html")
-    message.send()
 
 
 def send_order_confirmation(*, order: Order, to: str, connection=None) -> None:

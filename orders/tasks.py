@@ -2,9 +2,10 @@
 cancel e-mail, expiry."""
 
 import logging
-import random
 
 from celery import shared_task
+
+from config.core.backoff import task_retry_seconds
 
 from . import outbox, services, signals
 
@@ -14,12 +15,6 @@ logger = logging.getLogger(__name__)
 # bug or a permanent refusal and is not retried blindly.
 TRANSIENT_ERRORS = signals.TRANSIENT_ERRORS
 MAX_RETRIES = 8
-
-
-def backoff_seconds(retries: int) -> int:
-    """10 s, 20 s, 40 s … capped at 10 minutes, with jitter so an outage does not end in a stampede."""
-    base = min(600, 10 * 2**retries)
-    return base + random.randint(0, base // 4)
 
 
 @shared_task(bind=True, name="orders.tasks.notification_deliver", acks_late=True, max_retries=MAX_RETRIES)
@@ -33,7 +28,7 @@ def notification_deliver(self, notification_pk: int, subscriber_name: str) -> bo
         logger.warning(
             "Notification pk=%s to %s failed for now (%r); retrying", notification_pk, subscriber_name, exc
         )
-        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")
@@ -57,7 +52,7 @@ def order_canceled_email(self, order_pk: int) -> None:
     try:
         services.order_canceled_email(order_pk=order_pk)
     except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
 
 @shared_task(name="orders.tasks.orders_expire_overdue")

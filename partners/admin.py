@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from config.core.admin_permissions import require, staff_may
-from config.core.history_admin import status_history_table
+from config.core.history_admin import ReadOnlyAdmin, status_history_table
 
 from . import portal_services, services
 from .admin_credentials import CredentialsAdminMixin, with_reason
@@ -349,7 +349,7 @@ class TokenSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(LogEntry)
-class StaffActionAdmin(admin.ModelAdmin):
+class StaffActionAdmin(ReadOnlyAdmin):
     """The audit list of staff actions: who did what to which record, when, and the reason they gave."""
 
     list_display = ("action_time", "user", "action", "content_type", "object_link", "change_message_text")
@@ -374,12 +374,3 @@ class StaffActionAdmin(admin.ModelAdmin):
     @admin.display(description="What and why")
     def change_message_text(self, obj: LogEntry) -> str:
         return obj.get_change_message()
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -7,12 +7,12 @@ import logging
 from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.tokens import default_token_generator
-from django.core.mail import EmailMultiAlternatives
 from django.db import IntegrityError, transaction
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
+
+from config.core.mail import send_templated_mail
 
 from .models import Partner, PortalUser, validate_time_zone
 
@@ -70,13 +70,12 @@ def portal_invite_send(*, portal_user: PortalUser) -> None:
         "login_url": settings.PUBLIC_BASE_URL + reverse("portal:login"),
         "valid_days": max(1, settings.PASSWORD_RESET_TIMEOUT // 86400),
     }
-    message = EmailMultiAlternatives(
+    send_templated_mail(
+        template="portal_invite",
         subject=f"Your partner portal access for {portal_user.partner.name}",
-        body=render_to_string("emails/portal_invite.txt", context),
-        to=[user.email],
+        to=user.email,
+        context=context,
     )
-    message.attach_alternative(render_to_string("emails/portal_invite.html", context), "text/html")
-    message.send()
     logger.info(
         "portal invitation sent", extra={"partner_id": portal_user.partner.public_id, "user_id": user.pk}
     )

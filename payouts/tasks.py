@@ -5,7 +5,8 @@ from dataclasses import asdict
 
 from celery import shared_task
 
-from orders.tasks import MAX_RETRIES, TRANSIENT_ERRORS, backoff_seconds
+from config.core.backoff import task_retry_seconds
+from orders.tasks import MAX_RETRIES, TRANSIENT_ERRORS
 
 from .errors import PlatformUnavailable
 from .services import alerts, order_reactions, progression, refunds
@@ -20,7 +21,7 @@ def order_confirm(self, order_pk: int) -> str | None:
         order = order_reactions.order_confirm(order_pk=order_pk)
     except (PlatformUnavailable, *TRANSIENT_ERRORS) as exc:
         logger.warning("Confirmation of order pk=%s failed for now (%r); retrying", order_pk, exc)
-        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
     return order.status if order is not None else None
 
 
@@ -53,7 +54,7 @@ def refund_for_order(self, order_pk: int) -> str | None:
         charge = refunds.refund_for_order(order=order)
     except (PlatformUnavailable, *TRANSIENT_ERRORS) as exc:
         logger.warning("Refund of order pk=%s failed for now (%r); retrying", order_pk, exc)
-        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
     return charge.refund_status if charge is not None else None
 
 
@@ -64,4 +65,4 @@ def payment_alert_send(self, kind: str, pk: int) -> bool:
         return alerts.payment_alert_send(kind=kind, pk=pk)
     except TRANSIENT_ERRORS as exc:
         logger.warning("Payment alert %s pk=%s not sent for now (%r); retrying", kind, pk, exc)
-        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries))
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))

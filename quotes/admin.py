@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.utils import timezone
 
+from config.core.history_admin import ReadOnlyAdmin
 from config.core.modes import ModeFilter
 
 from .codec import decode_quote_id, encode_quote_id
@@ -28,7 +29,7 @@ class StatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(Quote)
-class QuoteAdmin(admin.ModelAdmin):
+class QuoteAdmin(ReadOnlyAdmin):
     list_display = (
         "pk",
         "partner",
@@ -58,12 +59,3 @@ class QuoteAdmin(admin.ModelAdmin):
         if pk is not None:
             return queryset.filter(pk=pk), False
         return super().get_search_results(request, queryset, search_term)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

@@ -12,6 +12,23 @@ from catalog.models import Event, Row, Section
 from config.core.modes import ModeScopedQuerySet
 from partners.models import Partner
 
+# What an order copies from its quote, under the same names: the prices, names and restrictions the partner
+# was shown. The one list: the order's creation copies these, its admin page shows these.
+ORDER_SNAPSHOT_FIELDS = (
+    "quantity",
+    "offer_price",
+    "face_value",
+    "total_price",
+    "section_name",
+    "section_name_display",
+    "row_name",
+    "row_name_display",
+    "general_admission",
+    "restrictions",
+    "restriction_detail",
+    "primary_site",
+)
+
 
 class Quote(models.Model):
     class Status(models.TextChoices):
@@ -69,6 +86,12 @@ class Quote(models.Model):
 
     def __str__(self) -> str:
         return f"Quote {self.pk}: {self.quantity} × {self.event_name} {self.section_name}/{self.row_name}"
+
+    def order_snapshot(self) -> dict:
+        """The values an order copies (``ORDER_SNAPSHOT_FIELDS``); the restrictions as a list of its own."""
+        snapshot = {name: getattr(self, name) for name in ORDER_SNAPSHOT_FIELDS}
+        snapshot["restrictions"] = list(self.restrictions or [])
+        return snapshot
 
     @property
     def status(self) -> str:

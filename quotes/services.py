@@ -1,16 +1,18 @@
 """Quote creation and the purge of long-expired quotes."""
 
 import logging
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
-from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
 from config.core import rawsql
+from config.core.purge import delete_in_batches
 
 from . import errors
 from .models import Quote
@@ -26,6 +28,59 @@ def _best_row(*, section: Section, quantity: int) -> Row:
         available = max(rows.values_list("available_quantity", flat=True), default=0)
         raise errors.InsufficientQuantity(details={"requested": quantity, "available": available})
     return row
+
+
+class QuotedRow(NamedTuple):
+    """What a quote takes from the catalog: one row with its section and event (the columns of
+    ``_ROW_SQL``, in its order)."""
+
+    row_pk: int
+    row_name: str
+    row_name_display: str
+    available_quantity: int
+    offer_price: Decimal
+    face_value: Decimal
+    restrictions: list
+    restriction_detail: str | None
+    section_pk: int
+    section_name: str
+    section_name_display: str
+    general_admission: bool
+    event_pk: int
+    event_name: str
+    primary_site: str
+    event_status: str
+    starts_at: datetime
+
+    @classmethod
+    def of(cls, *, event: Event, section: Section, row: Row) -> "QuotedRow":
+        return cls(
+            row.pk,
+            row.name,
+            row.name_display,
+            row.available_quantity,
+            row.offer_price,
+            row.face_value,
+            row.restrictions,
+            row.restriction_detail,
+            section.pk,
+            section.name,
+            section.name_display,
+            section.general_admission,
+            event.pk,
+            event.name,
+            event.primary_site,
+            event.status,
+            event.starts_at,
+        )
+
+
+def _expired_reason(*, status: str, starts_at: datetime) -> str | None:
+    if status == Event.Status.CANCELED:
+        return "canceled"
+    if starts_at <= timezone.now():
+        return "started"
+    return None
 
 
 def quote_create(
@@ -45,35 +100,40 @@ def quote_create(
     ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. Reads the database, never the catalog cache. No quantity is
     reserved: the order takes it, under a row lock.
     """
-    row = _row_in_one_query(
+    quoted = _row_in_one_query(
         event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
     )
-    if row is not None:
-        # The usual case: the row exists (and, for best-row, can take the quantity). One query found it;
-        # the checks keep their order.
-        section, event = row.section, row.section.event
-        if event.is_canceled or event.has_started:
-            reason = "canceled" if event.is_canceled else "started"
-            raise errors.EventExpired(details={"event_id": event_id, "reason": reason})
-        if quantity > row.available_quantity:
-            raise errors.InsufficientQuantity(
-                details={"requested": quantity, "available": row.available_quantity}
-            )
-        return _quote_insert(
-            partner_pk=partner_pk,
-            event=event,
-            section=section,
-            row=row,
-            quantity=quantity,
-            user_metadata=user_metadata,
-            livemode=livemode,
+    if quoted is None:
+        # Something is missing: find out what, step by step, in the order of the checks.
+        quoted = _row_step_by_step(
+            event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
         )
-    # Something is missing: find out what, step by step, in the order of the checks.
+    else:
+        # The usual case: one query found the row (and, for best-row, one that can take the quantity);
+        # the checks keep their order.
+        reason = _expired_reason(status=quoted.event_status, starts_at=quoted.starts_at)
+        if reason:
+            raise errors.EventExpired(details={"event_id": event_id, "reason": reason})
+    if quantity > quoted.available_quantity:
+        raise errors.InsufficientQuantity(
+            details={"requested": quantity, "available": quoted.available_quantity}
+        )
+    return _quote_insert(
+        partner_pk=partner_pk,
+        quoted=quoted,
+        quantity=quantity,
+        user_metadata=user_metadata,
+        livemode=livemode,
+    )
+
+
+def _row_step_by_step(*, event_id: str, section_name: str, row_name: str | None, quantity: int) -> QuotedRow:
+    """The quoted row, found one model at a time, raising the first check's error that fails."""
     event = Event.objects.filter(event_id=event_id).first()
     if event is None:
         raise errors.EventNotFound(details={"event_id": event_id})
-    if event.is_canceled or event.has_started:
-        reason = "canceled" if event.is_canceled else "started"
+    reason = _expired_reason(status=event.status, starts_at=event.starts_at)
+    if reason:
         raise errors.EventExpired(details={"event_id": event_id, "reason": reason})
     section = Section.objects.filter(event=event, name=section_name).first()
     if section is None:
@@ -84,22 +144,12 @@ def quote_create(
         row = Row.objects.filter(section=section, name=row_name).first()
         if row is None:
             raise errors.RowNotFound(details={"section_name": section_name, "row_name": row_name})
-        if quantity > row.available_quantity:
-            raise errors.InsufficientQuantity(
-                details={"requested": quantity, "available": row.available_quantity}
-            )
-    return _quote_insert(
-        partner_pk=partner_pk,
-        event=event,
-        section=section,
-        row=row,
-        quantity=quantity,
-        user_metadata=user_metadata,
-        livemode=livemode,
-    )
+    return QuotedRow.of(event=event, section=section, row=row)
 
 
-def _row_in_one_query(*, event_id: str, section_name: str, row_name: str | None, quantity: int) -> Row | None:
+def _row_in_one_query(
+    *, event_id: str, section_name: str, row_name: str | None, quantity: int
+) -> QuotedRow | None:
     """The quoted row with its section and event, in one query, or None when any of them is missing (or,
     for the best row, none can take ``quantity``).
 
@@ -110,27 +160,7 @@ def _row_in_one_query(*, event_id: str, section_name: str, row_name: str | None,
     best = row_name is None
     query = _BEST_ROW if best else _NAMED_ROW
     found = query.fetchone([event_id, section_name, quantity if best else row_name])
-    if found is None:
-        return None
-    (row_pk, name, name_display, available, offer, face, restrictions, detail, section_pk, s_name,
-     s_display, general, event_pk, e_name, site, status, starts_at) = found  # fmt: skip
-    event = Event(
-        id=event_pk, event_id=event_id, name=e_name, primary_site=site, status=status, starts_at=starts_at
-    )
-    section = Section(
-        id=section_pk, event=event, name=s_name, name_display=s_display, general_admission=general
-    )
-    return Row(
-        id=row_pk,
-        section=section,
-        name=name,
-        name_display=name_display,
-        available_quantity=available,
-        offer_price=offer,
-        face_value=face,
-        restrictions=restrictions,
-        restriction_detail=detail,
-    )
+    return None if found is None else QuotedRow(*found)
 
 
 _ROW_COLUMNS = [
@@ -161,9 +191,7 @@ _BEST_ROW = rawsql.Select(
 def _quote_insert(
     *,
     partner_pk: int,
-    event: Event,
-    section: Section,
-    row: Row,
+    quoted: QuotedRow,
     quantity: int,
     user_metadata: dict[str, Any] | None,
     livemode: bool,
@@ -172,22 +200,22 @@ def _quote_insert(
     quote = Quote(
         partner_id=partner_pk,
         livemode=livemode,
-        event=event,
-        section=section,
-        row=row,
+        event_id=quoted.event_pk,
+        section_id=quoted.section_pk,
+        row_id=quoted.row_pk,
         quantity=quantity,
-        offer_price=row.offer_price,
-        total_price=row.offer_price * quantity,
-        face_value=row.face_value,
-        event_name=event.name,
-        section_name=section.name,
-        section_name_display=section.name_display,
-        row_name=row.name,
-        row_name_display=row.name_display,
-        general_admission=section.general_admission,
-        restrictions=list(row.restrictions or []),
-        restriction_detail=row.restriction_detail or None,
-        primary_site=event.primary_site,
+        offer_price=quoted.offer_price,
+        total_price=quoted.offer_price * quantity,
+        face_value=quoted.face_value,
+        event_name=quoted.event_name,
+        section_name=quoted.section_name,
+        section_name_display=quoted.section_name_display,
+        row_name=quoted.row_name,
+        row_name_display=quoted.row_name_display,
+        general_admission=quoted.general_admission,
+        restrictions=list(quoted.restrictions or []),
+        restriction_detail=quoted.restriction_detail or None,
+        primary_site=quoted.primary_site,
         user_metadata=user_metadata or {},
         created_at=now,
         expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
@@ -216,17 +244,10 @@ def quote_purge_expired(*, retention_days: int | None = None, batch_size: int = 
     order_relation = _order_relation_name()
     if order_relation:
         candidates = candidates.filter(**{f"{order_relation}__isnull": True})
-    deleted = 0
-    while True:
-        ids = list(candidates.order_by("expires_at", "id").values_list("id", flat=True)[:batch_size])
-        if not ids:
-            break
-        with transaction.atomic():
-            # Re-check in the DELETE itself: a quote consumed since the SELECT is kept.
-            _, per_model = Quote.objects.filter(pk__in=ids, consumed_at__isnull=True).delete()
-        deleted += per_model.get(Quote._meta.label, 0)
-        if len(ids) < batch_size:
-            break
+    # Re-checked in the DELETE itself: a quote consumed since the SELECT is kept.
+    deleted = delete_in_batches(
+        candidates.order_by("expires_at", "id"), batch_size=batch_size, recheck=Q(consumed_at__isnull=True)
+    )
     if deleted:
         logger.info("purged %d expired quotes older than %d days", deleted, days)
     return deleted

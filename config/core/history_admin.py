@@ -1,4 +1,5 @@
-"""The admin's read-only table of a status history (``config.core.statemachine.StatusHistory`` rows)."""
+"""Admin pieces the apps share: read-only pages, and the read-only table of a status history
+(``config.core.statemachine.StatusHistory`` rows)."""
 
 from collections.abc import Iterable
 
@@ -8,7 +9,25 @@ from django.utils.html import format_html, format_html_join
 from .statemachine import StatusHistory
 
 
-class StatusHistoryInline(admin.TabularInline):
+class ReadOnly:
+    """Mixed into a model admin or an inline: staff read, never add, change or delete by hand (actions may
+    still act through services)."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ReadOnlyAdmin(ReadOnly, admin.ModelAdmin):
+    """A read-only admin page."""
+
+
+class StatusHistoryInline(ReadOnly, admin.TabularInline):
     """Every move of the row's status, oldest first; nobody adds, edits or deletes one by hand."""
 
     fields = ("at", "from_status", "to_status", "actor", "reason")
@@ -16,12 +35,6 @@ class StatusHistoryInline(admin.TabularInline):
     extra = 0
     can_delete = False
     ordering = ("at", "id")
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 def status_history_table(rows: Iterable[StatusHistory]) -> str:

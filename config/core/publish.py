@@ -4,7 +4,7 @@ Every caller has a periodic sweep that finds the work again from the database (t
 confirmation sweep, the refund sweep, the expiry run), so a message that never reached the broker is late,
 never lost. A web request must not fail, nor wait long, because the broker is down.
 
-Services name the task they enqueue (``publish_on_commit("orders.tasks.order_confirm", pk)``) rather than
+Services name the task they enqueue (``publish_on_commit("payouts.tasks.order_confirm", pk)``) rather than
 import its module: the tasks modules import the services to run them, never the other way round.
 """
 

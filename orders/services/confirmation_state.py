@@ -31,6 +31,8 @@ from django.db import InterfaceError, OperationalError, connection
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.core.backoff import backoff_seconds
+
 from .. import seller_mail
 from ..models import Order
 
@@ -65,7 +67,7 @@ def _with_db_retry(statement: Callable[[], bool], *, done: Callable[[], bool]) -
             if connection.in_atomic_block or time.monotonic() >= deadline:
                 raise
             connection.close()  # the next query opens a fresh connection
-            time.sleep(min(0.1 * 2**attempt, 2.0))
+            time.sleep(backoff_seconds(attempt, first=0.1, cap=2.0))
             attempt += 1
 
 

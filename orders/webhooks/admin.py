@@ -8,21 +8,10 @@ or 3 days of failures) once its partner has fixed it; one its partner disabled s
 from django.contrib import admin, messages
 
 from config.core.admin_permissions import staff_may
-from config.core.history_admin import StatusHistoryInline
+from config.core.history_admin import ReadOnlyAdmin, StatusHistoryInline
 
 from . import services
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEndpointStatusHistory
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class EndpointStatusHistoryInline(StatusHistoryInline):

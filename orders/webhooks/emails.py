@@ -1,8 +1,8 @@
 """The e-mail that tells a partner's contact address that the service disabled one of its endpoints."""
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
-from django.template.loader import render_to_string
+
+from config.core.mail import send_templated_mail
 
 from .models import WebhookEndpoint
 
@@ -18,14 +18,11 @@ def endpoint_disabled_email(*, endpoint_pk: int) -> bool:
         "portal_url": f"{settings.PUBLIC_BASE_URL}/portal/settings/webhooks/{endpoint.endpoint_id}",
         "support_email": settings.DEFAULT_FROM_EMAIL,
     }
-    subject = f"{'' if endpoint.livemode else '[TEST] '}Webhook endpoint disabled: {endpoint.url}"
-    message = EmailMultiAlternatives(
-        subject=subject,
-        body=render_to_string("emails/webhook_endpoint_disabled.txt", context),
-        to=[endpoint.partner.contact_email],
+    send_templated_mail(
+        template="webhook_endpoint_disabled",
+        subject=f"Webhook endpoint disabled: {endpoint.url}",
+        to=endpoint.partner.contact_email,
+        context=context,
+        livemode=endpoint.livemode,
     )
-    message.attach_alternative(
-        render_to_string("emails/webhook_endpoint_disabled.html", context), "text/html"
-    )
-    message.send()
     return True

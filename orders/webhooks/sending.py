@@ -22,6 +22,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.core.backoff import backoff_seconds as core_backoff_seconds
+
 from . import services
 from .machines import delivery_transition
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -75,19 +77,20 @@ def lease_seconds() -> float:
     return in_flight_seconds() + 40
 
 
-def backoff_seconds(timeouts_in_a_row: int) -> float:
+def backoff_seconds(timeouts_in_a_row: int, *, jitter: float = 0.0) -> float:
     """How long an endpoint is left alone after its last timeout: none after one, then 1 min doubling, at
-    most 30 min."""
+    most 30 min (plus up to ``jitter`` of it)."""
     if timeouts_in_a_row < 2:
         return 0
-    return min(BACKOFF_FIRST_SECONDS * 2 ** (timeouts_in_a_row - 2), BACKOFF_MAX_SECONDS)
+    return core_backoff_seconds(
+        timeouts_in_a_row - 2, first=BACKOFF_FIRST_SECONDS, cap=BACKOFF_MAX_SECONDS, jitter=jitter
+    )
 
 
 def retry_delay_seconds(*, attempt_number: int, retry_after_seconds: int | None = None) -> float:
     """Delay before the attempt after ``attempt_number``: the schedule plus up to 20 % jitter, or a longer
     ``Retry-After``."""
-    base = RETRY_DELAYS_SECONDS[attempt_number - 1]
-    delay = base + random.uniform(0, RETRY_JITTER * base)
+    delay = core_backoff_seconds(attempt_number - 1, schedule=RETRY_DELAYS_SECONDS, jitter=RETRY_JITTER)
     if retry_after_seconds is not None:
         delay = max(delay, min(retry_after_seconds, RETRY_AFTER_MAX_SECONDS))
     return delay
@@ -203,8 +206,8 @@ def _deferral(
     if last_timeout is not None:
         resume = last_timeout + timedelta(seconds=backoff_seconds(timeouts))
         if resume > now:
-            jitter = timedelta(seconds=random.uniform(0, RETRY_JITTER * backoff_seconds(timeouts)))
-            return Deferral(until=resume + jitter, slow=True)
+            pause = backoff_seconds(timeouts, jitter=RETRY_JITTER)
+            return Deferral(until=last_timeout + timedelta(seconds=pause), slow=True)
     if slow and not slow_lane:
         return Deferral(until=None, slow=True)
     in_flight = list(

@@ -9,7 +9,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.core.publish import publish
+from config.core.publish import publish, publish_on_commit
+from config.core.purge import delete_in_batches
 from orders.models import Notification
 from partners.models import Partner
 
@@ -150,8 +151,7 @@ def endpoint_disable(*, endpoint: WebhookEndpoint, reason: str, notify: bool) ->
     )
     logger.warning("Webhook endpoint %s disabled: %s", endpoint.endpoint_id, reason)
     if notify:
-        pk = endpoint.pk
-        transaction.on_commit(lambda: _enqueue("endpoint_disabled_email", pk))
+        publish_on_commit("orders.webhooks.tasks.endpoint_disabled_email", endpoint.pk)
 
 
 # --- deliveries --------------------------------------------------------------------------------------------
@@ -285,14 +285,9 @@ def deliveries_send_due(
 def deliveries_purge(*, now: datetime | None = None, batch_size: int = 1000, max_batches: int = 50) -> int:
     """Delete deliveries (and their attempts) older than the retention, in batches that keep locks short."""
     cutoff = (now or timezone.now()) - timedelta(days=settings.WEBHOOK_RETENTION_DAYS)
-    deleted = 0
-    for _ in range(max_batches):
-        pks = list(
-            WebhookDelivery.objects.filter(created_at__lt=cutoff).values_list("pk", flat=True)[:batch_size]
-        )
-        if not pks:
-            break
-        with transaction.atomic():
-            WebhookAttempt.objects.filter(delivery_id__in=pks).delete()
-            deleted += WebhookDelivery.objects.filter(pk__in=pks).delete()[0]
-    return deleted
+    return delete_in_batches(
+        WebhookDelivery.objects.filter(created_at__lt=cutoff),
+        batch_size=batch_size,
+        max_batches=max_batches,
+        before_delete=lambda pks: WebhookAttempt.objects.filter(delivery_id__in=pks).delete(),
+    )

@@ -9,6 +9,8 @@ import smtplib
 
 from celery import shared_task
 
+from config.core.backoff import backoff_seconds
+
 from . import emails, sending, services
 
 logger = logging.getLogger(__name__)
@@ -65,4 +67,4 @@ def endpoint_disabled_email(self, endpoint_pk: int) -> None:
         emails.endpoint_disabled_email(endpoint_pk=endpoint_pk)
     except (smtplib.SMTPException, ConnectionError, TimeoutError) as exc:
         # The mail server did not answer: try again later (1, 2, 4 … minutes).
-        raise self.retry(exc=exc, countdown=60 * 2**self.request.retries)
+        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries, first=60))

@@ -15,11 +15,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from config.api import errors
 from config.api.idempotency import RETENTION_HOURS, carries_secret
 from config.core.keys import seal, unseal
+from config.core.purge import delete_in_batches
 
 from .models import IdempotencyKey
 
@@ -211,20 +213,12 @@ def idempotency_key_release(*, claim: Claim) -> None:
 def idempotency_key_purge_expired(*, batch_size: int = 1000) -> int:
     """Delete keys older than 24 hours, ``batch_size`` at a time (short transactions, short locks)."""
     cutoff = timezone.now() - RETENTION
-    deleted = 0
-    while True:
-        ids = list(
-            IdempotencyKey.objects.filter(created_at__lte=cutoff)
-            .order_by("created_at", "id")
-            .values_list("id", flat=True)[:batch_size]
-        )
-        if not ids:
-            break
-        # Re-checked in the DELETE: a key taken over (fresh created_at) since the SELECT is kept.
-        count, _ = IdempotencyKey.objects.filter(pk__in=ids, created_at__lte=cutoff).delete()
-        deleted += count
-        if len(ids) < batch_size:
-            break
+    # Re-checked in the DELETE: a key taken over (fresh created_at) since the SELECT is kept.
+    deleted = delete_in_batches(
+        IdempotencyKey.objects.filter(created_at__lte=cutoff).order_by("created_at", "id"),
+        batch_size=batch_size,
+        recheck=Q(created_at__lte=cutoff),
+    )
     if deleted:
         logger.info("purged %d idempotency keys older than %d hours", deleted, RETENTION_HOURS)
     return deleted

@@ -1,4 +1,4 @@
-"""What the payouts admin pages share: read-only pages, the order link, and the retry confirmation."""
+"""What the payouts admin pages share: the order link and the retry confirmation."""
 
 from collections.abc import Callable
 from typing import Any
@@ -11,17 +11,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import require
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 def order_link(order) -> str:

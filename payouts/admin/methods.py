@@ -3,11 +3,12 @@
 
 from django.contrib import admin
 
+from config.core.history_admin import ReadOnlyAdmin
+
 from ..models import (
     CreditCard,
     PayoutAccount,
 )
-from .common import ReadOnlyAdmin
 
 
 # --- payment methods: masked, and only ever written from the portal ---------------------------------------------

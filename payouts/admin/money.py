@@ -10,7 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import staff_may
-from config.core.history_admin import StatusHistoryInline
+from config.core.history_admin import ReadOnlyAdmin, StatusHistoryInline
 
 from ..models import (
     Charge,
@@ -21,7 +21,7 @@ from ..models import (
 )
 from ..services.progression import payout_retry
 from ..services.refunds import refund_retry
-from .common import ReadOnlyAdmin, order_link, retry_many, retry_one
+from .common import order_link, retry_many, retry_one
 
 
 class ChargeStatusHistoryInline(StatusHistoryInline):

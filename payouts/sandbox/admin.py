@@ -2,7 +2,8 @@
 
 from django.contrib import admin
 
-from ..admin.common import ReadOnlyAdmin
+from config.core.history_admin import ReadOnlyAdmin
+
 from .models import (
     SandboxAccount,
     SandboxCard,

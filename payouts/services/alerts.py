@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
 from django.db import models, transaction
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from config.core.mail import send_templated_mail
 from config.core.publish import publish_on_commit
 
 from ..models import Charge, Payout
@@ -138,14 +137,13 @@ def payment_alert_send(*, kind: str, pk: int) -> bool:
         ).update(**{spec.stamp: timezone.now()})
         if not claimed:
             return False
-        message = EmailMultiAlternatives(
-            subject=spec.subject.format(order_id=record.order.order_id),
-            body=render_to_string(f"emails/{spec.template}.txt", context),
-            to=[record.partner.contact_email],
-        )
-        message.attach_alternative(render_to_string(f"emails/{spec.template}.html", context), "text/html")
         # Inside the claim's transaction: a mail-server error rolls the claim back, so the retry sends it.
-        message.send()
+        send_templated_mail(
+            template=spec.template,
+            subject=spec.subject.format(order_id=record.order.order_id),
+            to=record.partner.contact_email,
+            context=context,
+        )
     logger.info(
         "payment alert sent",
         extra={"alert": kind, "partner_id": record.partner.public_id, "order_id": record.order.order_id},

@@ -89,16 +89,18 @@ def test_select_of_no_row_is_none(event):
 @pytest.mark.parametrize("row_name", ["A", None], ids=["named row", "best row"])
 def test_the_quote_reads_its_row_in_one_query_with_the_orms_values(event, row_name):
     with CaptureQueriesContext(connection) as queries:
-        row = quote_services._row_in_one_query(
+        quoted = quote_services._row_in_one_query(
             event_id=event.event_id, section_name="Floor", row_name=row_name, quantity=1
         )
     assert len(queries) == 1
     stored = Row.objects.select_related("section__event").get(section__event=event, name="A")
-    assert row.section.event.starts_at == stored.section.event.starts_at
-    assert row.section.event.has_started is False
-    assert (row.offer_price, row.face_value, row.restrictions) == (
+    assert quoted == quote_services.QuotedRow.of(
+        event=stored.section.event, section=stored.section, row=stored
+    )
+    assert quoted.starts_at == stored.section.event.starts_at
+    assert (quoted.offer_price, quoted.face_value, quoted.restrictions) == (
         Decimal("142.25"),
         Decimal("150.00"),
         ["Obstructed view"],
     )
-    assert row.section.general_admission is True
+    assert quoted.general_admission is True

@@ -4,8 +4,8 @@ import pytest
 from django.core import mail
 
 from catalog.models import Row
+from config.core.backoff import task_retry_seconds
 from orders.models import Order
-from orders.tasks import backoff_seconds
 from payouts import tasks
 from payouts.errors import PlatformUnavailable
 from payouts.models import Charge
@@ -262,9 +262,9 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
 
 
 def test_backoff_grows_and_is_capped():
-    assert 10 <= backoff_seconds(0) <= 12
-    assert 20 <= backoff_seconds(1) <= 25
-    assert 600 <= backoff_seconds(12) <= 750
+    assert 10 <= task_retry_seconds(0) <= 12
+    assert 20 <= task_retry_seconds(1) <= 25
+    assert 600 <= task_retry_seconds(12) <= 750
 
 
 def test_confirmation_of_an_order_canceled_before_it_ran_does_nothing(auth_client, quote):

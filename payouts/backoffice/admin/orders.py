@@ -13,6 +13,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import require, staff_may
+from config.core.history_admin import ReadOnly
 from orders.admin import OrderAdmin
 from orders.models import Order
 
@@ -28,19 +29,10 @@ from ...services.refunds import refund_retry
 
 # The order page shows its money: the charge and the payout. Orders sits below payouts and cannot name these
 # models, so its OrderAdmin stays unregistered and the back office registers it here, once, with them added.
-class _OrderMoneyInline(admin.TabularInline):  # one line each, beside the history
+class _OrderMoneyInline(ReadOnly, admin.TabularInline):  # one line each, beside the history
     can_delete = False
     extra = 0
     max_num = 0
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.display(description="Record")
     def record(self, obj) -> str:
