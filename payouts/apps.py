@@ -13,11 +13,17 @@ class PayoutsConfig(AppConfig):
 
     def ready(self) -> None:
         # Payouts reacts to order events; orders never calls into payouts (the layers' direction).
+        from config.core.metrics import database_metrics_connect, gauges_register
         from orders import events
         from orders.models import Notification
         from partners.portal.access import form_action_origins_register
 
+        from .metrics import COLLECTOR
         from .services import confirmation
+
+        # /metrics: the gauges computed at scrape time, and the database's statement timings.
+        gauges_register(COLLECTOR)
+        database_metrics_connect()
 
         # The payment-method pages' forms redirect to the platform's own pages.
         form_action_origins_register(_platform_form_action_origins)

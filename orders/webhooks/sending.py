@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 from standardwebhooks import Webhook
 
+from config.core import metrics
 from orders.models import Notification
 
 from . import transport
@@ -131,10 +132,21 @@ class Outcome:
     duration_ms: int = 0
     response_excerpt: str = ""
     retry_after_seconds: int | None = None
+    # No connection was made: refused, unreachable, or a target the SSRF guard refuses.
+    refused: bool = False
 
     @property
     def timed_out(self) -> bool:
         return self.error.startswith("timeout:")
+
+    @property
+    def metric_outcome(self) -> str:
+        """``buyback_webhook_attempts_total{outcome}``: succeeded, timeout, refused or failed."""
+        if self.succeeded:
+            return "succeeded"
+        if self.timed_out:
+            return "timeout"
+        return "refused" if self.refused else "failed"
 
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -215,6 +227,7 @@ def http_post(*, target: Target, headers: dict[str, str], body: str) -> Outcome:
             outcome.error = f"invalid_response: {_error_text(answer.error)}"
         else:
             outcome.error = f"connection_error: {_error_text(answer.error)}"
+            outcome.refused = status is None
         if status is not None:
             outcome.error += f" (after HTTP {status})"
         return outcome
@@ -310,9 +323,11 @@ def _claim(*, delivery_pk: int, slow_lane: bool = False) -> Claim | Deferral | N
             # the same delivery twice at once. That attempt records the outcome and schedules what follows.
             return None
         # An attempt left "pending" by a worker that died mid-send: it has no answer and never will.
-        pending.update(
+        lost = pending.update(
             status=WebhookAttempt.Status.FAILED, error="worker_lost: no result was recorded for this attempt"
         )
+        for _ in range(lost):
+            transaction.on_commit(lambda: metrics.webhook_attempt_count("failed"))
         # Every endpoint of the partner, locked in one order: the claims of one partner are decided one at a
         # time, so neither limit on attempts in flight can be passed by two claims at once.
         list(
@@ -406,7 +421,7 @@ def _send(claim: Claim) -> Outcome:
         # The SSRF guard again: the host may resolve elsewhere now than when the endpoint was registered.
         target = target_resolve(claim.endpoint.url)
     except TargetNotAllowed as exc:
-        return Outcome(succeeded=False, error=f"{exc.issue}: {exc}")
+        return Outcome(succeeded=False, error=f"{exc.issue}: {exc}", refused=True)
     try:
         headers = signed_headers(
             endpoint=claim.endpoint,
@@ -472,6 +487,7 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
                 delivery.state = WebhookDelivery.State.RETRYING
                 delivery.next_attempt_at = attempt.next_attempt_at
         attempt.save()
+        transaction.on_commit(lambda: metrics.webhook_attempt_count(outcome.metric_outcome))
         delivery.save(update_fields=["state", "next_attempt_at", "last_error", "updated_at"])
         endpoint.save(update_fields=["failing_since", "last_success_at", "updated_at"])
         if disabled_reason and endpoint.status == WebhookEndpoint.Status.ENABLED:
