@@ -1,7 +1,7 @@
 """Error reports to Sentry (sentry-sdk), only when ``SENTRY_DSN`` is set; nothing is sent otherwise.
 
 What leaves the service never carries a credential or card data: no personal data by default
-(``send_default_pii=False``: no cookies, no user, no client address), the SDK's ``EventScrubber`` with the
+(the SDK's default: no cookies, no user, no client address), the SDK's ``EventScrubber`` with the
 service's own field names added to its denylist (client secrets, webhook secrets, card fields), and
 ``before_send`` walking the whole event for the values themselves wherever they hide (a message, a local
 variable, a query string): bearer tokens, ``access_token=…``, ``whsec_…`` secrets, card numbers. Every
@@ -56,6 +56,9 @@ _PATTERNS = [
         re.compile(r"(?i)\b(access_token|refresh_token|client_secret|token|secret)=([^&\s\"']+)"),
         r"\1=" + REDACTED,
     ),
+    # client secrets (``sec_…``, ``sec_test_…``) and access tokens (base64url of the JSON claims, signature)
+    (re.compile(r"\bsec_[A-Za-z0-9_\-]{16,}"), REDACTED),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]{16,}"), REDACTED),
     # webhook signing secrets
     (re.compile(r"whsec_[A-Za-z0-9+/=_\-]+"), REDACTED),
     # card numbers: 13 to 19 digits, spaces or dashes between groups allowed
@@ -94,7 +97,6 @@ def sentry_init(*, dsn: str, environment: str = "", traces_sample_rate: float = 
         dsn=dsn,
         environment=environment or None,
         integrations=[DjangoIntegration(), CeleryIntegration()],
-        send_default_pii=False,
         event_scrubber=EventScrubber(denylist=DENYLIST, recursive=True),
         before_send=before_send,
         before_send_transaction=before_send,
