@@ -70,7 +70,7 @@ def test_the_alert_rules_have_prometheus_structure_and_cover_the_operator_alerts
     assert "buyback_task_queue_length" in alerts["BuybackTaskQueueBacklog"]
     assert "buyback_payouts" in alerts["BuybackPayoutsStuck"]
     # Every alert is described for the operator.
-    operations = (OBSERVABILITY.parents[2] / "docs" / "operations.md").read_text()
+    operations = (OBSERVABILITY.parents[2] / "docs/operations.md").read_text()
     for name in alerts:
         assert name in operations, f"docs/operations.md says nothing about {name}"
     promtool = shutil.which("promtool")
