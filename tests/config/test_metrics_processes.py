@@ -120,3 +120,16 @@ def test_the_counters_of_two_gunicorn_workers_add_up_in_one_scrape(processes, tm
     unknown = http("GET", url + "/no-such-page", headers={"X-Forwarded-For": "203.0.113.9"})
     assert proxied.status == unknown.status != 200
     assert "buyback_" not in str(proxied.body)
+
+
+def test_the_web_process_behind_nginx_never_exposes_metrics_and_sums_its_workers(processes, tmp_path):
+    url = processes.proxied_web(production_env(), workers=2)
+    directory = tmp_path / "web-nginx" / "prometheus"
+    for _ in range(10):
+        assert http("GET", url + "/healthz").status == 200
+    proxied = http("GET", url + "/metrics")
+    unknown = http("GET", url + "/no-such-page")
+    assert proxied.status == unknown.status != 200
+    assert "buyback_" not in str(proxied.body)
+    # The workers write their samples where config.deploy.serve pointed them.
+    assert len(list(directory.glob("counter_*.db"))) >= 2
