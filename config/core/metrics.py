@@ -33,9 +33,13 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    disable_created_metrics,
     generate_latest,
     multiprocess,
 )
+
+# No ``*_created`` timestamp series beside every counter: nothing here reads them, and they double the output.
+disable_created_metrics()
 
 # --- the service's counters ------------------------------------------------------------------------------
 ORDERS_CREATED = Counter("buyback_orders_created", "Live orders created (counted on commit).")
