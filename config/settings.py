@@ -124,6 +124,10 @@ if METRICS_HTTP:
     MIDDLEWARE.append("config.core.metrics.MetricsAfterMiddleware")
 # With it, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback, unproxied.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Multiprocess mode: every process writes its samples there (gunicorn empties it at start). Created if missing,
+# so a Celery worker given the same directory starts even before gunicorn made it.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 # `make bench` counts each request's SQL statements and Redis round trips (bench/counting.py); never deployed.
 if env.bool("BENCH_COUNT", default=False):
     MIDDLEWARE.insert(0, "bench.counting.CountingMiddleware")
