@@ -133,8 +133,10 @@ def _timed_execute(execute, sql, params, many, context):
 
 
 def _instrument_connection(sender, connection, **kwargs) -> None:
+    # First in the list (the outermost): a connection opened inside ``with connection.execute_wrapper(w)``
+    # must leave that block's own ``pop()`` removing ``w``, not this one.
     if _timed_execute not in connection.execute_wrappers:
-        connection.execute_wrappers.append(_timed_execute)
+        connection.execute_wrappers.insert(0, _timed_execute)
 
 
 def database_metrics_connect() -> None:

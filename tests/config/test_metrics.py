@@ -196,3 +196,34 @@ def test_an_undispatched_notification_shows_in_the_outbox_gauges(client, partner
     found = families(scrape(client).content.decode())
     assert sample_value(found["buyback_outbox_pending"]) >= 1
     assert sample_value(found["buyback_outbox_oldest_age_seconds"]) >= 590
+
+
+@pytest.mark.django_db(transaction=True)
+def test_statement_timing_survives_a_connection_opened_inside_another_execute_wrapper():
+    """A new thread's first statement opens its connection inside a request's ``execute_wrapper`` block (as
+    the lost-connection retry wraps every request): that block's wrapper leaves, the timing stays."""
+    import threading
+
+    from django.db import connection
+
+    from config.core.metrics import _timed_execute
+
+    seen, wrappers = [], []
+
+    def watcher(execute, sql, params, many, context):
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    def first_request_of_a_thread() -> None:
+        try:
+            with connection.execute_wrapper(watcher), connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+            wrappers.extend(connection.execute_wrappers)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=first_request_of_a_thread)
+    thread.start()
+    thread.join()
+    assert seen
+    assert wrappers == [_timed_execute]
