@@ -84,10 +84,19 @@ def gauges_compute() -> dict:
 
 
 def gauges() -> dict:
-    figures = cache.get(GAUGES_CACHE_KEY)
+    """The figures, from the cache when a scrape computed them in the last few seconds. A cache that does
+    not answer costs only the caching."""
+    try:
+        figures = cache.get(GAUGES_CACHE_KEY)
+    except Exception:
+        logger.warning("metrics: the cache did not answer", exc_info=True)
+        return gauges_compute()
     if figures is None:
         figures = gauges_compute()
-        cache.set(GAUGES_CACHE_KEY, figures, GAUGES_CACHE_SECONDS)
+        try:
+            cache.set(GAUGES_CACHE_KEY, figures, GAUGES_CACHE_SECONDS)
+        except Exception:
+            logger.warning("metrics: the cache did not answer", exc_info=True)
     return figures
 
 
@@ -98,7 +107,13 @@ class BuybackGauges:
         return []
 
     def collect(self):
-        figures = gauges()
+        try:
+            figures = gauges()
+        except Exception:
+            # The database is down: the scrape still answers with every other metric (and the alerts on
+            # these gauges see them vanish rather than a failed scrape).
+            logger.warning("metrics: the gauges could not be computed", exc_info=True)
+            return
         yield GaugeMetricFamily(
             "buyback_outbox_pending", "Notifications not yet dispatched.", value=figures["outbox_pending"]
         )

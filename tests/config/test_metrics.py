@@ -227,3 +227,17 @@ def test_statement_timing_survives_a_connection_opened_inside_another_execute_wr
     thread.join()
     assert seen
     assert wrappers == [_timed_execute]
+
+
+def test_a_failing_gauge_query_leaves_the_rest_of_the_scrape_answering(client, monkeypatch):
+    from payouts import metrics as gauges
+
+    def broken():
+        raise RuntimeError("database unavailable")
+
+    monkeypatch.setattr(gauges, "gauges_compute", broken)
+    response = scrape(client)
+    assert response.status_code == 200
+    found = families(response.content.decode())
+    assert "buyback_orders_created" in found
+    assert "buyback_payouts" not in found
