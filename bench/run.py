@@ -57,6 +57,8 @@ TARGETS = {
 }
 LIST_LATENCY_TARGET = 1.2
 MEMORY_TARGET_MIB = 5.0
+# The HTTP metrics middleware (config/core/metrics.py) may cost the events list at most this share.
+METRICS_COST_TARGET = 0.05
 EVENTS_PATH = "/v1/events?limit=20"
 
 
@@ -239,6 +241,8 @@ class Bench:
                 )
                 self.measure_main(main, web.url, info)
                 report["events_in_small_catalog"] = self.count_events(main)
+                if not args.skip_metrics_cost:
+                    report["metrics_cost"] = self.measure_metrics_cost(main, web.url)
                 if not args.skip_memory:
                     report["memory"] = self.measure_memory(main, info)
                 if not args.skip_scale and info["seeded"]:
@@ -451,6 +455,36 @@ class Bench:
         out["met"] = all(v["met"] for v in out["variants"])
         return out
 
+    def measure_metrics_cost(self, stack: Stack, url: str) -> dict:
+        """The events list with the HTTP metrics middleware (the main web) and without it (a second web
+        with ``METRICS_HTTP=False``, same shape), interleaved; cost = 1 - req/s with / req/s without."""
+        events, tokens = self.run_dir / "events.txt", self.run_dir / "tokens.txt"
+        if not self.available.get("events") or not events.exists() or not tokens.exists():
+            return {"skipped": "events endpoint not available"}
+        off = stack.start_web("web-no-metrics", env={"METRICS_HTTP": "False"})
+        self.worker_pids[off.url] = off.worker_pids()
+        kw = {"mode": "get", "paths": events, "tokens": tokens}
+        run_wrk("events", off.url, duration=2, connections=self.args.connections, **kw)  # warm-up
+        log("metrics middleware cost on the events list (interleaved: on, off)")
+        on_runs, off_runs = [], []
+        for _ in range(self.args.rounds):
+            on_runs.append(self.wrk("events, metrics on", url, **kw))
+            off_runs.append(self.wrk("events, metrics off", off.url, **kw))
+        rps_on, rps_off = median([r.rps for r in on_runs]), median([r.rps for r in off_runs])
+        cpu_on = median([r.cpu_ms_per_request for r in on_runs if r.cpu_ms_per_request] or [0])
+        cpu_off = median([r.cpu_ms_per_request for r in off_runs if r.cpu_ms_per_request] or [0])
+        cost = round(1 - rps_on / rps_off, 3) if rps_off else None
+        return {
+            "rps_on": round(rps_on, 1),
+            "rps_off": round(rps_off, 1),
+            "ratio": round(rps_on / rps_off, 3) if rps_off else None,
+            "cost": cost,
+            "cpu_ms_on": cpu_on,
+            "cpu_ms_off": cpu_off,
+            "target": METRICS_COST_TARGET,
+            "met": cost is not None and cost <= METRICS_COST_TARGET,
+        }
+
     def measure_memory(self, stack: Stack, info: dict) -> dict:
         """RSS of one web worker (same worker class) before, during and after a 10 MB PDF order."""
         if not self.available.get("orders"):
@@ -611,6 +645,16 @@ def render_table(report: dict) -> str:
                 f"  {v['variant']:<34} {v['p50_ms_big']:>7.2f} / {v['p50_ms_small']:<7.2f} ms = {v['ratio']}×  "
                 f"{'met' if v['met'] else 'MISSED'}"
             )
+    metrics_cost = report.get("metrics_cost")
+    if metrics_cost and "cost" in metrics_cost:
+        lines.append(
+            f"events list with / without the metrics middleware: {metrics_cost['rps_on']} / "
+            f"{metrics_cost['rps_off']} req/s = {metrics_cost['ratio']} (cost {metrics_cost['cost']:.1%}, "
+            f"target ≤ {metrics_cost['target']:.0%}; cpu {metrics_cost['cpu_ms_on']} / "
+            f"{metrics_cost['cpu_ms_off']} ms/req) {'met' if metrics_cost['met'] else 'MISSED'}"
+        )
+    elif metrics_cost:
+        lines.append(f"metrics cost: {metrics_cost.get('skipped')}")
     memory = report.get("memory")
     if memory and "growth_mib" in memory:
         lines.append(
@@ -647,6 +691,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count-duration", type=int, help="seconds per counting run (default: --duration)")
     parser.add_argument("--skip-scale", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument(
+        "--skip-metrics-cost", action="store_true", help="skip the metrics middleware's on/off comparison"
+    )
     parser.add_argument("--profile", metavar="SCENARIO", help="profile one scenario with py-spy instead")
     parser.add_argument("--gil", action="store_true", help="with --profile: sample only GIL holders (CPU)")
     parser.add_argument("--quick", action="store_true", help="1 round of 3 s, no 100k catalog")
@@ -654,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.duration, args.rounds, args.skip_scale = 3, 1, True
     if args.profile:
-        args.skip_scale = args.skip_memory = True
+        args.skip_scale = args.skip_memory = args.skip_metrics_cost = True
     # As long as a timed run, so that the counted requests meet the caches in their steady state.
     args.count_duration = args.count_duration or args.duration
     bench = Bench(args)

@@ -284,6 +284,12 @@ class Stack:
         ]
         log = self.run_dir / f"{name}.log"
         env = dict(env or {})
+        # As in production: every worker writes its metrics to a directory of its server (multiprocess mode).
+        metrics_dir = self.run_dir / f"prometheus-{name}"
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        for stale in metrics_dir.glob("*.db"):
+            stale.unlink()
+        env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(metrics_dir))
         if self.through_nginx:
             env.setdefault("TRUSTED_PROXY_COUNT", "1")  # nginx appends the client to X-Forwarded-For
         gunicorn = self._spawn(args, log, env)

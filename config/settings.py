@@ -76,6 +76,18 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 MIDDLEWARE = list(_MIDDLEWARE)
+# Prometheus metrics (config/core/metrics.py): first and last, so the latency covers every other middleware.
+# METRICS_HTTP=False leaves them out (`make bench` measures their cost that way); /metrics still answers.
+METRICS_HTTP = env.bool("METRICS_HTTP", default=True)
+if METRICS_HTTP:
+    MIDDLEWARE.insert(0, "config.core.metrics.MetricsBeforeMiddleware")
+    MIDDLEWARE.append("config.core.metrics.MetricsAfterMiddleware")
+# With it, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback, unproxied.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Multiprocess mode: every process writes its samples there (gunicorn empties it at start). Created if missing,
+# so a Celery worker given the same directory starts even before gunicorn made it.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 # `make bench` counts each request's SQL statements and Redis round trips (bench/counting.py); never deployed.
 if env.bool("BENCH_COUNT", default=False):
     MIDDLEWARE.insert(0, "bench.counting.CountingMiddleware")
@@ -170,9 +182,7 @@ if REDIS_URL:
         }
     }
 else:
-    CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "partner-service"}
-    }
+    CACHES = {"default": {"BACKEND": "config.deploy.cache.MeteredLocMemCache", "LOCATION": "partner-service"}}
 
 RATE_LIMIT_PER_MINUTE = env.int("RATE_LIMIT_PER_MINUTE", default=600)
 TOKEN_RATE_LIMIT_PER_MINUTE = env.int("TOKEN_RATE_LIMIT_PER_MINUTE", default=60)
@@ -371,3 +381,15 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 LOG_FORMAT = env.str("LOG_FORMAT", default="json" if PRODUCTION else "text")
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOGGING = logging_config(log_format=LOG_FORMAT, level=LOG_LEVEL)
+
+# --- Error reports --------------------------------------------------------------------------------------
+# Sentry when SENTRY_DSN is set (config/core/sentry.py: secrets scrubbed, the request id as a tag).
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+if SENTRY_DSN:
+    from config.core.sentry import sentry_init
+
+    sentry_init(
+        dsn=SENTRY_DSN,
+        environment=env.str("SENTRY_ENVIRONMENT", default=DJANGO_ENV),
+        traces_sample_rate=env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0),
+    )

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import views
 from config.core import two_factor
+from config.core.metrics import metrics_view
 
 api_v1 = [
     path("", include("partners.urls")),
@@ -30,6 +31,8 @@ urlpatterns = [
     path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
+    # Prometheus (config/core/metrics.py): loopback or METRICS_TOKEN only, the ordinary 404 otherwise.
+    path("metrics", metrics_view, name="metrics"),
     path("admin/2fa/setup/", two_factor.admin_setup, name="admin-2fa-setup"),
     path("admin/2fa/verify/", two_factor.admin_verify, name="admin-2fa-verify"),
     path("admin/2fa/recovery-codes/", two_factor.admin_recovery_codes, name="admin-2fa-recovery-codes"),

@@ -13,11 +13,15 @@ class PayoutsConfig(AppConfig):
 
     def ready(self) -> None:
         # Payouts reacts to order events; orders never calls into payouts (the layers' direction).
+        from config.core.metrics import database_metrics_connect
         from orders import signals
         from orders.models import Notification
         from partners.portal.access import form_action_origins_register
 
         from .services import order_reactions
+
+        # /metrics: the database's statement timings (the gauges are the back office's).
+        database_metrics_connect()
 
         # The payment-method pages' forms redirect to the platform's own pages.
         form_action_origins_register(_platform_form_action_origins)

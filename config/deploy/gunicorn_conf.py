@@ -4,6 +4,9 @@ The bind address, workers and threads come from the command line (Procfile, conf
 holds what every deployment shares: the access log, which never writes a credential, and the limits.
 """
 
+import os
+from pathlib import Path
+
 from gunicorn.glogging import Logger
 
 from config.deploy.redaction import redact
@@ -42,3 +45,23 @@ class RedactingLogger(Logger):
 
 
 logger_class = RedactingLogger
+
+
+# --- Prometheus, multiprocess (config/core/metrics.py) -----------------------------------------------------
+# With PROMETHEUS_MULTIPROC_DIR set, every worker writes its samples there and /metrics reads them all. The
+# directory starts empty at each start of the server (samples of a previous run would add up), and a worker
+# that exits is marked dead so its live gauges leave the sum.
+def on_starting(server) -> None:
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):
+            stale.unlink()
+
+
+def child_exit(server, worker) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)

@@ -7,7 +7,8 @@ waits until it answers, then starts nginx. If either exits, the other is stopped
 and SIGINT stop both (nginx first, so no new request reaches a gunicorn that is leaving).
 
 Environment: ``PORT`` (8000), ``HOST`` (0.0.0.0), ``WEB_CONCURRENCY`` (gunicorn workers, 4),
-``WEB_THREADS`` (threads per worker, 4), ``NGINX_WORKERS`` (auto), ``UPSTREAM_PORT`` (gunicorn's port on
+``WEB_THREADS`` (threads per worker, 4), ``NGINX_WORKERS`` (auto), ``PROMETHEUS_MULTIPROC_DIR`` (the
+workers' metrics files; ``prometheus/`` in the runtime directory by default), ``UPSTREAM_PORT`` (gunicorn's port on
 127.0.0.1; a free one by default), ``WEB_RUNTIME_DIR`` (a new temporary directory). ``TRUSTED_PROXY_COUNT`` defaults to 1 here: nginx appends the client's address to
 X-Forwarded-For; set it to 2 when a load balancer that appends its own entry sits in front of nginx (nginx
 then also passes on that balancer's X-Forwarded-Proto; otherwise it sets the header to its own scheme).
@@ -86,6 +87,8 @@ def main(argv: list[str]) -> int:
         trust_forwarded_proto=int(trusted_proxies or 1) > 1,
     )
     env = {**os.environ, "TRUSTED_PROXY_COUNT": trusted_proxies}
+    # Every gunicorn worker writes its metrics here; /metrics sums them (gunicorn_conf.py empties it at start).
+    env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(runtime / "prometheus"))
     app = subprocess.Popen(  # noqa: S603 - our own gunicorn, arguments from the operator's command line
         gunicorn_command(
             upstream,

@@ -17,7 +17,7 @@ from django.utils import timezone
 from catalog.models import Event, Row
 from catalog.services import row_quantity_release, row_quantity_take
 from config.api.envelope import utc_iso
-from config.core import rawsql
+from config.core import metrics, rawsql
 from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
 from quotes.codec import decode_quote_id
@@ -189,6 +189,7 @@ def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
             )
             # The confirmation (charge, e-mail) reacts to this notification after commit. The order and its
             # history are all in memory, as inserted: the notification renders them without reading back.
+            metrics.order_created_count(livemode=order.livemode)
             outbox.order_notification_record(
                 order=order,
                 type=Notification.Type.ORDER_CREATED,
@@ -224,6 +225,7 @@ def order_transition(
         )
         if to in RELEASES_QUANTITY and locked.livemode:  # a test order never took any
             row_quantity_release(row_pk=locked.row_id, quantity=locked.quantity)
+        metrics.order_transition_count(livemode=locked.livemode, to_status=to, reason=reason_code)
         outbox.order_notification_record(
             order=locked,
             type=Notification.Type.ORDER_STATUS_CHANGED,

@@ -75,10 +75,21 @@ class Outcome:
     duration_ms: int = 0
     response_excerpt: str = ""
     retry_after_seconds: int | None = None
+    # No connection was made: refused, unreachable, or a target the SSRF guard refuses.
+    refused: bool = False
 
     @property
     def timed_out(self) -> bool:
         return self.error.startswith("timeout:")
+
+    @property
+    def metric_outcome(self) -> str:
+        """``buyback_webhook_attempts_total{outcome}``: succeeded, timeout, refused or failed."""
+        if self.succeeded:
+            return "succeeded"
+        if self.timed_out:
+            return "timeout"
+        return "refused" if self.refused else "failed"
 
 
 _DIGITS = re.compile(r"[0-9]+")
@@ -159,6 +170,7 @@ def http_post(*, target: Target, headers: dict[str, str], body: str) -> Outcome:
             outcome.error = f"invalid_response: {_error_text(answer.error)}"
         else:
             outcome.error = f"connection_error: {_error_text(answer.error)}"
+            outcome.refused = status is None
         if status is not None:
             outcome.error += f" (after HTTP {status})"
         return outcome

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.core import metrics
 from config.core.backoff import backoff_seconds as core_backoff_seconds
 
 from . import services
@@ -166,9 +167,11 @@ def _claim(*, delivery_pk: int, slow_lane: bool = False) -> Claim | Deferral | N
             # the same delivery twice at once. That attempt records the outcome and schedules what follows.
             return None
         # An attempt left "pending" by a worker that died mid-send: it has no answer and never will.
-        pending.update(
+        lost = pending.update(
             status=WebhookAttempt.Status.FAILED, error="worker_lost: no result was recorded for this attempt"
         )
+        for _ in range(lost):
+            transaction.on_commit(lambda: metrics.webhook_attempt_count("failed"))
         # Every endpoint of the partner, locked in one order: the claims of one partner are decided one at a
         # time, so neither limit on attempts in flight can be passed by two claims at once.
         list(
@@ -260,7 +263,7 @@ def _send(claim: Claim) -> Outcome:
         # The SSRF guard again: the host may resolve elsewhere now than when the endpoint was registered.
         target = target_resolve(claim.endpoint.url)
     except TargetNotAllowed as exc:
-        return Outcome(succeeded=False, error=f"{exc.issue}: {exc}")
+        return Outcome(succeeded=False, error=f"{exc.issue}: {exc}", refused=True)
     try:
         headers = signed_headers(
             endpoint=claim.endpoint,
@@ -332,6 +335,7 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
         else:
             delivery = delivery_transition(delivery=delivery, to=to, changes=changes)
         attempt.save()
+        transaction.on_commit(lambda: metrics.webhook_attempt_count(outcome.metric_outcome))
         endpoint.save(update_fields=["failing_since", "last_success_at", "updated_at"])
         if disabled_reason and endpoint.status == WebhookEndpoint.Status.ENABLED:
             services.endpoint_disable(endpoint=endpoint, reason=disabled_reason, notify=True)
