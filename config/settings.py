@@ -251,8 +251,9 @@ ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
 # The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
 # seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
-# confirmation resumes within STALE + 30 s. STALE stays above the e-mail claim lease (4 minutes, see
-# orders.services.confirmation_state) so that the first re-run can take over a dead sender's claim.
+# confirmation resumes within STALE + 30 s. STALE stays above the e-mail leases (a claim: 90 s; a hand-over:
+# 4 minutes, see orders.services.confirmation_state) so that the first re-run can take over a dead sender's
+# claim or settle its hand-over.
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;

@@ -323,6 +323,7 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
 
 from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
     EMAIL_CLAIM_LEASE,
+    EMAIL_HANDOVER_LEASE,
     order_canceled_email,
     order_confirmation_email,
     order_confirmation_started,

@@ -11,7 +11,7 @@ The seller's e-mail goes out at most once, by a scheme that never has to guess w
    delivered yet); then *hand-over*: ``confirmation_email_handed_over_at`` is recorded, only if the claim is
    still this sender's, and only then is the message sent. A message that was handed over is never sent
    again automatically.
-3. *sent*: ``confirmation_email_sent_at``. A hand-over with no ``sent_at`` after the lease (the recording
+3. *sent*: ``confirmation_email_sent_at``. A hand-over with no ``sent_at`` after ``EMAIL_HANDOVER_LEASE`` (the recording
    failed, or the sender died during the transfer) is recorded as sent-unconfirmed
    (``confirmation_email_unconfirmed``) and logged for staff: the seller probably got it, and a second copy
    is worse than asking.
@@ -40,10 +40,15 @@ logger = logging.getLogger(__name__)
 
 S = Order.Status
 
-# A claim older than this whose message was never handed over is claimed again; a hand-over older than this
-# whose sending was never recorded is settled as sent-unconfirmed. Longer than a send takes (EMAIL_TIMEOUT),
-# shorter than ORDER_CONFIRMATION_STALE_SECONDS, so the first re-run of a stalled confirmation settles it.
-EMAIL_CLAIM_LEASE = timedelta(minutes=4)
+# A claim older than this whose message was never handed over is claimed again. Its sender is then between
+# its claim and its hand-over (opening the mail connection, EMAIL_TIMEOUT, and recording the hand-over,
+# DB_RETRY_SECONDS) or dead; if it is still alive its hand-over finds the claim taken and it stops, so a short
+# lease never sends twice: it only bounds how long a claim that could not be released holds the e-mail up.
+EMAIL_CLAIM_LEASE = timedelta(seconds=90)
+# A hand-over older than this whose sending was never recorded is settled as sent-unconfirmed. Longer than a
+# send takes (EMAIL_TIMEOUT), shorter than ORDER_CONFIRMATION_STALE_SECONDS, so the first re-run of a stalled
+# confirmation settles it.
+EMAIL_HANDOVER_LEASE = timedelta(minutes=4)
 # Refusals after which the mail server certainly did not accept the message: the hand-over is undone.
 NOT_DELIVERED = (smtplib.SMTPRecipientsRefused, smtplib.SMTPSenderRefused, smtplib.SMTPDataError)
 DB_ERRORS = (OperationalError, InterfaceError)
@@ -81,7 +86,7 @@ def _settle_unconfirmed(*, order_pk: int, now: datetime) -> None:
     settled = Order.objects.filter(
         pk=order_pk,
         confirmation_email_sent_at__isnull=True,
-        confirmation_email_handed_over_at__lt=now - EMAIL_CLAIM_LEASE,
+        confirmation_email_handed_over_at__lt=now - EMAIL_HANDOVER_LEASE,
     ).update(
         confirmation_email_sent_at=F("confirmation_email_handed_over_at"), confirmation_email_unconfirmed=True
     )

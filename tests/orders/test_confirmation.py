@@ -232,7 +232,7 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
     from django.utils import timezone
 
     from orders import seller_mail
-    from orders.services import EMAIL_CLAIM_LEASE
+    from orders.services import EMAIL_HANDOVER_LEASE
     from payouts.services.order_reactions import orders_requeue_unconfirmed
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
@@ -250,7 +250,7 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
     assert order.confirmation_email_handed_over_at is not None and order.confirmation_email_sent_at is None
 
     later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS + 60)
-    assert later - order.confirmation_email_handed_over_at > EMAIL_CLAIM_LEASE
+    assert later - order.confirmation_email_handed_over_at > EMAIL_HANDOVER_LEASE
     with time_machine.travel(later, tick=False):
         assert orders_requeue_unconfirmed() == [order.pk]  # the stalled confirmation runs again ...
         assert attempts == [1]  # ... and does not send
@@ -301,3 +301,67 @@ def test_order_without_any_recipient_is_confirmed_without_mail(db, django_captur
     assert mail.outbox == []
     order.refresh_from_db()
     assert order.confirmation_email_sent_at is not None and order.confirmation_email_to == ""
+
+
+def _with_unreleased_claim(order: Order, *, age_seconds: float) -> None:
+    """The order as a sender left it that claimed the e-mail, never handed it over and could not release it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    Order.objects.filter(pk=order.pk).update(
+        confirmation_email_sent_at=None,
+        confirmation_email_handed_over_at=None,
+        confirmation_email_claimed_at=timezone.now() - timedelta(seconds=age_seconds),
+    )
+    mail.outbox.clear()
+
+
+def test_a_claim_left_behind_is_taken_over_after_its_90_second_lease(
+    auth_client, quote, django_capture_on_commit_callbacks
+):
+    from orders.services import EMAIL_CLAIM_LEASE, order_confirmation_email
+
+    order = create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
+    assert order.status == Order.Status.AWAITING_TRANSFER and len(mail.outbox) == 1
+    assert EMAIL_CLAIM_LEASE.total_seconds() == 90
+    _with_unreleased_claim(order, age_seconds=60)
+    assert order_confirmation_email(order_pk=order.pk) is False  # still the other sender's
+    assert mail.outbox == []
+    _with_unreleased_claim(order, age_seconds=91)
+    assert order_confirmation_email(order_pk=order.pk) is True
+    assert len(mail.outbox) == 1
+    order.refresh_from_db()
+    assert order.confirmation_email_sent_at is not None and not order.confirmation_email_unconfirmed
+
+
+def test_a_slow_sender_whose_claim_was_taken_over_sends_nothing(
+    auth_client, quote, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The lease is short: a sender still opening its mail connection when its claim expires finds the claim
+    taken at its hand-over and stops, so the seller gets the one message the new claimant sends."""
+    from datetime import timedelta
+
+    from django.core.mail.backends.locmem import EmailBackend
+    from django.utils import timezone
+
+    from orders.services import order_confirmation_email
+
+    order = create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
+    assert order.status == Order.Status.AWAITING_TRANSFER
+    _with_unreleased_claim(order, age_seconds=0)
+    Order.objects.filter(pk=order.pk).update(confirmation_email_claimed_at=None)
+    real_open = EmailBackend.open
+
+    def slow_open(self):
+        # Meanwhile another sender took the e-mail over (the first claim expired while this one waited).
+        Order.objects.filter(pk=order.pk).update(
+            confirmation_email_claimed_at=timezone.now() + timedelta(seconds=1)
+        )
+        return real_open(self)
+
+    monkeypatch.setattr(EmailBackend, "open", slow_open)
+    assert order_confirmation_email(order_pk=order.pk) is False
+    assert mail.outbox == []
+    order.refresh_from_db()
+    assert order.confirmation_email_handed_over_at is None and order.confirmation_email_sent_at is None
