@@ -52,16 +52,23 @@ EMAIL_HANDOVER_LEASE = timedelta(minutes=4)
 # Refusals after which the mail server certainly did not accept the message: the hand-over is undone.
 NOT_DELIVERED = (smtplib.SMTPRecipientsRefused, smtplib.SMTPSenderRefused, smtplib.SMTPDataError)
 DB_ERRORS = (OperationalError, InterfaceError)
-# A step whose connection is lost is tried again for this long (backoff 0.1 s doubling to 2 s): a database
-# that is back within it never leaves a sent message unrecorded. Longer outages fail the task, which retries.
+# A step whose connection is lost is tried again for this long (backoff 0.1 s doubling to 2 s); longer outages
+# fail the task, which retries.
 DB_RETRY_SECONDS = 30.0
+# The hand-over and the sending, once they happened, are recorded with more patience: a database that is
+# back within 3 minutes never leaves a handed-over or sent message unrecorded (which would settle as
+# sent-unconfirmed after EMAIL_HANDOVER_LEASE). Holding the worker meanwhile costs nothing: without the
+# database it could not confirm anything else either.
+RECORD_RETRY_SECONDS = 180.0
 
 
-def _with_db_retry(statement: Callable[[], bool], *, done: Callable[[], bool]) -> bool:
+def _with_db_retry(
+    statement: Callable[[], bool], *, done: Callable[[], bool], seconds: float = DB_RETRY_SECONDS
+) -> bool:
     """Run ``statement``; after a lost connection, reconnect, ask ``done`` whether it took effect (the reply
-    may have been lost after the commit), and run it again if not — for ``DB_RETRY_SECONDS`` at most.
-    Outside a transaction only."""
-    deadline = time.monotonic() + DB_RETRY_SECONDS
+    may have been lost after the commit), and run it again if not — for ``seconds`` at most. Outside a
+    transaction only."""
+    deadline = time.monotonic() + seconds
     attempt = 0
     while True:
         try:
@@ -150,6 +157,7 @@ def order_confirmation_email(*, order_pk: int) -> bool:
                 )
             ),
             done=mine.filter(confirmation_email_handed_over_at__isnull=False).exists,
+            seconds=RECORD_RETRY_SECONDS,
         )
         if not handed_over:
             return False  # the claim ran out and another sender took it over
@@ -170,6 +178,7 @@ def order_confirmation_email(*, order_pk: int) -> bool:
     _with_db_retry(
         lambda: bool(sent.update(confirmation_email_sent_at=timezone.now())) or True,
         done=mine.filter(confirmation_email_sent_at__isnull=False).exists,
+        seconds=RECORD_RETRY_SECONDS,
     )
     return True
 

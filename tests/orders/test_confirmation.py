@@ -365,3 +365,34 @@ def test_a_slow_sender_whose_claim_was_taken_over_sends_nothing(
     assert mail.outbox == []
     order.refresh_from_db()
     assert order.confirmation_email_handed_over_at is None and order.confirmation_email_sent_at is None
+
+
+def test_a_sent_message_is_recorded_through_an_outage_longer_than_a_claim_may_wait(monkeypatch):
+    """The claim gives up after 30 s of lost connections; the hand-over and the sending, which already
+    happened, are recorded through an outage of up to 3 minutes."""
+    from types import SimpleNamespace
+
+    from django.db import OperationalError
+
+    from orders.services import confirmation_state as steps
+
+    clock = [0.0]
+    monkeypatch.setattr(steps.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(steps.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    # Outside a transaction, as a worker runs it (the test itself runs inside one).
+    monkeypatch.setattr(steps, "connection", SimpleNamespace(in_atomic_block=False, close=lambda: None))
+
+    def failing_for(seconds: float):
+        def statement() -> bool:
+            if clock[0] < seconds:
+                clock[0] += 1.0  # each try takes a second before its connection is reset
+                raise OperationalError("server closed the connection unexpectedly")
+            return True
+
+        return statement
+
+    with pytest.raises(OperationalError):
+        steps._with_db_retry(failing_for(60), done=lambda: False)
+    clock[0] = 0.0
+    assert steps._with_db_retry(failing_for(120), done=lambda: False, seconds=steps.RECORD_RETRY_SECONDS)
+    assert steps.EMAIL_HANDOVER_LEASE.total_seconds() > steps.RECORD_RETRY_SECONDS
