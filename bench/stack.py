@@ -308,7 +308,7 @@ class Stack:
         return server
 
     def _start_nginx(self, name: str, *, listen: int, upstream: int) -> subprocess.Popen:
-        from config import nginx
+        from config.deploy import nginx
 
         conf = nginx.render(
             prefix=self.run_dir / f"{name}-nginx",

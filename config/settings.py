@@ -76,12 +76,11 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
 MIDDLEWARE = list(_MIDDLEWARE)
-# Prometheus metrics (config/core/metrics.py): first and last, so the latency covers every other middleware.
-# METRICS_HTTP=False leaves them out (`make bench` measures their cost that way); /metrics still answers.
+# Prometheus metrics (config/core/metrics.py): first, so the latency covers every other middleware.
+# METRICS_HTTP=False leaves it out (`make bench` measures their cost that way); /metrics still answers.
 METRICS_HTTP = env.bool("METRICS_HTTP", default=True)
 if METRICS_HTTP:
-    MIDDLEWARE.insert(0, "config.core.metrics.MetricsBeforeMiddleware")
-    MIDDLEWARE.append("config.core.metrics.MetricsAfterMiddleware")
+    MIDDLEWARE.insert(0, "config.core.metrics.HttpMetricsMiddleware")
 # With it, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback, unproxied.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # Multiprocess mode: every process writes its samples there (gunicorn empties it at start). Created if missing,

@@ -92,7 +92,11 @@ def test_metrics_after_the_partner_flow_show_http_histograms_and_every_buyback_m
     assert "v1/orders/<str:order_id>" in routes or any("order_id" in route for route in routes)
     assert any(s.name.endswith("_bucket") for s in latency.samples)
     assert "django_db_query_duration_seconds" in found
-    assert "django_http_requests_latency_including_middlewares_seconds" in found
+    responses = found["django_http_responses_total_by_status_view_method"]
+    assert {("201", "v1/orders", "POST"), ("201", "v1/quotes", "POST")} <= {
+        (sample.labels["status"], sample.labels["view"], sample.labels["method"])
+        for sample in responses.samples
+    }
 
 
 @pytest.mark.embedded

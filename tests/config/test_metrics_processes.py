@@ -13,7 +13,7 @@ from tests.orders.factories import order_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-HEALTHZ_BY_ROUTE = "django_http_requests_total_by_view_transport_method"
+HEALTHZ_BY_ROUTE = "django_http_responses_total_by_status_view_method"
 
 
 @pytest.fixture
