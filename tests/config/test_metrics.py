@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from orders.models import Order
@@ -85,6 +86,13 @@ def test_metrics_after_the_partner_flow_show_http_histograms_and_every_buyback_m
         sample_value(found["buyback_webhook_attempts"], outcome=outcome)
     assert sample_value(found["buyback_payouts"], status="pending") >= 0
     assert sample_value(found["buyback_outbox_pending"]) >= 0
+    # One sample per declared queue, in both shapes (0 in the embedded default: tasks run in-process).
+    from config.celery import QUEUES
+
+    queues = {s.labels["queue"]: s.value for s in found["buyback_task_queue_length"].samples}
+    assert set(queues) == set(QUEUES)
+    if not settings.REDIS_URL:
+        assert set(queues.values()) == {0}
     # HTTP: latency histograms by route (the URL pattern), database timings.
     latency = found["django_http_requests_latency_seconds_by_view_method"]
     routes = {sample.labels["view"] for sample in latency.samples}
