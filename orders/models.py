@@ -53,6 +53,19 @@ class Order(models.Model):
     # The part of the life cycle that the payout drives, in order.
     PAYOUT_PATH = (Status.TICKET_RECEIVED, Status.PAYOUT_IN_PROCESS, Status.SCHEDULED, Status.PAID)
 
+    class TransferState(models.TextChoices):
+        NONE = "none", "None"
+        PARTIAL = "partial", "Partial"
+        DETECTED = "detected", "Detected"
+        ACCEPTED = "accepted", "Accepted on platform"
+        MISMATCH = "mismatch", "Mismatch"
+        RECALLED = "recalled", "Recalled"
+
+    class TransferSource(models.TextChoices):
+        EMAIL = "email", "E-mail"
+        FILE = "file", "Ticket file"
+        STAFF = "staff", "Staff"
+
     class DeliveryType(models.TextChoices):
         MOBILE_TRANSFER = "mobile_transfer", "Mobile transfer"
         MOBILE_QR = "mobile_qr", "Mobile QR code"
@@ -101,6 +114,16 @@ class Order(models.Model):
     )
     # The ticket PDF's name in the default storage (private: staff download it through the admin).
     ticket_file = models.FileField(max_length=255, blank=True)
+    # The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): written only by
+    # ``orders.transfers.state.transfer_transition``. The payout gate reads these fields and nothing else.
+    transfer_state = models.CharField(max_length=10, choices=TransferState.choices, default=TransferState.NONE)
+    transfer_quantity_detected = models.PositiveIntegerField(default=0)
+    transfer_source = models.CharField(max_length=8, choices=TransferSource.choices, null=True, blank=True)
+    transfer_detected_at = models.DateTimeField(null=True, blank=True)
+    transfer_accepted_at = models.DateTimeField(null=True, blank=True)
+    transfer_case_open = models.BooleanField(
+        default=False, help_text="A staff case about this order's transfer is open: no payout, no expiry."
+    )
     seller_email = models.EmailField(blank=True)
     seller_name = models.CharField(max_length=200, blank=True)
     partner_reference = models.CharField(max_length=64, blank=True)
@@ -175,6 +198,12 @@ class Order(models.Model):
                 name="order_status_valid",
             ),
             models.CheckConstraint(
+                condition=Q(
+                    transfer_state__in=["none", "partial", "detected", "accepted", "mismatch", "recalled"]
+                ),
+                name="order_transfer_state_valid",
+            ),
+            models.CheckConstraint(
                 condition=Q(delivery_type__in=["mobile_transfer", "mobile_qr", "pdf"]),
                 name="order_delivery_type_valid",
             ),
@@ -229,6 +258,7 @@ class Notification(models.Model):
     class Type(models.TextChoices):
         ORDER_CREATED = "order.created", "Order created"
         ORDER_STATUS_CHANGED = "order.status_changed", "Order status changed"
+        ORDER_TRANSFER_UPDATED = "order.transfer_updated", "Order transfer updated"
         WEBHOOK_PING = "webhook.ping", "Webhook ping"
 
     notification_id = models.CharField(

@@ -37,15 +37,38 @@ REASON_CANCELED_BY_PARTNER = "canceled_by_partner"
 REASON_CANCELED_BY_STAFF = "canceled_by_staff"
 REASON_EVENT_CANCELED = "event_canceled"
 REASON_IN_HAND_DATE_PASSED = "in_hand_date_passed"
-REASON_CODES = frozenset(
-    {
-        REASON_CARD_DECLINED,
-        REASON_CANCELED_BY_PARTNER,
-        REASON_CANCELED_BY_STAFF,
-        REASON_EVENT_CANCELED,
-        REASON_IN_HAND_DATE_PASSED,
-    }
+# The transfer's moves (docs/partners/orders.md "Transfer"): ``order.status_changed`` into and out of
+# ``ticket_received``, and ``order.transfer_updated``.
+REASON_TRANSFER_DETECTED = "transfer_detected"
+REASON_FILE_VERIFIED = "file_verified"
+REASON_RECEIVED_BY_STAFF = "received_by_staff"
+REASON_TRANSFER_RECALLED = "transfer_recalled"
+REASON_TRANSFER_PARTIAL = "transfer_partial"
+REASON_TRANSFER_MISMATCH = "transfer_mismatch"
+REASON_TRANSFER_ACCEPTED = "transfer_accepted"
+REASON_ACCEPTED_BY_STAFF = "accepted_by_staff"
+STATUS_REASON_CODES = (
+    REASON_CARD_DECLINED,
+    REASON_CANCELED_BY_PARTNER,
+    REASON_CANCELED_BY_STAFF,
+    REASON_EVENT_CANCELED,
+    REASON_IN_HAND_DATE_PASSED,
+    REASON_TRANSFER_DETECTED,
+    REASON_FILE_VERIFIED,
+    REASON_RECEIVED_BY_STAFF,
+    REASON_TRANSFER_RECALLED,
 )
+TRANSFER_REASON_CODES = (
+    REASON_TRANSFER_DETECTED,
+    REASON_FILE_VERIFIED,
+    REASON_RECEIVED_BY_STAFF,
+    REASON_TRANSFER_PARTIAL,
+    REASON_TRANSFER_MISMATCH,
+    REASON_TRANSFER_ACCEPTED,
+    REASON_ACCEPTED_BY_STAFF,
+    REASON_TRANSFER_RECALLED,
+)
+REASON_CODES = frozenset(STATUS_REASON_CODES)
 
 # How many rows one sweep publishes again, and one purge statement deletes.
 DISPATCH_BATCH = 500
@@ -95,6 +118,35 @@ def order_notification_record(
         "data": {
             "order": order_payload(order=order, history=history),
             "previous_status": previous_status,
+            "reason": reason,
+        },
+    }
+    rawsql.insert(notification)
+    notification_dispatch_after_commit(notification=notification)
+    return notification
+
+
+def transfer_notification_record(
+    *, order: Order, previous_transfer_state: str, reason: str, at: datetime
+) -> Notification:
+    """Write ``order.transfer_updated`` for a change of ``order``'s transfer state in the caller's transaction."""
+    if reason not in TRANSFER_REASON_CODES:
+        raise ValueError(f"Unknown transfer notification reason {reason!r}")
+    notification = Notification(
+        partner_id=order.partner_id,
+        livemode=order.livemode,
+        type=T.ORDER_TRANSFER_UPDATED,
+        order_id=order.pk,
+        created_at=at,
+    )
+    notification.payload = {
+        "id": notification.notification_id,
+        "type": T.ORDER_TRANSFER_UPDATED,
+        "created_at": utc_iso(at),
+        "livemode": notification.livemode,
+        "data": {
+            "order": order_payload(order=order),
+            "previous_transfer_state": previous_transfer_state,
             "reason": reason,
         },
     }

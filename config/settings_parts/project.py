@@ -27,6 +27,8 @@ INSTALLED_APPS = [
     "quotes",
     "orders",
     "orders.webhooks",
+    "orders.transfers",
+    "anymail",
     "payouts",
     "payouts.sandbox",
     "payouts.backoffice",

@@ -1,7 +1,7 @@
 from django.apps import AppConfig
 
 # The notification types an endpoint can subscribe to; ``webhook.ping`` goes only to the pinged endpoint.
-SUBSCRIBABLE_TYPES = ("order.created", "order.status_changed")
+SUBSCRIBABLE_TYPES = ("order.created", "order.status_changed", "order.transfer_updated")
 
 
 class WebhooksConfig(AppConfig):

@@ -1,0 +1,254 @@
+"""Transfer detection's records: every inbound message as received, the evidence read from it, the staff
+cases, and the ticket files' barcodes.
+
+An ``InboundMessage`` is written (raw bytes in storage, sha256, envelope, peer) and committed before the
+sender is answered; its processing stages write their verdicts on it. ``TransferEvidence`` is what one
+authentic message (or ticket file) proved about one order; evidence adds up by distinct seats.
+``TransferCase`` is a staff case; ``TicketBarcode`` keeps a barcode as an HMAC plus its last 4 characters.
+"""
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from config.core.statemachine import StatusHistory
+from orders.models import Order
+
+
+class InboundMessage(models.Model):
+    class Channel(models.TextChoices):
+        SMTP = "smtp", "SMTP"
+        AMAZON_SES = "amazon_ses", "Amazon SES"
+        MAILGUN = "mailgun", "Mailgun"
+        POSTMARK = "postmark", "Postmark"
+
+    class Stage(models.TextChoices):
+        RECEIVED = "received", "Received"  # stored, not yet processed
+        DEFERRED = "deferred", "Deferred"  # a temporary DNS failure: tried again later
+        PROCESSED = "processed", "Processed"
+
+    class Outcome(models.TextChoices):
+        PENDING = "", "Pending"
+        MATCHED = "matched", "Matched: order moved"
+        PARTIAL = "partial", "Partial"
+        ACCEPTED = "accepted", "Accepted on platform"
+        RECALLED = "recalled", "Recalled"
+        CASE = "case", "Case opened"
+        DUPLICATE = "duplicate", "Already processed"
+        IGNORED = "ignored", "Ignored"
+        PURGED = "purged", "Raw message purged"
+
+    channel = models.CharField(max_length=12, choices=Channel.choices)
+    recipient = models.CharField(max_length=254, help_text="The envelope recipient (a transfer address).")
+    sha256 = models.CharField(max_length=64)
+    raw = models.FileField(max_length=255, blank=True, help_text="The raw message as received (storage).")
+    size = models.PositiveIntegerField(default=0)
+    mail_from = models.CharField(max_length=254, blank=True, help_text="The envelope sender.")
+    peer = models.CharField(max_length=100, blank=True, help_text="The client address, or the provider.")
+    helo = models.CharField(max_length=254, blank=True)
+    order = models.ForeignKey(
+        Order, null=True, blank=True, on_delete=models.SET_NULL, related_name="inbound_messages"
+    )
+    # The headers as parsed (staff view and replay checks): From, To, Subject, Date, Message-ID.
+    header_from = models.CharField(max_length=500, blank=True)
+    header_subject = models.CharField(max_length=500, blank=True)
+    header_date = models.DateTimeField(null=True, blank=True)
+    message_id = models.CharField(max_length=500, blank=True)
+    platform = models.CharField(max_length=32, blank=True, help_text="The platform (primary_site) it claims.")
+    kind = models.CharField(max_length=24, blank=True, help_text="transfer_offer, transfer_accepted, …")
+    # Each stage's result: {"auth": {...}, "spf": {...}, "provider": {...}, "parse": {...}, "match": {...}}.
+    verdicts = models.JSONField(default=dict, blank=True)
+    authentic = models.BooleanField(null=True, blank=True)
+    stage = models.CharField(max_length=10, choices=Stage.choices, default=Stage.RECEIVED)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default="", blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    received_at = models.DateTimeField(default=timezone.now)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        verbose_name = "inbound message"
+        constraints = [
+            # One delivery per message and recipient: a sender's retry finds the row it already wrote.
+            models.UniqueConstraint(fields=["sha256", "recipient"], name="inbound_sha_recipient"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["received_at"], condition=~Q(stage="processed"), name="inbound_unprocessed"
+            ),
+            models.Index(fields=["platform", "message_id"], name="inbound_platform_msgid"),
+            models.Index(fields=["platform", "sha256"], name="inbound_platform_sha"),
+            models.Index(fields=["received_at"], name="inbound_received"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel} → {self.recipient} ({self.sha256[:12]})"
+
+
+class TransferEvidence(models.Model):
+    """What one authentic message or ticket file proved about an order (staff-only)."""
+
+    class Kind(models.TextChoices):
+        OFFER = "transfer_offer", "Transfer offer"
+        ACCEPTED = "transfer_accepted", "Transfer accepted"
+        CANCELED = "transfer_canceled", "Transfer canceled"
+        FILE = "ticket_file", "Ticket file"
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="transfer_evidence")
+    message = models.ForeignKey(
+        InboundMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="evidence"
+    )
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # What was read: event, start, venue, section, row, seats, quantity, accept_link, file_sha256 ….
+    fields = models.JSONField(default=dict, blank=True)
+    seats = models.JSONField(default=list, blank=True, help_text="Normalised distinct seats it covers.")
+    quantity = models.PositiveIntegerField(default=0)
+    matched = models.BooleanField(default=False)
+    accept_link = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        verbose_name_plural = "transfer evidence"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["order", "message"], condition=Q(message__isnull=False), name="evidence_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.order_id} {self.kind}"
+
+
+class TransferCase(models.Model):
+    """A transfer the service could not decide alone: staff resolve it with a reason."""
+
+    class Kind(models.TextChoices):
+        UNVERIFIED = "unverified", "Unverified (authentication failed)"
+        UNVERIFIABLE = "unverifiable", "Unverifiable (no raw message)"
+        AUTH_TEMPERROR = "auth_temperror", "DNS kept failing"
+        UNPARSED = "unparsed", "Unparsed"
+        MISMATCH = "mismatch", "Mismatch"
+        PARTIAL_OVERDUE = "partial_overdue", "Partial, in-hand date near"
+        DUPLICATE_BARCODE = "duplicate_barcode", "Duplicate barcode"
+        REPLAY_SUSPECTED = "replay_suspected", "Replay suspected"
+        RECALLED = "recalled", "Recalled"
+        RECALLED_AFTER_PAYOUT = "recalled_after_payout", "Recalled after payout started"
+
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        IN_REVIEW = "in_review", "In review"
+        RESOLVED = "resolved", "Resolved"
+
+    class Resolution(models.TextChoices):
+        MARKED_RECEIVED = "marked_received", "Marked received"
+        ASKED_SELLER = "asked_seller", "Asked the seller"
+        DISMISSED = "dismissed", "Dismissed"
+        FORGED = "forged", "Marked forged"
+        ACCEPTED_ON_PLATFORM = "accepted_on_platform", "Accepted on platform"
+        RECALLED = "recalled", "Marked recalled"
+
+    OPEN_STATES = (State.OPEN, State.IN_REVIEW)
+
+    order = models.ForeignKey(
+        Order, null=True, blank=True, on_delete=models.CASCADE, related_name="transfer_cases"
+    )
+    message = models.ForeignKey(
+        InboundMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="cases"
+    )
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    summary = models.CharField(max_length=500, blank=True, help_text="Why the case was opened.")
+    details = models.JSONField(default=dict, blank=True, help_text="Evidence against the order, per field.")
+    resolution = models.CharField(max_length=24, choices=Resolution.choices, blank=True)
+    resolved_by = models.CharField(max_length=200, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "transfer case"
+        permissions = [
+            ("resolve_transfer_case", "Can mark a transfer case received, dismissed or forged"),
+            ("ask_seller", "Can ask the seller about a transfer"),
+            ("mark_accepted_on_platform", "Can record transfers accepted on the platform"),
+            ("mark_recalled", "Can mark a transfer recalled"),
+        ]
+        indexes = [
+            models.Index(fields=["state", "-created_at"], name="transfer_case_state"),
+            models.Index(fields=["order", "state"], name="transfer_case_order"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state="resolved", resolution__gt="") | (~Q(state="resolved") & Q(resolution="")),
+                name="transfer_case_resolution_when_resolved",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} — {self.order_id or 'no order'}"
+
+
+class TransferCaseHistory(StatusHistory):
+    case = models.ForeignKey(TransferCase, on_delete=models.CASCADE, related_name="history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "case state change"
+        verbose_name_plural = "case history"
+
+
+class TransferStateHistory(StatusHistory):
+    """Every change of an order's ``transfer_state``: from, to, when, who, why."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="transfer_history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "transfer state change"
+        verbose_name_plural = "transfer history"
+
+
+class TicketBarcode(models.Model):
+    """A barcode read from an order's ticket file, kept as an HMAC (duplicates) plus its last 4 characters."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="ticket_barcodes")
+    digest = models.CharField(max_length=64, help_text="HMAC-SHA256 of the barcode's text, keyed by the service.")
+    last4 = models.CharField(max_length=4)
+    symbology = models.CharField(max_length=20)
+    file_sha256 = models.CharField(max_length=64)
+    page = models.PositiveSmallIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["order_id", "id"]
+        indexes = [models.Index(fields=["digest"], name="ticket_barcode_digest")]
+        constraints = [
+            models.UniqueConstraint(fields=["order", "digest"], name="ticket_barcode_once_per_order"),
+        ]
+
+    def __str__(self) -> str:
+        return f"…{self.last4} ({self.symbology})"
+
+
+class TicketFileCheck(models.Model):
+    """One ticket file read for an order: its sha256, pages and barcodes, and the verdict."""
+
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="ticket_file_checks")
+    message = models.ForeignKey(
+        InboundMessage, null=True, blank=True, on_delete=models.SET_NULL, related_name="file_checks"
+    )
+    file_sha256 = models.CharField(max_length=64, db_index=True)
+    pages = models.PositiveSmallIntegerField(default=0)
+    barcodes = models.PositiveSmallIntegerField(default=0)
+    verdict = models.CharField(max_length=24, help_text="verified, or what was wrong.")
+    details = models.JSONField(default=dict, blank=True)
+    seconds = models.FloatField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.order_id} {self.verdict}"
