@@ -27,6 +27,8 @@ MACHINES = (
     ("Partner", "status", "partners/services.py", "ACTIVE"),
     ("WebhookEndpoint", "status", "orders/webhooks/machines.py", "ENABLED"),
     ("WebhookDelivery", "state", "orders/webhooks/machines.py", "PENDING"),
+    ("Order", "transfer_state", "orders/transfers/state.py", "NONE"),
+    ("TransferCase", "state", "orders/transfers/state.py", "OPEN"),
 )
 # The names a row of each model goes by in app code (``charge.status = …``).
 ROW_NAMES = {
@@ -37,6 +39,7 @@ ROW_NAMES = {
     "Partner": {"partner"},
     "WebhookEndpoint": {"endpoint"},
     "WebhookDelivery": {"delivery"},
+    "TransferCase": {"case"},
 }
 # Names a row of any model goes by: counted as a row of each stateful model the module imports.
 GENERIC_ROW_NAMES = {"locked", "obj", "row", "instance", "fresh", "current", "item"}
