@@ -1,11 +1,11 @@
 """The seller's reminders and the sweeps of transfer detection (docs/operations.md "Transfer detection").
 
-- ``partial_reminder_send``: an hour after a partial transfer, the seller is told what is still missing, if
+- ``partial_reminder``: an hour after a partial transfer, the seller is told what is still missing, if
   the order is still partial then.
-- ``transfer_reminder_send``: the order waits for the tickets again (a recall): the transfer address again.
-- ``partial_overdue_open``: a ``partial_overdue`` case 24 h before the order's deadline, that is from the start
+- ``seller_transfer_reminder``: the order waits for the tickets again (a recall): the transfer address again.
+- ``partial_overdue_sweep``: a ``partial_overdue`` case 24 h before the order's deadline, that is from the start
   of the in-hand date in venue time (the order expires once that date has passed), once per order.
-- ``messages_due``: the deferred messages whose next attempt is due, and the received ones older than 2 min
+- ``messages_process_due``: the deferred messages whose next attempt is due, and the received ones older than 2 min
   whose processing message was lost on the way to the broker.
 """
 
@@ -29,7 +29,7 @@ RECEIVED_GRACE = timedelta(minutes=2)
 BATCH = 200
 
 
-def partial_reminder_send(order_pk: int) -> bool:
+def partial_reminder(order_pk: int) -> bool:
     """E-mail the seller what is missing if the order is still partial; whether a message went out."""
     order = Order.objects.select_related("event__venue", "partner", "quote").filter(pk=order_pk).first()
     if (
@@ -46,7 +46,7 @@ def partial_reminder_send(order_pk: int) -> bool:
     return True
 
 
-def transfer_reminder_send(order_pk: int, why: str) -> bool:
+def seller_transfer_reminder(order_pk: int, why: str) -> bool:
     """E-mail the seller the transfer address again while the order awaits its tickets."""
     order = Order.objects.select_related("event__venue", "partner", "quote").filter(pk=order_pk).first()
     if order is None or order.status != S.AWAITING_TRANSFER:
@@ -58,7 +58,7 @@ def transfer_reminder_send(order_pk: int, why: str) -> bool:
     return True
 
 
-def partial_overdue_open(*, now: datetime | None = None) -> list[str]:
+def partial_overdue_sweep(*, now: datetime | None = None) -> list[str]:
     """Open ``partial_overdue`` for partial orders whose in-hand date has begun in venue time; the order ids."""
     now = now or timezone.now()
     candidates = (
@@ -85,7 +85,7 @@ def partial_overdue_open(*, now: datetime | None = None) -> list[str]:
     return opened
 
 
-def messages_due(*, now: datetime | None = None) -> list[int]:
+def messages_process_due(*, now: datetime | None = None) -> list[int]:
     """The messages to publish again: deferred and due, or received over 2 min ago and never processed."""
     now = now or timezone.now()
     due = InboundMessage.objects.filter(

@@ -30,7 +30,7 @@ def message_process(self, message_pk: int) -> str:
 @shared_task(name="orders.transfers.tasks.messages_process_due")
 def messages_process_due() -> int:
     """Publish again the deferred messages now due and the received ones never processed (lost message)."""
-    due = reminders.messages_due()
+    due = reminders.messages_process_due()
     for pk in due:
         publish(message_process, pk)
     if due:
@@ -42,7 +42,7 @@ def messages_process_due() -> int:
 def partial_reminder(self, order_pk: int) -> bool:
     """An hour after a partial transfer: tell the seller what is missing if the order is still partial."""
     try:
-        return reminders.partial_reminder_send(order_pk)
+        return reminders.partial_reminder(order_pk)
     except signals.TRANSIENT_ERRORS as exc:
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
@@ -51,7 +51,7 @@ def partial_reminder(self, order_pk: int) -> bool:
 def seller_transfer_reminder(self, order_pk: int, why: str) -> bool:
     """The order waits for its tickets again (``why``: ``recalled``): e-mail the seller the transfer address."""
     try:
-        return reminders.transfer_reminder_send(order_pk, why)
+        return reminders.seller_transfer_reminder(order_pk, why)
     except signals.TRANSIENT_ERRORS as exc:
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
@@ -59,7 +59,7 @@ def seller_transfer_reminder(self, order_pk: int, why: str) -> bool:
 @shared_task(name="orders.transfers.tasks.partial_overdue_sweep")
 def partial_overdue_sweep() -> int:
     """Open ``partial_overdue`` cases 24 h before the deadline of orders still partial."""
-    opened = reminders.partial_overdue_open()
+    opened = reminders.partial_overdue_sweep()
     if opened:
         logger.info("Opened partial_overdue for %d order(s): %s", len(opened), ", ".join(opened[:20]))
     return len(opened)

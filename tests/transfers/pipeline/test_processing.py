@@ -11,7 +11,7 @@ from django.utils import timezone
 from orders.models import Order
 from orders.transfers import intake, process
 from orders.transfers.models import InboundMessage, TransferCase
-from orders.transfers.reminders import messages_due, partial_overdue_open
+from orders.transfers.reminders import messages_process_due, partial_overdue_sweep
 
 from . import mail
 from .conftest import transfer_order
@@ -93,11 +93,11 @@ def test_temporary_dns_failure_is_retried_then_opens_auth_temperror(partner, mon
         assert message.next_attempt_at <= timezone.now() + timedelta(minutes=minutes)
         # Not due yet: a second publish changes nothing; the sweep finds it once due.
         assert process.message_process(message_pk=message.pk) == ""
-        assert message.pk not in messages_due()
+        assert message.pk not in messages_process_due()
         InboundMessage.objects.filter(pk=message.pk).update(
             next_attempt_at=timezone.now() - timedelta(seconds=1)
         )
-        assert message.pk in messages_due()
+        assert message.pk in messages_process_due()
     assert process.message_process(message_pk=message.pk) == "case"
     message.refresh_from_db()
     assert message.stage == "processed" and message.attempts == 5
@@ -140,11 +140,11 @@ def test_no_raw_message_opens_unverifiable(partner):
 def test_received_messages_older_than_two_minutes_are_published_again(kit, partner):
     order = transfer_order(partner, quantity=2)
     message = kit.deliver(kit.offer(order, seats=[1, 2]), order)
-    assert message.pk not in messages_due()
+    assert message.pk not in messages_process_due()
     InboundMessage.objects.filter(pk=message.pk).update(received_at=timezone.now() - timedelta(minutes=3))
-    assert message.pk in messages_due()
+    assert message.pk in messages_process_due()
     process.message_process(message_pk=message.pk)
-    assert message.pk not in messages_due()
+    assert message.pk not in messages_process_due()
 
 
 @pytest.mark.django_db
@@ -155,7 +155,7 @@ def test_partial_overdue_opens_once_the_in_hand_date_begins(kit, partner):
     begins = timezone.datetime.combine(
         order.in_hand_date, timezone.datetime.min.time(), tzinfo=order.event.zone
     )
-    assert partial_overdue_open(now=begins - timedelta(minutes=1)) == []
-    assert partial_overdue_open(now=begins + timedelta(minutes=1)) == [order.order_id]
-    assert partial_overdue_open(now=begins + timedelta(hours=2)) == []  # once per order
+    assert partial_overdue_sweep(now=begins - timedelta(minutes=1)) == []
+    assert partial_overdue_sweep(now=begins + timedelta(minutes=1)) == [order.order_id]
+    assert partial_overdue_sweep(now=begins + timedelta(hours=2)) == []  # once per order
     assert TransferCase.objects.filter(order=order, kind="partial_overdue").count() == 1
