@@ -182,7 +182,7 @@ def registry() -> Registry:
     if _registry is None:
         with _lock:
             if _registry is None:
-                _registry = registry_load()
+                _registry = registry_load(FOLDER)
     return _registry
 
 

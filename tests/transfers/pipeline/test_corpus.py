@@ -8,6 +8,8 @@ import pytest
 
 from orders.transfers.corpus import corpus_run, corpus_summary, main
 
+pytestmark = pytest.mark.embedded
+
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "transfer_mail"
 RESULTS = {(r.platform, r.name): r for r in corpus_run(CORPUS)}
 KINDS_COVERED = {"transfer_offer", "transfer_accepted", "transfer_canceled"}

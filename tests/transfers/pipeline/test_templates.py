@@ -7,35 +7,30 @@ from django.core.exceptions import ImproperlyConfigured
 
 from orders.models import Order
 from orders.transfers import platforms
+from orders.transfers.corpus import corpus_order
 from orders.transfers.matching import normalise, seats_normalise
 from orders.transfers.platforms import order_platforms, parse, platform_for_domain, registry, registry_load
 
 from . import mail
 
+pytestmark = pytest.mark.embedded
+
 SANDBOX_YAML = (Path(platforms.__file__).parent / "sandbox.yaml").read_text()
 
 
-class _Event:
-    name = "Skyline Festival"
-
-    class venue:  # noqa: N801
-        name = "Harbor Arena"
-
-    from datetime import UTC, datetime
-
-    starts_at = datetime(2026, 12, 13, 1, 0, tzinfo=UTC)
-
-    @property
-    def venue_starts_at(self):
-        from zoneinfo import ZoneInfo
-
-        return self.starts_at.astimezone(ZoneInfo("America/New_York"))
+SKYLINE = {
+    "event": "Skyline Festival",
+    "venue": "Harbor Arena",
+    "starts_at_local": "2026-12-12 20:00",
+    "timezone": "America/New_York",
+    "section_name": "Lower 101",
+    "row_name": "A",
+    "quantity": 2,
+}
 
 
-class _Order:
-    event = _Event()
-    transfer_address = "ord-abc@transfers.example"
-    section_name, row_name, quantity = "Lower 101", "A", 2
+def _order():
+    return corpus_order(SKYLINE)
 
 
 def test_registry_loads_the_sandbox_platform():
@@ -79,14 +74,13 @@ def test_the_app_validates_the_templates_when_it_starts(monkeypatch, tmp_path):
     (tmp_path / "sandbox.yaml").write_text("platform: sandbox\n")
     monkeypatch.setattr(platforms, "_registry", None)
     monkeypatch.setattr(platforms, "FOLDER", tmp_path)
-    monkeypatch.setattr(platforms.registry_load, "__defaults__", (tmp_path,))
     with pytest.raises(ImproperlyConfigured):
         apps.get_app_config("transfers").ready()
 
 
 @pytest.mark.parametrize("kind", ["transfer_offer", "transfer_accepted", "transfer_canceled"])
 def test_parse_recognises_every_kind(kind):
-    parsed = parse(mail.compose(_Order(), kind, seats=[1, 2]), "sandbox")
+    parsed = parse(mail.compose(_order(), kind, seats=[1, 2]), "sandbox")
     assert parsed.kind == kind and parsed.missing == []
     assert (parsed.event_name, parsed.venue_name, parsed.starts_at_local) == (
         "Skyline Festival",
@@ -98,13 +92,13 @@ def test_parse_recognises_every_kind(kind):
 
 
 def test_parse_html_only_keeps_the_accept_link_and_never_links_of_other_hosts():
-    raw = mail.compose(_Order(), seats=[3], html=True)
+    raw = mail.compose(_order(), seats=[3], html=True)
     parsed = parse(raw, "sandbox")
     assert parsed.accept_link.startswith("https://accept.sandbox.invalid/t/") and parsed.seats == ["3"]
     assert "<p>" not in parsed.text
     foreign = mail.compose(
-        _Order(),
-        body=mail.order_body(_Order(), seats=[3]).replace(
+        _order(),
+        body=mail.order_body(_order(), seats=[3]).replace(
             "accept.sandbox.invalid", "accept.sandbox.invalid.evil.example"
         ),
     )
@@ -112,7 +106,7 @@ def test_parse_html_only_keeps_the_accept_link_and_never_links_of_other_hosts():
 
 
 def test_parse_without_template_or_kind_is_none():
-    raw = mail.compose(_Order(), seats=[1])
+    raw = mail.compose(_order(), seats=[1])
     assert parse(raw, "ticketmaster") is None
     assert parse(raw.replace(b"You've been sent", b"Newsletter:"), "sandbox") is None
 
