@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, time, timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -26,24 +27,68 @@ from .models import InboundMessage, TransferCase
 logger = logging.getLogger(__name__)
 S, TS = Order.Status, Order.TransferState
 RECEIVED_GRACE = timedelta(minutes=2)
+PARTIAL_GRACE = timedelta(hours=1)
 BATCH = 200
 
 
-def partial_reminder(order_pk: int) -> bool:
-    """E-mail the seller what is missing if the order is still partial; whether a message went out."""
-    order = Order.objects.select_related("event__venue", "partner", "quote").filter(pk=order_pk).first()
-    if (
-        order is None
-        or order.transfer_state != TS.PARTIAL
-        or order.status not in (S.ACCEPTED, S.AWAITING_TRANSFER)
-    ):
-        return False
-    to = seller_recipient(order)
-    if not to:
-        return False
-    detected, seats = offers_detected(order)
-    send_transfer_partial(order=order, to=to, detected=min(detected, order.quantity), seats=seats)
+def _latest_partial(order: Order) -> InboundMessage | None:
+    return (
+        InboundMessage.objects.filter(order=order, outcome=InboundMessage.Outcome.PARTIAL)
+        .order_by("-processed_at", "-id")
+        .first()
+    )
+
+
+def partial_reminder(order_pk: int, *, now: datetime | None = None) -> bool:
+    """E-mail the seller what is missing if the order is still partial an hour after its latest partial
+    transfer e-mail, once per such e-mail (marked ``reminded_at`` in its decision); whether a message went out.
+
+    Too early (the embedded default runs the delayed task at once) → nothing: the sweep
+    ``partial_reminders_due`` sends it when due."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        order = (
+            Order.objects.select_for_update(of=("self",))
+            .select_related("event__venue", "partner", "quote")
+            .filter(pk=order_pk)
+            .first()
+        )
+        if (
+            order is None
+            or order.transfer_state != TS.PARTIAL
+            or order.status not in (S.ACCEPTED, S.AWAITING_TRANSFER)
+        ):
+            return False
+        latest = _latest_partial(order)
+        if latest is None or latest.verdicts.get("decision", {}).get("reminded_at"):
+            return False
+        if latest.processed_at is None or latest.processed_at > now - PARTIAL_GRACE:
+            return False
+        to = seller_recipient(order)
+        if not to:
+            return False
+        detected, seats = offers_detected(order)
+        send_transfer_partial(order=order, to=to, detected=min(detected, order.quantity), seats=seats)
+        latest.verdicts.setdefault("decision", {})["reminded_at"] = now.isoformat()
+        latest.save(update_fields=["verdicts"])
     return True
+
+
+def partial_reminders_due(*, now: datetime | None = None) -> int:
+    """Send the partial reminders now due (the delayed task's message lost, or run at once); how many."""
+    now = now or timezone.now()
+    orders = (
+        Order.objects.filter(
+            transfer_state=TS.PARTIAL,
+            status__in=(S.ACCEPTED, S.AWAITING_TRANSFER),
+            inbound_messages__outcome=InboundMessage.Outcome.PARTIAL,
+            inbound_messages__processed_at__lte=now - PARTIAL_GRACE,
+        )
+        .values_list("pk", flat=True)
+        .distinct()
+        .order_by("pk")
+    )
+    return sum(partial_reminder(pk, now=now) for pk in list(orders[:BATCH]))
 
 
 def seller_transfer_reminder(order_pk: int, why: str) -> bool:

@@ -47,6 +47,12 @@ def partial_reminder(self, order_pk: int) -> bool:
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
 
+@shared_task(name="orders.transfers.tasks.partial_reminders_due")
+def partial_reminders_due() -> int:
+    """Send the partial reminders now due whose delayed task never ran in time."""
+    return reminders.partial_reminders_due()
+
+
 @shared_task(bind=True, name="orders.transfers.tasks.seller_transfer_reminder", max_retries=5)
 def seller_transfer_reminder(self, order_pk: int, why: str) -> bool:
     """The order waits for its tickets again (``why``: ``recalled``): e-mail the seller the transfer address."""

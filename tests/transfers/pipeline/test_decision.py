@@ -63,20 +63,35 @@ def test_general_admission_counts_tickets(kit, partner):
     assert order.status == S.TICKET_RECEIVED
 
 
-def test_partial_reminder_mails_what_is_missing_to_the_partner_of_a_test_order(kit, partner):
+def test_partial_reminder_mails_what_is_missing_an_hour_later_once(kit, partner):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from orders.transfers.reminders import partial_reminder, partial_reminders_due
+
     order = transfer_order(partner, quantity=3)
     kit.process(kit.offer(order, seats=[1]), order)
-    from orders.transfers.tasks import partial_reminder
-
     outbox_mail.outbox.clear()
-    assert partial_reminder(order.pk) is True
+    assert (
+        partial_reminder(order.pk) is False
+    )  # too early (the embedded default runs the delayed task at once)
+    later = timezone.now() + timedelta(hours=1, minutes=1)
+    assert partial_reminders_due(now=later) == 1
     [sent] = outbox_mail.outbox
+    # A test order's seller mail goes to the partner's contact e-mail, marked [TEST].
     assert sent.to == [partner.contact_email] and sent.subject.startswith("[TEST] ")
-    assert "2 of 3 tickets" in sent.subject and order.transfer_address in sent.body
-    # Once complete, the reminder has nothing to say.
-    kit.process(kit.offer(order, seats=[2, 3]), order)
+    assert (
+        "2 of 3 tickets" in sent.subject
+        and order.transfer_address in sent.body
+        and "Seats received: 1" in sent.body
+    )
+    assert partial_reminder(order.pk, now=later) is False and partial_reminders_due(now=later) == 0  # once
+    # Once complete, there is nothing to remind.
+    kit.process(kit.offer(order, seats=[2]), order)
+    kit.process(kit.offer(order, seats=[3]), order)
     outbox_mail.outbox.clear()
-    assert partial_reminder(order.pk) is False and outbox_mail.outbox == []
+    assert partial_reminders_due(now=later + timedelta(hours=2)) == 0 and outbox_mail.outbox == []
 
 
 def test_mismatch_opens_a_case_and_leaves_the_order_awaiting(kit, partner):
