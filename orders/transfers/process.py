@@ -182,6 +182,7 @@ def _run(message: InboundMessage) -> str:
         message.verdicts["parse"] = (
             parsed.as_json() if parsed else {"platform": platform, "recognised": False}
         )
+        message.kind = parsed.kind if parsed is not None else ""
         return case(message, Kind.UNPARSED, why, {"text": text, "platform": platform})
     message.verdicts["parse"] = parsed.as_json()
     message.kind = parsed.kind
