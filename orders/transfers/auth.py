@@ -43,7 +43,7 @@ SINGLE_HEADERS = ("from", "to", "subject", "date")
 def platform_sender_domains(site: str) -> set[str]:
     """The sender domains the platform registry lists for ``site`` (lowercase)."""
     try:
-        from orders.transfers import platforms
+        import orders.transfers.platforms as platforms
     except ModuleNotFoundError as exc:
         if exc.name != "orders.transfers.platforms":
             raise
