@@ -65,7 +65,12 @@ def _is_flagged(value) -> bool:
 def _read_headers(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
     """Fill the header fields of ``verdict``; return (From domain, To addresses, Date), recording failures."""
     counts: dict[str, int] = {}
-    for name, _value in header_fields(raw):
+    try:
+        fields = header_fields(raw)
+    except Exception as exc:  # dkimpy's reader raises more than DKIMException on a broken header section
+        verdict.failures.append(f"The header section cannot be read ({str(exc)[:200]})")
+        return "", [], None
+    for name, _value in fields:
         key = name.decode("ascii", "replace").strip().lower()
         counts[key] = counts.get(key, 0) + 1
     for name in SINGLE_HEADERS:
@@ -73,6 +78,14 @@ def _read_headers(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], dat
             verdict.failures.append(
                 f"The message has {counts.get(name, 0)} {name.capitalize()} headers (exactly one is required)"
             )
+    try:
+        return _header_values(raw, verdict)
+    except Exception as exc:  # the standard library's header parser on hostile input: fail closed
+        verdict.failures.append(f"The headers cannot be read ({exc.__class__.__name__})")
+        return "", [], None
+
+
+def _header_values(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
     parsed = email.message_from_bytes(raw, policy=email.policy.default)
 
     def first(name: str):

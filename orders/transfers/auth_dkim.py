@@ -147,7 +147,7 @@ def verify_signatures(raw: bytes, resolver: Resolver, from_domain: str) -> list[
     now is recorded as that signature's ``temperror``."""
     try:
         values = [v for n, v in header_fields(raw) if n.lower() == b"dkim-signature"]
-    except dkim.DKIMException:
+    except Exception:  # an unreadable header section (dkimpy raises more than DKIMException): no signature
         return []
     signatures = []
     for idx, value in enumerate(values):
@@ -207,7 +207,7 @@ def latest_arc_seal(raw: bytes) -> tuple[int, str] | None:
     """(instance, sealer d=) of the latest ARC-Seal, or ``None`` when the message carries none."""
     try:
         seals = [v for n, v in header_fields(raw) if n.lower() == b"arc-seal"]
-    except dkim.DKIMException:
+    except Exception:  # an unreadable header section: no seal to speak of
         return None
     latest: tuple[int, str] | None = None
     for value in seals:
@@ -236,7 +236,12 @@ def verify_arc(raw: bytes, resolver: Resolver, trusted: tuple[str, ...]) -> dict
     if not info["trusted"]:
         info["note"] = "sealer not listed in INBOUND_TRUSTED_ARC_SEALERS: recorded and ignored"
         return info
-    cv, results, reason = dkim.arc_verify(raw, dnsfunc=dkim_dnsfunc(resolver), minkey=MIN_KEY_BITS)
+    try:
+        cv, results, reason = dkim.arc_verify(raw, dnsfunc=dkim_dnsfunc(resolver), minkey=MIN_KEY_BITS)
+    except DnsTempError:
+        raise
+    except Exception as exc:  # hostile ARC headers dkimpy does not wrap in its own exceptions
+        cv, results, reason = dkim.CV_Fail, [], f"unreadable ARC set: {str(exc)[:200]}"
     info["cv"] = (cv or b"").decode()
     info["reason"] = reason
     if cv != dkim.CV_Pass or not results:

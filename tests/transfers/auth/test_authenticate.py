@@ -474,3 +474,25 @@ def test_the_verdict_is_plain_json(test_order):
     raw = sandbox_sign(transfer_email(test_order.transfer_address))
     data = json.loads(json.dumps(check(raw, test_order).as_json()))
     assert data["authentic"] is True and data["dkim"]["signatures"][0]["usable"] is True
+
+
+# --- hostile input: never an exception, always unverified ----------------------------------------------------
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"garbage without any header",
+        b" leading continuation\r\nFrom: a@b.example\r\n\r\nx",
+        b"From: \xff\xfe@\xff.example\r\nTo: \x80\r\nSubject: \xc3\r\nDate: yesterday\r\n\r\n\xff",
+        b"From: a@b.example\r\nTo: =?utf-8?b?invalid?= <@>\r\nSubject: x\r\nDate: Mon, 99 Foo 2026 99:99:99 +9999\r\n\r\n",
+        b"DKIM-Signature: v=1; a=rsa-sha256; d=; s=; h=; bh=; b=\r\nFrom: a@b.example\r\n\r\nbody",
+        b"DKIM-Signature: garbage;;;===\r\nARC-Seal: i=x; d=relay.example\r\nFrom: <<>>\r\n\r\n",
+        b"From: " + b"a" * 5000 + b"@" + b"b" * 300 + b".example\r\nTo: ,,,,\r\n\r\n",
+        b"From: Group: a@b.example, c@d.example;\r\nTo: undisclosed-recipients:;\r\n\r\n",
+    ],
+)
+def test_hostile_input_is_unverified_without_an_exception(test_order, settings, raw):
+    settings.INBOUND_TRUSTED_ARC_SEALERS = ("relay.example",)
+    verdict = check(raw, test_order)
+    assert verdict.authentic is False and verdict.case_kind == "unverified"
+    assert verdict.failures
