@@ -18,6 +18,7 @@ import base64
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from html import escape
 
 import dkim
 from cryptography.hazmat.primitives import serialization
@@ -130,9 +131,11 @@ def transfer_email(
     subject: str | None = None,
     extra_headers: list[tuple[str, str]] = (),
     token: str | None = None,
+    html: bool = False,
 ) -> bytes:
     """The sandbox platform's transfer e-mail (unsigned, CRLF), in the format of docs/partners/test-mode.md.
-    ``seats=None`` is general admission (no Seats line). ``extra_headers`` are added after the usual ones."""
+    ``seats=None`` is general admission (no Seats line). ``extra_headers`` are added after the usual ones.
+    ``html=True`` makes it multipart/alternative: the same lines as text and as an HTML table."""
     seats = list(seats) if seats is not None else None
     quantity = quantity if quantity is not None else (len(seats) if seats else 2)
     domain = sender.rpartition("@")[2].rstrip(">").strip() or "sandbox.invalid"
@@ -143,7 +146,6 @@ def transfer_email(
         ("Date", _rfc2822(date or timezone.now())),
         ("Message-ID", message_id or f"<{secrets.token_hex(12)}@{domain}>"),
         ("MIME-Version", "1.0"),
-        ("Content-Type", "text/plain; charset=utf-8"),
         *extra_headers,
     ]
     lines = [f"Event: {event}", f"Venue: {venue}", f"Date: {starts}", f"Section: {section}", f"Row: {row}"]
@@ -151,8 +153,24 @@ def transfer_email(
         lines.append("Seats: " + ", ".join(seats))
     lines.append(f"Tickets: {quantity}")
     lines.append(f"Accept your tickets: https://accept.{domain}/t/{token or secrets.token_urlsafe(12)}")
+    text = "\r\n".join(lines) + "\r\n"
+    if html:
+        boundary = f"alt-{secrets.token_hex(8)}"
+        headers.insert(6, ("Content-Type", f'multipart/alternative; boundary="{boundary}"'))
+        cells = "".join(
+            f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>"
+            for k, _, v in (line.partition(": ") for line in lines)
+        )
+        body = (
+            f"--{boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{text}"
+            f"--{boundary}\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"
+            f"<html><body><table>{cells}</table></body></html>\r\n--{boundary}--\r\n"
+        )
+    else:
+        headers.insert(6, ("Content-Type", "text/plain; charset=utf-8"))
+        body = text
     head = "".join(f"{name}: {value}\r\n" for name, value in headers)
-    return (head + "\r\n" + "\r\n".join(lines) + "\r\n").encode()
+    return (head + "\r\n" + body).encode()
 
 
 def _rfc2822(when: datetime) -> str:

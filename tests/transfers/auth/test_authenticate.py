@@ -496,3 +496,13 @@ def test_hostile_input_is_unverified_without_an_exception(test_order, settings, 
     verdict = check(raw, test_order)
     assert verdict.authentic is False and verdict.case_kind == "unverified"
     assert verdict.failures
+
+
+def test_the_multipart_form_of_the_sandbox_mail_is_authentic_too(test_order):
+    raw = sandbox_sign(transfer_email(test_order.transfer_address, html=True, seats=None, quantity=3))
+    parsed = message_from_bytes(raw)
+    assert parsed.get_content_type() == "multipart/alternative"
+    assert [p.get_content_type() for p in parsed.get_payload()] == ["text/plain", "text/html"]
+    assert "Seats:" not in parsed.get_payload()[0].get_payload() and "Tickets: 3" in raw.decode()
+    verdict = check(raw, test_order)
+    assert verdict.authentic is True, verdict.failures
