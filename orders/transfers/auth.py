@@ -118,8 +118,14 @@ def _header_values(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], da
 
     to_addresses: list[str] = []
     if to_header is not None:
-        to_addresses = [a.addr_spec.lower() for a in getattr(to_header, "addresses", ())]
-        to_addresses += [a.lower() for _n, a in email.utils.getaddresses([str(to_header)]) if a]
+        # An address counts only when both readings find it in a well-formed header: a recipient's display name
+        # written like an address ("ord-…@… <someone@else>") must not pass for the transfer address.
+        if any(type(d).__name__ == "InvalidHeaderDefect" for d in to_header.defects):
+            verdict.failures.append(f"The To header is malformed (it reads {verdict.header_to!r})")
+        else:
+            parsed_to = {a.addr_spec.lower() for a in getattr(to_header, "addresses", ())}
+            plain_to = {a.lower() for _n, a in email.utils.getaddresses([str(to_header)]) if a}
+            to_addresses = sorted(parsed_to & plain_to)
 
     date = getattr(date_header, "datetime", None) if date_header is not None else None
     if date is not None and date.tzinfo is None:

@@ -506,3 +506,30 @@ def test_the_multipart_form_of_the_sandbox_mail_is_authentic_too(test_order):
     assert "Seats:" not in parsed.get_payload()[0].get_payload() and "Tickets: 3" in raw.decode()
     verdict = check(raw, test_order)
     assert verdict.authentic is True, verdict.failures
+
+
+@pytest.mark.parametrize(
+    "to",
+    [
+        "{address} <seller-second-account@example.com>",
+        '"{address}" <seller-second-account@example.com>',
+        "=?utf-8?q?{address}?= <seller-second-account@example.com>",
+        "seller-second-account@example.com ({address})",
+    ],
+)
+def test_genuine_mail_to_a_recipient_named_like_the_transfer_address_fails(test_order, to):
+    """Tickets transferred to the seller's own second account, whose display name is the transfer address, then
+    re-sent here: the signature holds, the To does not name the order's mailbox."""
+    raw = sandbox_sign(transfer_email(to.format(address=test_order.transfer_address)))
+    verdict = check(raw, test_order)
+    assert verdict.authentic is False and verdict.case_kind == "unverified"
+    assert verdict.dkim["result"] == "pass"
+    assert any("To header" in line for line in verdict.failures), verdict.failures
+
+
+def test_a_to_with_several_recipients_including_the_transfer_address_passes(test_order):
+    raw = sandbox_sign(
+        transfer_email(f"Seller <seller@example.com>, Service <{test_order.transfer_address}>")
+    )
+    verdict = check(raw, test_order)
+    assert verdict.authentic is True, verdict.failures
