@@ -233,23 +233,25 @@ def _check_to_and_date(
         )
 
 
-def _replays(raw: bytes, verdict: AuthVerdict, message: InboundMessage) -> list[int]:
-    """Processed messages to another recipient with the same bytes, or (authentic) with the same Message-ID from
-    the same platform."""
-    others = (
-        InboundMessage.objects.filter(stage=InboundMessage.Stage.PROCESSED)
-        .exclude(recipient=message.recipient)
-        .exclude(pk=message.pk)
-    )
+def _replays(raw: bytes, verdict: AuthVerdict, message: InboundMessage) -> tuple[list[int], bool]:
+    """Earlier processed messages this one repeats: the same bytes to another recipient (the same bytes to the
+    same recipient are the same row), or an authentic one of the same platform with the same Message-ID, to any
+    recipient (a copy re-sent with an unsigned header added has new bytes, not a new Message-ID). Returns their
+    pks and whether one of them was for another recipient."""
+    processed = InboundMessage.objects.filter(stage=InboundMessage.Stage.PROCESSED).exclude(pk=message.pk)
     sha256 = message.sha256 or hashlib.sha256(raw).hexdigest()
-    found = set(others.filter(sha256=sha256).values_list("pk", flat=True)[:10])
+    rows = set(
+        processed.filter(sha256=sha256)
+        .exclude(recipient=message.recipient)
+        .values_list("pk", "recipient")[:10]
+    )
     if verdict.platform and verdict.message_id:
-        found |= set(
-            others.filter(
+        rows |= set(
+            processed.filter(
                 platform=verdict.platform, message_id=verdict.message_id, authentic=True
-            ).values_list("pk", flat=True)[:10]
+            ).values_list("pk", "recipient")[:10]
         )
-    return sorted(found)
+    return sorted(pk for pk, _ in rows), any(recipient != message.recipient for _, recipient in rows)
 
 
 def authenticate(raw: bytes, *, message: InboundMessage, order: Order) -> AuthVerdict:
@@ -265,12 +267,13 @@ def authenticate(raw: bytes, *, message: InboundMessage, order: Order) -> AuthVe
     for flag in ("spam", "virus"):
         if _is_flagged(provider.get(flag)):
             verdict.failures.append(f"The provider flagged it as {flag}")
-    replay = _replays(raw, verdict, message)
+    replay, elsewhere = _replays(raw, verdict, message)
     if replay:
         verdict.replay_of = replay
         verdict.failures.append(
-            "The same message (sha256 or Message-ID) was already processed for another order "
-            f"(inbound messages {', '.join(map(str, replay))})"
+            "The same message (sha256 or Message-ID) was already processed "
+            + ("for another order" if elsewhere else "for this order, with other bytes")
+            + f" (inbound messages {', '.join(map(str, replay))})"
         )
     verdict.spf = spf_verdict(
         channel=message.channel,

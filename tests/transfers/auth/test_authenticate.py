@@ -533,3 +533,16 @@ def test_a_to_with_several_recipients_including_the_transfer_address_passes(test
     )
     verdict = check(raw, test_order)
     assert verdict.authentic is True, verdict.failures
+
+
+def test_a_copy_of_this_orders_processed_mail_with_new_bytes_is_suspected(test_order):
+    """An offer re-sent after the transfer was canceled, with a header added so that its bytes are new: its
+    Message-ID is not new for the platform."""
+    genuine = sandbox_sign(transfer_email(test_order.transfer_address))
+    message_id = message_from_bytes(genuine)["Message-ID"]
+    first = inbound_message(test_order, genuine, stage="processed", authentic=True, platform="sandbox")
+    InboundMessage.objects.filter(pk=first.pk).update(message_id=message_id)
+    resent = b"Received: from relay.example by mx; Mon, 1 Jan 2026 00:00:00 +0000\r\n" + genuine
+    verdict = check(resent, test_order)
+    assert_fails(verdict, "already processed for this order, with other bytes", kind="replay_suspected")
+    assert verdict.replay_of == [first.pk]
