@@ -29,6 +29,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from ..models import Order
+from . import platforms
 from .auth_dkim import Signature, arc_signature, header_fields, verify_arc, verify_signatures
 from .auth_spf import spf_verdict
 from .dns import DnsTempError, get_resolver
@@ -42,14 +43,6 @@ SINGLE_HEADERS = ("from", "to", "subject", "date")
 
 def platform_sender_domains(site: str) -> set[str]:
     """The sender domains the platform registry lists for ``site`` (lowercase)."""
-    try:
-        import orders.transfers.platforms as platforms
-    except ModuleNotFoundError as exc:
-        if exc.name != "orders.transfers.platforms":
-            raise
-        # FALLBACK while the platform registry is not part of the service yet: the sandbox platform only.
-        # Remove once orders/transfers/platforms/ exists.
-        return {"sandbox.invalid"} if site == SANDBOX_PLATFORM else set()
     entry = platforms.registry().get(site)
     if entry is None:
         return set()
