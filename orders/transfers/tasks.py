@@ -21,3 +21,11 @@ def message_process(self, message_pk: int) -> str:
     except signals.TRANSIENT_ERRORS as exc:
         logger.warning("Inbound message pk=%s failed for now (%r); retrying", message_pk, exc)
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+
+
+@shared_task(name="orders.transfers.tasks.ses_sweep", acks_late=True)
+def ses_sweep() -> int:
+    """Store the SES S3 objects whose SNS notification never arrived (``orders.transfers.providers``)."""
+    from .providers import ses_sweep as sweep
+
+    return sweep()
