@@ -37,12 +37,6 @@ def _stored_as_signed(row: InboundMessage, signed: bytes, dkim_signer) -> None:
     assert row.size == len(signed)
 
 
-def _smtp_sha256(signed: bytes, order) -> str:
-    """What the SMTP channel stores for the same bytes (its row is another channel's: a different recipient
-    would be needed for a second row, so the hash is compared, not the row)."""
-    return hashlib.sha256(signed).hexdigest()
-
-
 def _post_ses(client, ses_message, **auth):
     body, headers = sns_envelope(ses_message)
     return client.post(SES_URL, data=body, content_type="text/plain; charset=UTF-8", **headers, **auth)
@@ -92,7 +86,6 @@ def test_ses_sns_action_stores_the_content_byte_for_byte(inbound_settings, order
     assert response.status_code == 200, response.content
     row = InboundMessage.objects.get(recipient=order.transfer_address)
     _stored_as_signed(row, signed, dkim_signer)
-    assert row.sha256 == _smtp_sha256(signed, order)
     # SES's spam flag is recorded (processing opens a case on it).
     assert row.verdicts["provider"]["spam"] is True
 
@@ -241,7 +234,7 @@ def test_the_signal_from_a_provider_not_enabled_is_ignored(inbound_settings, ord
 def test_a_message_over_the_limit_is_413(inbound_settings, order, dkim_signer):
     inbound_settings.INBOUND_MAX_BYTES = 1000
     signed = dkim_signer.sign(transfer_mail(order.transfer_address))
-    assert 1000 < len(signed) and len(postmark_json(signed, order.transfer_address)) < 4000
+    assert len(signed) > 1000 and len(postmark_json(signed, order.transfer_address)) < 4000
     response = Client().post(
         POSTMARK_URL,
         data=postmark_json(signed, order.transfer_address),
