@@ -31,6 +31,11 @@ def inbound_settings(env: environ.Env) -> dict:
         # Amazon SES's S3 action: the bucket the raw messages land in (the sweeper lists it).
         "INBOUND_SES_BUCKET": env.str("INBOUND_SES_BUCKET", default=""),
         "INBOUND_SES_PREFIX": env.str("INBOUND_SES_PREFIX", default=""),
+        # SNS posts to the SES webhook must carry Amazon's signature, from one of these topics (any if empty).
+        "INBOUND_SES_VERIFY_SIGNATURE": env.bool("INBOUND_SES_VERIFY_SIGNATURE", default=True),
+        "INBOUND_SES_TOPIC_ARNS": tuple(
+            t.strip() for t in env.list("INBOUND_SES_TOPIC_ARNS", default=[]) if t.strip()
+        ),
         "ANYMAIL": anymail_settings(env, channels),
     }
 

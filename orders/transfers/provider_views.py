@@ -19,6 +19,7 @@ from anymail.exceptions import AnymailWebhookValidationFailure
 from anymail.webhooks.amazon_ses import AmazonSESInboundWebhookView
 from anymail.webhooks.mailgun import MailgunInboundWebhookView
 from anymail.webhooks.postmark import PostmarkInboundWebhookView
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import Http404, HttpResponse
 from django.http.request import QueryDict
@@ -27,6 +28,7 @@ from django.utils.datastructures import MultiValueDict
 from .channels import channel_enabled
 from .intake import MessageTooLarge
 from .providers import multipart_parts, webhook_body_limit
+from .sns import SNSSignatureError, sns_verify
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,14 @@ class SESInboundView(ProviderInboundMixin, AmazonSESInboundWebhookView):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._s3_chunks: list[bytes] = []
+
+    def validate_request(self, request):
+        # anymail runs every validate_request of the class chain: its basic auth and SNS headers, and this.
+        if settings.INBOUND_SES_VERIFY_SIGNATURE:
+            try:
+                sns_verify(self._parse_sns_message(request))
+            except SNSSignatureError as exc:
+                raise AnymailWebhookValidationFailure(str(exc)) from exc
 
     def fetch_s3_chunks(self, bucket_name, object_key):
         for chunk in super().fetch_s3_chunks(bucket_name, object_key):

@@ -122,10 +122,58 @@ def ses_received(raw: bytes, recipients: list[str], *, action: dict, verdict: st
     return message
 
 
-def sns_envelope(ses_message: dict) -> tuple[bytes, dict]:
-    """The SNS HTTP(S) POST around it: body and headers as SNS sends them."""
+SNS_TOPIC = "arn:aws:sns:us-east-1:123456789012:ses-inbound"
+SNS_CERT_URL = "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-test.pem"
+_sns_key = None
+
+
+def sns_key():
+    """SNS's signing key for the tests: a certificate made here, trusted for SNS_CERT_URL (never fetched)."""
+    global _sns_key
+    if _sns_key is None:
+        from datetime import timedelta
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.x509.oid import NameOID
+
+        from orders.transfers.sns import certificate_trust
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])
+        now = timezone.now()
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(days=1))
+            .not_valid_after(now + timedelta(days=30))
+            .sign(key, hashes.SHA256())
+        )
+        certificate_trust(SNS_CERT_URL, cert)
+        _sns_key = key
+    return _sns_key
+
+
+def sns_sign(body: dict, version: str = "1") -> dict:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    from orders.transfers.sns import string_to_sign
+
+    body = {**body, "SignatureVersion": version, "SigningCertURL": SNS_CERT_URL}
+    algorithm = hashes.SHA1() if version == "1" else hashes.SHA256()
+    signature = sns_key().sign(string_to_sign(body), padding.PKCS1v15(), algorithm)
+    return {**body, "Signature": base64.b64encode(signature).decode()}
+
+
+def sns_envelope(
+    ses_message: dict, *, version: str = "1", topic: str = SNS_TOPIC, tamper=None
+) -> tuple[bytes, dict]:
+    """The SNS HTTP(S) POST around it: body and headers as SNS sends them, signed as SNS signs them."""
     message_id = str(uuid.uuid4())
-    topic = "arn:aws:sns:us-east-1:123456789012:ses-inbound"
     body = {
         "Type": "Notification",
         "MessageId": message_id,
@@ -133,11 +181,11 @@ def sns_envelope(ses_message: dict) -> tuple[bytes, dict]:
         "Subject": "Amazon SES Email Receipt Notification",
         "Message": json.dumps(ses_message),
         "Timestamp": timezone.now().strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-        "SignatureVersion": "1",
-        "Signature": "EXAMPLE",
-        "SigningCertURL": "https://sns.us-east-1.amazonaws.com/SimpleNotificationService-example.pem",
         "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
     }
+    body = sns_sign(body, version)
+    if tamper:
+        body = tamper(body)
     headers = {
         "HTTP_X_AMZ_SNS_MESSAGE_TYPE": "Notification",
         "HTTP_X_AMZ_SNS_MESSAGE_ID": message_id,

@@ -2,7 +2,9 @@
 (DKIM verifies over the stored row, sha256 the same as the SMTP channel's); a payload without the raw message
 is stored without raw bytes; refused basic auth is 401 and a channel not enabled is 404."""
 
+import base64
 import hashlib
+import json
 
 import pytest
 from django.test import Client
@@ -242,4 +244,46 @@ def test_a_message_over_the_limit_is_413(inbound_settings, order, dkim_signer):
         **basic_auth(),
     )
     assert response.status_code == 413
+    assert not InboundMessage.objects.exists()
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_ses_sns_signature_versions_verify(inbound_settings, order, dkim_signer, version):
+    signed = dkim_signer.sign(transfer_mail(order.transfer_address))
+    action = {"type": "SNS", "encoding": "BASE64"}
+    body, headers = sns_envelope(
+        ses_received(signed, [order.transfer_address], action=action), version=version
+    )
+    response = Client().post(SES_URL, data=body, content_type="text/plain", **headers, **basic_auth())
+    assert response.status_code == 200
+    assert InboundMessage.objects.filter(recipient=order.transfer_address).count() == 1
+
+
+def _other_message(body):
+    ses = json.loads(body["Message"])
+    ses["receipt"]["recipients"] = ["ord-attacker@" + ses["receipt"]["recipients"][0].split("@")[1]]
+    return {**body, "Message": json.dumps(ses)}
+
+
+@pytest.mark.parametrize(
+    "tamper, topics",
+    [
+        (_other_message, ()),  # the signed content changed
+        (lambda b: {**b, "Signature": base64.b64encode(b"x" * 256).decode()}, ()),
+        (lambda b: {**b, "SigningCertURL": "https://sns.us-east-1.attacker.example/cert.pem"}, ()),
+        (lambda b: {**b, "SignatureVersion": "3"}, ()),
+        (None, ("arn:aws:sns:us-east-1:123456789012:another-topic",)),  # a topic not listed
+    ],
+)
+def test_ses_notifications_not_signed_by_sns_are_refused(
+    inbound_settings, order, dkim_signer, tamper, topics
+):
+    inbound_settings.INBOUND_SES_TOPIC_ARNS = topics
+    signed = dkim_signer.sign(transfer_mail(order.transfer_address))
+    action = {"type": "SNS", "encoding": "BASE64"}
+    body, headers = sns_envelope(ses_received(signed, [order.transfer_address], action=action), tamper=tamper)
+
+    response = Client().post(SES_URL, data=body, content_type="text/plain", **headers, **basic_auth())
+
+    assert response.status_code == 401
     assert not InboundMessage.objects.exists()
