@@ -116,9 +116,7 @@ class Order(models.Model):
     ticket_file = models.FileField(max_length=255, blank=True)
     # The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): written only by
     # ``orders.transfers.state.transfer_transition``. The payout gate reads these fields and nothing else.
-    transfer_state = models.CharField(
-        max_length=10, choices=TransferState.choices, default=TransferState.NONE
-    )
+    transfer_state = models.CharField(max_length=10, choices=TransferState.choices, default=TransferState.NONE)
     transfer_quantity_detected = models.PositiveIntegerField(default=0)
     transfer_source = models.CharField(max_length=8, choices=TransferSource.choices, null=True, blank=True)
     transfer_detected_at = models.DateTimeField(null=True, blank=True)
