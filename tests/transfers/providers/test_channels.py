@@ -23,7 +23,7 @@ from .signed import (
     transfer_mail,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 SES_URL = "/inbound/amazon_ses/inbound/"
 MAILGUN_MIME_URL = "/inbound/mailgun/inbound_mime/"

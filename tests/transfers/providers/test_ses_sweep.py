@@ -19,7 +19,7 @@ from orders.transfers.tasks import ses_sweep as ses_sweep_task
 from .conftest import BUCKET, PREFIX
 from .signed import basic_auth, ses_received, sns_envelope, transfer_mail
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 SES_HEADERS = (
     b"Return-Path: <bounces@tickets.example>\r\n"
