@@ -10,7 +10,8 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat
+.PHONY: install run test test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
+	transfer-corpus
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -126,6 +127,11 @@ fuzz: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
+
+# The platform templates against the captured transfer e-mails (docs/operations.md "Platform templates and the corpus").
+TRANSFER_CORPUS ?= tests/fixtures/transfer_mail
+transfer-corpus: $(VENV)/.installed
+	$(PY) -m orders.transfers.corpus $(TRANSFER_CORPUS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

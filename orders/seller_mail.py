@@ -88,3 +88,34 @@ def send_order_canceled(*, order: Order, to: str) -> None:
     """Tells a seller who was already asked to transfer the tickets that the order is off."""
     subject = f"Order {order.order_id} for {order.event.name} was canceled"
     _send(template="order_canceled", subject=subject, order=order, to=to)
+
+
+def send_transfer_partial(*, order: Order, to: str, detected: int, seats: list[str]) -> None:
+    """Part of the tickets arrived an hour ago and the rest did not: what is still missing, and where to send it."""
+    subject = (
+        f"Order {order.order_id}: {order.quantity - detected} of {order.quantity} tickets still to transfer"
+    )
+    send_templated_mail(
+        template="transfer_partial",
+        subject=subject,
+        to=to,
+        context={
+            **_context(order),
+            "detected": detected,
+            "missing": order.quantity - detected,
+            "seats": seats,
+        },
+        livemode=order.livemode,
+    )
+
+
+def send_transfer_reminder(*, order: Order, to: str, why: str) -> None:
+    """The order waits for the tickets again (the transfer was recalled): the transfer address once more."""
+    subject = f"Order {order.order_id}: please transfer your tickets for {order.event.name} again"
+    send_templated_mail(
+        template="transfer_reminder",
+        subject=subject,
+        to=to,
+        context={**_context(order), "why": why},
+        livemode=order.livemode,
+    )

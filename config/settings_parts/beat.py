@@ -27,6 +27,12 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
         # Sends webhook attempts that are due but whose Celery message was lost (the row is the truth).
         "webhooks-send-due": {"task": "orders.webhooks.tasks.deliveries_send_due", "schedule": 30.0},
         "webhooks-purge-old": {"task": "orders.webhooks.tasks.deliveries_purge", "schedule": 3600.0},
+        # Transfer detection: deferred messages now due, and received ones whose processing message was lost.
+        "transfers-process-due": {"task": "orders.transfers.tasks.messages_process_due", "schedule": 60.0},
+        "transfers-partial-overdue": {
+            "task": "orders.transfers.tasks.partial_overdue_sweep",
+            "schedule": 900.0,
+        },
     }
 
 

@@ -11,3 +11,6 @@ class TransfersConfig(AppConfig):
 
     def ready(self) -> None:
         from . import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
+        from .platforms import registry
+
+        registry()  # a bad platform template stops the service here (ImproperlyConfigured)

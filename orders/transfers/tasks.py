@@ -1,12 +1,16 @@
 """Background work of transfer detection: process an inbound message after its commit, retry the ones
-deferred by DNS, and the periodic sweeps (unprocessed messages, raw mail retention)."""
+deferred by DNS or waiting for the order's confirmation, publish again the ones whose message was lost, and
+the seller's reminders and the partial-overdue sweep (``orders.transfers.reminders``)."""
 
 import logging
 
 from celery import shared_task
 
 from config.core.backoff import task_retry_seconds
+from config.core.publish import publish
 from orders import signals
+
+from . import reminders
 
 logger = logging.getLogger(__name__)
 
@@ -21,6 +25,44 @@ def message_process(self, message_pk: int) -> str:
     except signals.TRANSIENT_ERRORS as exc:
         logger.warning("Inbound message pk=%s failed for now (%r); retrying", message_pk, exc)
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+
+
+@shared_task(name="orders.transfers.tasks.messages_process_due")
+def messages_process_due() -> int:
+    """Publish again the deferred messages now due and the received ones never processed (lost message)."""
+    due = reminders.messages_process_due()
+    for pk in due:
+        publish(message_process, pk)
+    if due:
+        logger.info("Published %d inbound message(s) again", len(due))
+    return len(due)
+
+
+@shared_task(bind=True, name="orders.transfers.tasks.partial_reminder", max_retries=5)
+def partial_reminder(self, order_pk: int) -> bool:
+    """An hour after a partial transfer: tell the seller what is missing if the order is still partial."""
+    try:
+        return reminders.partial_reminder(order_pk)
+    except signals.TRANSIENT_ERRORS as exc:
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+
+
+@shared_task(bind=True, name="orders.transfers.tasks.seller_transfer_reminder", max_retries=5)
+def seller_transfer_reminder(self, order_pk: int, why: str) -> bool:
+    """The order waits for its tickets again (``why``: ``recalled``): e-mail the seller the transfer address."""
+    try:
+        return reminders.seller_transfer_reminder(order_pk, why)
+    except signals.TRANSIENT_ERRORS as exc:
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+
+
+@shared_task(name="orders.transfers.tasks.partial_overdue_sweep")
+def partial_overdue_sweep() -> int:
+    """Open ``partial_overdue`` cases 24 h before the deadline of orders still partial."""
+    opened = reminders.partial_overdue_sweep()
+    if opened:
+        logger.info("Opened partial_overdue for %d order(s): %s", len(opened), ", ".join(opened[:20]))
+    return len(opened)
 
 
 @shared_task(name="orders.transfers.tasks.ses_sweep", acks_late=True)
