@@ -252,3 +252,19 @@ class TicketFileCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.order_id} {self.verdict}"
+
+
+class SandboxSigningKey(models.Model):
+    """The sandbox platform's DKIM key (``orders.transfers.sandbox``), made on first use and shared by every
+    process: the private key sealed under ``SECRET_KEY``, the public key as DKIM's ``p=`` (base64 DER)."""
+
+    selector = models.CharField(max_length=63, unique=True)
+    private_key_sealed = models.TextField()
+    public_key = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "sandbox signing key"
+
+    def __str__(self) -> str:
+        return f"{self.selector} ({self.created_at:%Y-%m-%d})"

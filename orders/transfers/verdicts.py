@@ -20,8 +20,9 @@ class AuthVerdict:
     # ``auth_temperror`` case opens.
     temperror: bool = False
     platform: str = ""  # the primary_site whose registered sender domain signed it ("" if none)
-    # The case kind when not authentic: "unverified" (a check failed) or "replay_suspected" (sha256 or
-    # Message-ID seen before for the platform, or the Date outside the order's window) or "unverifiable".
+    # The case kind when not authentic: "unverified" (a check failed, the Date outside the order's window
+    # included), "replay_suspected" (a validly signed message whose sha256 or Message-ID was already processed
+    # for another recipient), "auth_temperror" (with ``temperror``) or "unverifiable".
     case_kind: str = ""
     failures: list[str] = field(default_factory=list)  # human-readable, shown to staff, one per failed check
     dkim: dict = field(default_factory=dict)  # d=, s=, a=, bits, h=, result
@@ -33,6 +34,7 @@ class AuthVerdict:
     header_date: str = ""  # ISO 8601
     message_id: str = ""
     sandbox: bool = False  # signed by the sandbox platform's key (accepted for test orders only)
+    replay_of: list[int] = field(default_factory=list)  # the earlier InboundMessage pks of a suspected replay
 
     def as_json(self) -> dict:
         return asdict(self)

@@ -1,0 +1,286 @@
+"""Is an inbound message the ticketing platform's own mail to this order's transfer address?
+(docs/operations.md "Transfer detection": "Authentic means all of these".)
+
+``authenticate`` checks, over the raw bytes as received:
+- exactly one From (with exactly one address), To, Subject and Date;
+- a DKIM signature that verifies (key ≥ 1024 bits, no ``l=``, ``h=`` covering From, To, Subject and Date)
+  whose ``d=`` is in the From domain's organisational domain; an ARC chain stands in for it only when sealed
+  by a sealer listed in ``INBOUND_TRUSTED_ARC_SEALERS``;
+- the From domain is a sender domain of the order's ``primary_site`` in the platform registry; the sandbox
+  platform's ``sandbox.invalid`` is accepted for test orders only;
+- the signed To names the order's transfer address; the signed Date is no earlier than 15 minutes before the
+  order was made and no later than 15 minutes after the message was received;
+- the raw sha256 and the Message-ID were not already processed for another recipient (``replay_suspected``);
+- no provider flagged it as spam or a virus.
+SPF is recorded, never decisive. A DNS lookup that failed for now makes the verdict ``temperror`` (processed
+again later) unless the message already fails on something DNS cannot change. Every failed check is one
+human-readable line in ``failures``, shown to staff.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+import hashlib
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from ..models import Order
+from .auth_dkim import Signature, arc_signature, header_fields, verify_arc, verify_signatures
+from .auth_spf import spf_verdict
+from .dns import DnsTempError, get_resolver
+from .models import InboundMessage
+from .verdicts import AuthVerdict
+
+SANDBOX_PLATFORM = "sandbox"
+DATE_SLACK = timedelta(minutes=15)
+SINGLE_HEADERS = ("from", "to", "subject", "date")
+
+
+def platform_sender_domains(site: str) -> set[str]:
+    """The sender domains the platform registry lists for ``site`` (lowercase)."""
+    try:
+        import orders.transfers.platforms as platforms
+    except ModuleNotFoundError as exc:
+        if exc.name != "orders.transfers.platforms":
+            raise
+        # FALLBACK while the platform registry is not part of the service yet: the sandbox platform only.
+        # Remove once orders/transfers/platforms/ exists.
+        return {"sandbox.invalid"} if site == SANDBOX_PLATFORM else set()
+    entry = platforms.registry().get(site)
+    if entry is None:
+        return set()
+    return {d.strip().rstrip(".").lower() for d in entry.sender_domains}
+
+
+def _is_flagged(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "yes", "1")
+
+
+def _read_headers(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
+    """Fill the header fields of ``verdict``; return (From domain, To addresses, Date), recording failures."""
+    counts: dict[str, int] = {}
+    try:
+        fields = header_fields(raw)
+    except Exception as exc:  # dkimpy's reader raises more than DKIMException on a broken header section
+        verdict.failures.append(f"The header section cannot be read ({str(exc)[:200]})")
+        return "", [], None
+    for name, _value in fields:
+        key = name.decode("ascii", "replace").strip().lower()
+        counts[key] = counts.get(key, 0) + 1
+    for name in SINGLE_HEADERS:
+        if counts.get(name, 0) != 1:
+            verdict.failures.append(
+                f"The message has {counts.get(name, 0)} {name.capitalize()} headers (exactly one is required)"
+            )
+    try:
+        return _header_values(raw, verdict)
+    except Exception as exc:  # the standard library's header parser on hostile input: fail closed
+        verdict.failures.append(f"The headers cannot be read ({exc.__class__.__name__})")
+        return "", [], None
+
+
+def _header_values(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
+    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+
+    def first(name: str):
+        values = parsed.get_all(name) or []
+        return values[0] if values else None
+
+    from_header, to_header = first("from"), first("to")
+    subject, date_header, message_id = first("subject"), first("date"), first("message-id")
+    verdict.header_from = str(from_header or "")[:500]
+    verdict.header_to = str(to_header or "")[:500]
+    verdict.header_subject = str(subject or "")[:500]
+    verdict.message_id = str(message_id or "").strip()[:500]
+
+    from_domain = ""
+    if from_header is not None:
+        addresses = list(getattr(from_header, "addresses", ()))
+        plain = [a for _n, a in email.utils.getaddresses([str(from_header)]) if a]
+        malformed = any(type(d).__name__ == "InvalidHeaderDefect" for d in from_header.defects)
+        if (
+            len(addresses) != 1
+            or len(plain) != 1
+            or malformed
+            or plain[0].lower() != addresses[0].addr_spec.lower()
+        ):
+            verdict.failures.append(
+                f"The From header must hold exactly one well-formed address (it reads {verdict.header_from!r})"
+            )
+        else:
+            from_domain = addresses[0].domain.strip().rstrip(".").lower()
+
+    to_addresses: list[str] = []
+    if to_header is not None:
+        to_addresses = [a.addr_spec.lower() for a in getattr(to_header, "addresses", ())]
+        to_addresses += [a.lower() for _n, a in email.utils.getaddresses([str(to_header)]) if a]
+
+    date = getattr(date_header, "datetime", None) if date_header is not None else None
+    if date is not None and date.tzinfo is None:
+        date = date.replace(tzinfo=UTC)
+    if date is None and date_header is not None:
+        verdict.failures.append(f"The Date header {str(date_header)!r} cannot be read")
+    verdict.header_date = date.isoformat() if date else ""
+    return from_domain, to_addresses, date
+
+
+def _choose_signature(raw: bytes, verdict: AuthVerdict, from_domain: str) -> tuple[Signature | None, bool]:
+    """The first usable DKIM signature (or the one a trusted ARC chain vouches for); whether a key lookup failed
+    for now. Fills ``verdict.dkim`` and ``verdict.arc``."""
+    resolver = get_resolver()
+    signatures = verify_signatures(raw, resolver, from_domain)
+    chosen = next((s for s in signatures if s.usable), None)
+    temp = any(s.result == "temperror" for s in signatures)
+    via = "signature"
+    try:
+        verdict.arc = verify_arc(raw, resolver, tuple(settings.INBOUND_TRUSTED_ARC_SEALERS))
+    except DnsTempError as exc:
+        verdict.arc = {
+            "present": True,
+            "counted": False,
+            "reason": f"a key could not be fetched for now ({exc})",
+        }
+        temp = True
+    if chosen is None and verdict.arc.get("dkim_pass"):
+        try:
+            chosen = arc_signature(raw, resolver, verdict.arc, from_domain)
+        except DnsTempError:
+            temp = True
+        if chosen is not None:
+            verdict.arc["counted"] = True
+            via = "arc"
+    verdict.dkim = {"signatures": [s.as_json() for s in signatures], "result": "none"}
+    if chosen is not None:
+        verdict.dkim.update(
+            d=chosen.domain,
+            s=chosen.selector,
+            a=chosen.algorithm,
+            bits=chosen.bits,
+            h=chosen.signed_headers,
+            result="pass",
+            via=via,
+        )
+        return chosen, False
+    if not signatures:
+        verdict.failures.append("The message has no DKIM signature")
+    for sig in signatures:
+        verdict.failures.append(
+            f"{sig.label} is not usable: " + "; ".join(sig.problems or ["it did not verify"])
+        )
+    if verdict.arc.get("present") and not verdict.arc.get("trusted"):
+        verdict.failures.append(
+            f"An ARC seal by {verdict.arc.get('sealer') or '?'} was ignored: that sealer is not trusted"
+        )
+    verdict.dkim["result"] = "temperror" if temp else "fail"
+    return None, temp
+
+
+def _check_platform(verdict: AuthVerdict, from_domain: str, order: Order) -> None:
+    if not from_domain:
+        return
+    sandbox_domains = platform_sender_domains(SANDBOX_PLATFORM)
+    if from_domain in sandbox_domains:
+        verdict.sandbox = True
+        if order.livemode:
+            verdict.failures.append(
+                f"The sandbox platform's mail ({from_domain}) is accepted for test orders only: this order is live"
+            )
+        else:
+            verdict.platform = SANDBOX_PLATFORM
+        return
+    if from_domain in platform_sender_domains(order.primary_site):
+        verdict.platform = order.primary_site
+        return
+    verdict.failures.append(
+        f"The From domain {from_domain} is not a sender domain of the order's platform {order.primary_site!r}"
+    )
+
+
+def _check_to_and_date(
+    verdict: AuthVerdict,
+    to_addresses: list[str],
+    date: datetime | None,
+    message: InboundMessage,
+    order: Order,
+) -> None:
+    if order.transfer_address.lower() not in to_addresses:
+        verdict.failures.append(
+            f"The To header ({verdict.header_to!r}) does not name this order's transfer address"
+        )
+    if date is None:
+        return
+    earliest = order.created_at - DATE_SLACK
+    latest = (message.received_at or timezone.now()) + DATE_SLACK
+    if date < earliest:
+        verdict.failures.append(
+            f"The Date {date.isoformat()} is before the order ({order.created_at.isoformat()}, 15 min allowed)"
+        )
+    elif date > latest:
+        verdict.failures.append(
+            f"The Date {date.isoformat()} is after the message was received (more than 15 min ahead)"
+        )
+
+
+def _replays(raw: bytes, verdict: AuthVerdict, message: InboundMessage) -> list[int]:
+    """Processed messages to another recipient with the same bytes, or (authentic) with the same Message-ID from
+    the same platform."""
+    others = (
+        InboundMessage.objects.filter(stage=InboundMessage.Stage.PROCESSED)
+        .exclude(recipient=message.recipient)
+        .exclude(pk=message.pk)
+    )
+    sha256 = message.sha256 or hashlib.sha256(raw).hexdigest()
+    found = set(others.filter(sha256=sha256).values_list("pk", flat=True)[:10])
+    if verdict.platform and verdict.message_id:
+        found |= set(
+            others.filter(
+                platform=verdict.platform, message_id=verdict.message_id, authentic=True
+            ).values_list("pk", flat=True)[:10]
+        )
+    return sorted(found)
+
+
+def authenticate(raw: bytes, *, message: InboundMessage, order: Order) -> AuthVerdict:
+    """The authentication verdict of ``raw`` (the bytes of ``message``) as the platform's mail for ``order``."""
+    verdict = AuthVerdict(authentic=False)
+    from_domain, to_addresses, date = _read_headers(raw, verdict)
+    before = len(verdict.failures)
+    chosen, dns_pending = _choose_signature(raw, verdict, from_domain)
+    dkim_failures = len(verdict.failures) - before
+    _check_platform(verdict, from_domain, order)
+    _check_to_and_date(verdict, to_addresses, date, message, order)
+    provider = (message.verdicts or {}).get("provider") or {}
+    for flag in ("spam", "virus"):
+        if _is_flagged(provider.get(flag)):
+            verdict.failures.append(f"The provider flagged it as {flag}")
+    replay = _replays(raw, verdict, message)
+    if replay:
+        verdict.replay_of = replay
+        verdict.failures.append(
+            "The same message (sha256 or Message-ID) was already processed for another order "
+            f"(inbound messages {', '.join(map(str, replay))})"
+        )
+    verdict.spf = spf_verdict(
+        channel=message.channel,
+        peer=message.peer,
+        mail_from=message.mail_from,
+        helo=message.helo,
+        resolver=get_resolver(),
+    )
+    if chosen is not None and not verdict.failures:
+        verdict.authentic = True
+    elif replay and chosen is not None:
+        verdict.case_kind = "replay_suspected"
+    elif dns_pending and len(verdict.failures) == dkim_failures:
+        # Nothing but a key that could not be fetched for now: processed again later.
+        verdict.temperror = True
+        verdict.case_kind = "auth_temperror"
+    else:
+        verdict.case_kind = "unverified"
+    return verdict
