@@ -88,7 +88,9 @@ def transfer_mail(to: str, *, seats: str = "1, 2", tickets: int = 2, extra: byte
 # --- Amazon SES (SNS notifications of a receipt rule) -----------------------------------------------------
 
 
-def ses_received(raw: bytes, recipients: list[str], *, action: dict, verdict: str = "PASS") -> dict:
+def ses_received(
+    raw: bytes, recipients: list[str], *, action: dict, verdict: str = "PASS", virus: str = "PASS"
+) -> dict:
     """The SES "Received" notification (docs: SES "Contents of notifications for Amazon SES email receiving")."""
     now = timezone.now().strftime("%Y-%m-%dT%H:%M:%S.000Z")
     message = {
@@ -107,7 +109,7 @@ def ses_received(raw: bytes, recipients: list[str], *, action: dict, verdict: st
             "processingTimeMillis": 420,
             "recipients": recipients,
             "spamVerdict": {"status": verdict},
-            "virusVerdict": {"status": "PASS"},
+            "virusVerdict": {"status": virus},
             "spfVerdict": {"status": "PASS"},
             "dkimVerdict": {"status": "PASS"},
             "dmarcVerdict": {"status": "PASS"},

@@ -287,3 +287,18 @@ def test_ses_notifications_not_signed_by_sns_are_refused(
 
     assert response.status_code == 401
     assert not InboundMessage.objects.exists()
+
+
+def test_anymail_own_ses_view_still_stores_the_object_bytes(inbound_settings, order, dkim_signer, s3):
+    """Were anymail's own SES URL mounted (it keeps no bytes), the receiver reads the S3 object itself."""
+    from anymail.webhooks.amazon_ses import AmazonSESInboundWebhookView
+    from django.test import RequestFactory
+
+    signed = dkim_signer.sign(transfer_mail(order.transfer_address))
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + "own", Body=signed)
+    action = {"type": "S3", "bucketName": BUCKET, "objectKey": PREFIX + "own"}
+    body, headers = sns_envelope(ses_received(signed, [order.transfer_address], action=action))
+    request = RequestFactory().post("/", data=body, content_type="text/plain", **headers, **basic_auth())
+
+    assert AmazonSESInboundWebhookView.as_view()(request).status_code == 200
+    _stored_as_signed(InboundMessage.objects.get(recipient=order.transfer_address), signed, dkim_signer)

@@ -110,3 +110,30 @@ def test_a_payload_without_the_raw_message_opens_unverifiable(inbound_settings, 
     assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.NONE)
     case = TransferCase.objects.get(order=order)
     assert case.kind == TransferCase.Kind.UNVERIFIABLE and case.state == TransferCase.State.OPEN
+
+
+@pytest.mark.parametrize("channel", ["amazon_ses_virus", "postmark_spam"])
+def test_a_provider_flag_opens_a_case_instead_of_moving_the_order(inbound_settings, partner, channel):
+    order = pipeline.transfer_order(partner, quantity=2)
+    raw = sandbox.sandbox_sign(mail.compose(order, "transfer_offer", seats=[1, 2]))
+    to = order.transfer_address
+    if channel == "amazon_ses_virus":
+        action = {"type": "SNS", "encoding": "BASE64"}
+        body, headers = sns_envelope(ses_received(raw, [to], action=action, virus="FAIL"))
+        response = Client().post(
+            "/inbound/amazon_ses/inbound/", data=body, content_type="text/plain", **headers, **basic_auth()
+        )
+    else:
+        response = Client().post(
+            "/inbound/postmark/inbound/",
+            data=postmark_json(raw, to, spam="Yes"),
+            content_type="application/json",
+            **basic_auth(),
+        )
+    assert response.status_code == 200
+    message = InboundMessage.objects.get(recipient=to)
+
+    assert process.message_process(message_pk=message.pk) == "case"
+    order.refresh_from_db()
+    assert order.status == S.AWAITING_TRANSFER
+    assert TransferCase.objects.get(order=order).kind == TransferCase.Kind.UNVERIFIED
