@@ -55,7 +55,7 @@ def provider_inbound(sender, event, esp_name: str, **kwargs) -> None:
     recipients = envelope_recipients(channel, event)
     if raw is None:
         logger.warning("Inbound mail from %s without its raw message: stored as unverifiable", esp_name)
-    message_receive(
+    received = message_receive(
         raw,
         recipients=recipients,
         channel=channel,
@@ -63,6 +63,13 @@ def provider_inbound(sender, event, esp_name: str, **kwargs) -> None:
         peer=esp_name,
         verdicts={"provider": verdicts},
     )
+    if not received:
+        # The provider accepted it already (no 550 to give): dropped, as the SMTP receiver refuses it at RCPT.
+        logger.info(
+            "Inbound mail from %s for no order taking mail (%d recipient(s)): dropped",
+            esp_name,
+            len(recipients),
+        )
 
 
 # --- The raw bytes ---------------------------------------------------------------------------------------
