@@ -302,3 +302,13 @@ def test_anymail_own_ses_view_still_stores_the_object_bytes(inbound_settings, or
 
     assert AmazonSESInboundWebhookView.as_view()(request).status_code == 200
     _stored_as_signed(InboundMessage.objects.get(recipient=order.transfer_address), signed, dkim_signer)
+
+
+def test_mail_for_no_order_taking_mail_is_dropped(inbound_settings, order, dkim_signer, settings):
+    stranger = f"ord-nobody@{settings.ORDER_TRANSFER_ADDRESS_DOMAIN}"
+    signed = dkim_signer.sign(transfer_mail(stranger))
+    response = Client().post(
+        POSTMARK_URL, data=postmark_json(signed, stranger), content_type="application/json", **basic_auth()
+    )
+    assert response.status_code == 200
+    assert not InboundMessage.objects.exists()
