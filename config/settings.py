@@ -19,7 +19,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
-from config.settings_parts.beat import beat_schedule
+from config.settings_parts.beat import beat_schedule, inbound_beat_schedule
 from config.settings_parts.inbound import inbound_settings
 from config.settings_parts.logs import logging_config
 from config.settings_parts.project import (  # noqa: F401 (read by Django)
@@ -251,7 +251,11 @@ ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
 # Transfer detection: INBOUND_SMTP_LISTEN, INBOUND_CHANNELS, INBOUND_TRUSTED_ARC_SEALERS, INBOUND_RAW_RETENTION_DAYS,
 # TRANSFER_FILE_PAYOUT_HOLD_HOURS and the receiver's bounds (config/settings_parts/inbound.py).
-globals().update(inbound_settings(env))
+_inbound = inbound_settings(env)
+globals().update(_inbound)
+CELERY_BEAT_SCHEDULE.update(
+    inbound_beat_schedule(channels=_inbound["INBOUND_CHANNELS"], ses_bucket=_inbound["INBOUND_SES_BUCKET"])
+)
 # The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
 # seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
 # confirmation resumes within STALE + 30 s. STALE stays above the e-mail leases (a claim: 90 s; a hand-over:

@@ -40,6 +40,8 @@ urlpatterns = [
     path("portal/settings/webhooks/", include("orders.webhooks.portal_urls")),
     path("portal/", include((portal, "portal"))),
     path("sandbox/", include("payouts.sandbox.urls")),
+    # The e-mail providers' inbound webhooks (orders/transfers/urls.py): 404 unless in INBOUND_CHANNELS.
+    path("inbound/", include("orders.transfers.urls")),
     path("v1/", include(api_v1)),
     re_path(r"^v1$", views.api_not_found),
 ]

@@ -31,4 +31,51 @@ def inbound_settings(env: environ.Env) -> dict:
         # Amazon SES's S3 action: the bucket the raw messages land in (the sweeper lists it).
         "INBOUND_SES_BUCKET": env.str("INBOUND_SES_BUCKET", default=""),
         "INBOUND_SES_PREFIX": env.str("INBOUND_SES_PREFIX", default=""),
+        # SNS posts to the SES webhook must carry Amazon's signature, from one of these topics (any if empty).
+        "INBOUND_SES_VERIFY_SIGNATURE": env.bool("INBOUND_SES_VERIFY_SIGNATURE", default=True),
+        "INBOUND_SES_TOPIC_ARNS": tuple(
+            t.strip() for t in env.list("INBOUND_SES_TOPIC_ARNS", default=[]) if t.strip()
+        ),
+        "ANYMAIL": anymail_settings(env, channels),
     }
+
+
+def anymail_settings(env: environ.Env, channels: tuple[str, ...]) -> dict:
+    """django-anymail's settings for the providers' inbound webhooks (docs/operations.md "Provider channels").
+
+    ``INBOUND_WEBHOOK_SECRET`` is the basic-auth ``user:password`` in every provider's webhook URL (a comma
+    separates the old and the new one during a rotation); it is required in production as soon as a
+    provider channel is enabled, and so is Mailgun's signing key when ``mailgun`` is.
+    """
+    from django.core.exceptions import ImproperlyConfigured
+
+    production = env.str("DJANGO_ENV", default="development") == "production"
+    providers = [c for c in channels if c != "smtp"]
+    secret = [s.strip() for s in env.list("INBOUND_WEBHOOK_SECRET", default=[]) if s.strip()]
+    signing_key = env.str("MAILGUN_WEBHOOK_SIGNING_KEY", default="")
+    if production and providers and not secret:
+        raise ImproperlyConfigured(
+            f"INBOUND_WEBHOOK_SECRET must be set when DJANGO_ENV=production and INBOUND_CHANNELS has {providers[0]}"
+        )
+    if production and "mailgun" in channels and not signing_key:
+        raise ImproperlyConfigured(
+            "MAILGUN_WEBHOOK_SIGNING_KEY must be set when INBOUND_CHANNELS has mailgun"
+        )
+    settings: dict = {
+        "WEBHOOK_SECRET": secret,
+        # SES's S3 action: the objects are read with these (the region of the bucket; credentials from the
+        # usual AWS_* variables or the instance role). SNS subscriptions are confirmed by the webhook itself,
+        # which the secret in the subscription's URL proves is ours.
+        "AMAZON_SES_CLIENT_PARAMS": {
+            k: v
+            for k, v in {
+                "region_name": env.str("INBOUND_SES_REGION", default=""),
+                "endpoint_url": env.str("INBOUND_SES_S3_ENDPOINT_URL", default=""),
+            }.items()
+            if v
+        },
+        "AMAZON_SES_AUTO_CONFIRM_SNS_SUBSCRIPTIONS": True,
+    }
+    if signing_key:
+        settings["MAILGUN_WEBHOOK_SIGNING_KEY"] = signing_key
+    return settings

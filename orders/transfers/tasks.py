@@ -69,3 +69,11 @@ def partial_overdue_sweep() -> int:
     if opened:
         logger.info("Opened partial_overdue for %d order(s): %s", len(opened), ", ".join(opened[:20]))
     return len(opened)
+
+
+@shared_task(name="orders.transfers.tasks.ses_sweep", acks_late=True)
+def ses_sweep() -> int:
+    """Store the SES S3 objects whose SNS notification never arrived (``orders.transfers.providers``)."""
+    from .providers import ses_sweep as sweep
+
+    return sweep()
