@@ -238,7 +238,9 @@ def test_mark_recalled_sends_a_received_order_back_to_awaiting_transfer(order):
     order = make_order(
         make_partner(name="Recall Co", email="r@recall.example").partner, status="ticket_received"
     )
-    state.transfer_transition(order=order, to="detected", actor="system:transfers", reason_code="transfer_detected")
+    state.transfer_transition(
+        order=order, to="detected", actor="system:transfers", reason_code="transfer_detected"
+    )
     case = mismatch_case(order, kind=TransferCase.Kind.RECALLED)
     client = staff("ops", "mark_recalled")
     client.post(url("recalled", case), {"confirmed": "yes", "reason": "seller took them back"})
@@ -274,7 +276,9 @@ def test_accepted_on_platform_in_bulk_lists_the_accept_links_and_records_once():
     notes = Notification.objects.filter(order__in=orders, payload__data__reason="accepted_by_staff").count()
     assert notes == 2
     client.post("/admin/transfers/transfercase/", {**selection, "confirmed": "yes", "reason": "accepted"})
-    assert Notification.objects.filter(order__in=orders, payload__data__reason="accepted_by_staff").count() == 2
+    assert (
+        Notification.objects.filter(order__in=orders, payload__data__reason="accepted_by_staff").count() == 2
+    )
 
 
 def test_a_viewer_has_no_bulk_action_and_a_forged_one_changes_nothing(case):
