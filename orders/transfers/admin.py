@@ -8,12 +8,9 @@ may resolve cases. Live data by default, as every staff view."""
 
 from __future__ import annotations
 
-import json
 from functools import partial
 
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -22,27 +19,14 @@ from django.utils.html import format_html
 
 from config.core.admin_permissions import require, staff_may
 from config.core.history_admin import ReadOnly, StatusHistoryInline
-from config.core.modes import ModeFilter
 
 from . import admin_display as show
 from .admin_actions import ACTIONS, Refused, applies, case_act
-from .admin_order import actor_of, confirmation_items, link_html
-from .intake import raw_read
-from .models import InboundMessage, TransferCase, TransferCaseHistory, TransferEvidence
+from .admin_order import actor_of, confirmation_items
+from .admin_records import OrderModeFilter
+from .models import TransferCase, TransferCaseHistory
 
 CS = TransferCase.State
-
-
-class OrderModeFilter(ModeFilter):
-    """Live by default, through the order (a case without an order counts as live: staff must see it)."""
-
-    def queryset(self, request, queryset):
-        selected = self._selected()
-        if selected == self.ALL:
-            return queryset
-        if selected == self.LIVE:
-            return queryset.filter(Q(order__livemode=True) | Q(order__isnull=True))
-        return queryset.filter(order__livemode=False)
 
 
 class CaseStateFilter(admin.SimpleListFilter):
@@ -83,9 +67,10 @@ class TransferCaseHistoryInline(StatusHistoryInline):
 
 @admin.register(TransferCase)
 class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = ("case", "kind", "state_shown", "order_link", "partner", "created_at", "age")
+    list_display = ("case", "kind", "state_shown", "order_link", "partner", "why", "created_at", "age")
     list_filter = (OrderModeFilter, CaseStateFilter, "kind", "resolution", "created_at")
     search_fields = ("=order__order_id", "order__transfer_address", "message__recipient")
+    search_help_text = "An order id (exactly), or a transfer address or a part of it."
     list_select_related = ("order", "order__partner")
     ordering = ("created_at", "id")  # the queue: the oldest first
     actions = ("accept_on_platform",)
@@ -128,6 +113,10 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
     def partner(self, obj: TransferCase) -> str:
         return obj.order.partner.name if obj.order else "—"
 
+    @admin.display(description="Why")
+    def why(self, obj: TransferCase) -> str:
+        return obj.summary if len(obj.summary) <= 70 else obj.summary[:69] + "…"
+
     @admin.display(description="Age")
     def age(self, obj: TransferCase) -> str:
         return show.age(obj.created_at)
@@ -167,8 +156,18 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
         return format_html("<br>".join(["{}"] * len(links)), *links) if links else "—"
 
     # --- the case page's buttons ---------------------------------------------------------------------------------
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {"title": "Transfers: the cases to decide", **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
+
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["case_actions"] = self.case_actions(request, obj) if obj is not None else []
+        if obj is not None:
+            order = f" · order {obj.order.order_id}" if obj.order else ""
+            context.update(
+                title=f"Transfer case #{obj.pk}",
+                subtitle=f"{obj.get_kind_display()} · {obj.get_state_display()}{order}",
+            )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def case_actions(self, request: HttpRequest, case: TransferCase) -> list[tuple[str, str, str]]:
@@ -292,135 +291,3 @@ def default_question(case: TransferCase) -> str:
         f"tickets you sold ({order.quantity} × section {order.section_name_display}, row {order.row_name_display})."
         f"{detail} Could you check the transfer and send the tickets you sold to the order's transfer address?"
     )
-
-
-# --- the records behind the cases, read-only ---------------------------------------------------------------------
-@admin.register(InboundMessage)
-class InboundMessageAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = (
-        "received_at",
-        "channel",
-        "recipient",
-        "order",
-        "platform",
-        "kind",
-        "authentic",
-        "stage",
-        "outcome",
-    )
-    list_filter = (OrderModeFilter, "channel", "stage", "outcome", "authentic", "platform", "received_at")
-    search_fields = ("=order__order_id", "recipient", "=sha256", "message_id", "header_subject")
-    list_select_related = ("order",)
-    change_form_template = "admin/transfers/inboundmessage/change_form.html"
-    fieldsets = (
-        (
-            None,
-            {
-                "fields": (
-                    "order",
-                    "recipient",
-                    "channel",
-                    "received_at",
-                    "stage",
-                    "outcome",
-                    "authentic",
-                    "raw_link",
-                )
-            },
-        ),
-        ("Envelope", {"fields": ("mail_from", "peer", "helo", "size", "sha256")}),
-        (
-            "Headers",
-            {"fields": ("header_from", "header_subject", "header_date", "message_id", "platform", "kind")},
-        ),
-        ("The mail, as text", {"fields": ("mail",)}),
-        ("Authentication", {"fields": ("authentication",)}),
-        (
-            "Every stage's verdict",
-            {"fields": ("verdicts_shown", "attempts", "next_attempt_at", "processed_at")},
-        ),
-    )
-
-    def get_readonly_fields(self, request, obj=None):
-        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
-
-    @admin.display(description="Mail")
-    def mail(self, obj: InboundMessage):
-        return show.message_as_text(obj)
-
-    @admin.display(description="Summary")
-    def authentication(self, obj: InboundMessage):
-        return show.auth_summary(obj)
-
-    @admin.display(description="Verdicts")
-    def verdicts_shown(self, obj: InboundMessage):
-        return format_html("<pre>{}</pre>", json.dumps(obj.verdicts, indent=2, sort_keys=True, default=str))
-
-    @admin.display(description="Raw message")
-    def raw_link(self, obj: InboundMessage) -> str:
-        return f"kept ({obj.size} bytes)" if obj.raw.name else "not kept"
-
-    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        # The download is a button for staff who resolve cases; the others see that it is kept.
-        if obj is not None and obj.raw.name and staff_may(request, RAW_PERMISSION):
-            context["raw_url"] = reverse("admin:transfers_inboundmessage_raw", args=[obj.pk])
-        return super().render_change_form(request, context, add, change, form_url, obj)
-
-    def get_urls(self):
-        custom = [
-            path(
-                "<int:pk>/raw.eml",
-                self.admin_site.admin_view(self.raw_view),
-                name="transfers_inboundmessage_raw",
-            )
-        ]
-        return custom + super().get_urls()
-
-    def raw_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        """The raw bytes as received, as a download (never shown inline: it is untrusted HTML and script)."""
-        require(request, RAW_PERMISSION)
-        message = get_object_or_404(InboundMessage, pk=pk)
-        raw = raw_read(message)
-        if raw is None:
-            raise PermissionDenied("The raw message is not kept any more.")
-        response = HttpResponse(raw, content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="message-{message.pk}.eml"'
-        response["Cache-Control"] = "private, no-store"
-        response["X-Content-Type-Options"] = "nosniff"
-        return response
-
-
-# Who reads a raw message: staff who judge cases (the raw bytes carry the seller's personal data).
-RAW_PERMISSION = "transfers.resolve_transfer_case"
-
-
-@admin.register(TransferEvidence)
-class TransferEvidenceAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = ("order", "kind", "quantity", "seats_shown", "matched", "created_at")
-    list_filter = (OrderModeFilter, "kind", "matched", "created_at")
-    search_fields = ("=order__order_id", "order__transfer_address")
-    list_select_related = ("order",)
-    fields = (
-        "order",
-        "message",
-        "kind",
-        "quantity",
-        "seats_shown",
-        "matched",
-        "accept",
-        "fields_shown",
-        "created_at",
-    )
-    readonly_fields = fields
-
-    @admin.display(description="Seats")
-    def seats_shown(self, obj: TransferEvidence) -> str:
-        return ", ".join(str(s) for s in obj.seats) or "—"
-
-    @admin.display(description="Accept link")
-    def accept(self, obj: TransferEvidence):
-        return link_html(obj.accept_link) if obj.accept_link else "—"
-
-    @admin.display(description="What was read")
-    def fields_shown(self, obj: TransferEvidence):
-        return format_html("<pre>{}</pre>", json.dumps(obj.fields, indent=2, sort_keys=True, default=str))

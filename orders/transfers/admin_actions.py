@@ -60,7 +60,7 @@ ACTIONS: dict[str, CaseAction] = {
             (
                 "the order moves from awaiting transfer to ticket received (reason received_by_staff), with "
                 "your reason in its history;",
-                "its transfer becomes detected, or accepted if you tick “accepted on the platform” below;",
+                "its transfer becomes detected, or accepted if you answer yes below (the payout may then start);",
                 "the partner gets order.status_changed and order.transfer_updated notifications;",
                 "the case is resolved as “marked received”.",
             ),
@@ -187,7 +187,9 @@ def case_act(
         raise Refused("Give a reason for the case's history.")
     try:
         with transaction.atomic():
-            case = TransferCase.objects.select_for_update(of=("self",)).select_related("order").get(pk=case_pk)
+            case = (
+                TransferCase.objects.select_for_update(of=("self",)).select_related("order").get(pk=case_pk)
+            )
             if case.state == TransferCase.State.RESOLVED:
                 raise Refused(f"This case was already resolved ({case.get_resolution_display().lower()}).")
             order = case.order

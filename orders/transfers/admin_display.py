@@ -155,7 +155,8 @@ def evidence_table(case: TransferCase) -> SafeString:
     if not fields:
         return format_html('<p class="quiet">{}</p>', "No field-by-field evidence for this case.")
     rows = []
-    for name, value in fields.items():
+    # What differs first: that is what staff decide on.
+    for name, value in sorted(fields.items(), key=lambda item: (item[1].get("ok") is not False, item[0])):
         ok = value.get("ok")
         mark = "✔ same" if ok else ("✘ differs" if ok is False else "—")
         similarity = value.get("similarity")
@@ -163,7 +164,7 @@ def evidence_table(case: TransferCase) -> SafeString:
             mark += f" (similarity {float(similarity):.2f})"
         rows.append(
             (
-                name.replace("_", " "),
+                name.replace("_", " ").capitalize(),
                 _shown(value.get("order")),
                 _shown(value.get("mail")),
                 "ok" if ok else "bad",
