@@ -67,7 +67,7 @@ class TransferCaseHistoryInline(StatusHistoryInline):
 
 @admin.register(TransferCase)
 class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
-    list_display = ("case", "kind", "state_shown", "order_link", "partner", "why", "created_at", "age")
+    list_display = ("case", "kind", "state_shown", "order_link", "partner", "why", "created", "age")
     list_filter = (OrderModeFilter, CaseStateFilter, "kind", "resolution", "created_at")
     search_fields = ("=order__order_id", "order__transfer_address", "message__recipient")
     search_help_text = "An order id (exactly), or a transfer address or a part of it."
@@ -117,9 +117,15 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
     def why(self, obj: TransferCase) -> str:
         return obj.summary if len(obj.summary) <= 70 else obj.summary[:69] + "…"
 
-    @admin.display(description="Age")
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, obj: TransferCase) -> str:
+        return format_html(
+            '<span style="white-space: nowrap">{}</span>', f"{obj.created_at:%Y-%m-%d %H:%M} UTC"
+        )
+
+    @admin.display(description="Age", ordering="created_at")
     def age(self, obj: TransferCase) -> str:
-        return show.age(obj.created_at)
+        return format_html('<span style="white-space: nowrap">{}</span>', show.age(obj.created_at))
 
     @admin.display(description="Mail")
     def mail(self, obj: TransferCase):
