@@ -213,7 +213,9 @@ def case_act(
                 try:
                     to = send_transfer_question(order=order, question=message.strip())
                 except Exception as exc:  # the mail server refused or is down: nothing is resolved
-                    raise Refused(f"The e-mail could not be sent ({type(exc).__name__}); try again.") from None
+                    raise Refused(
+                        f"The e-mail could not be sent ({type(exc).__name__}); try again."
+                    ) from None
                 if not to:
                     raise Refused(f"{order.order_id} has no seller or partner e-mail address to write to.")
                 done = f"E-mailed {to} about {order.order_id}"
