@@ -22,6 +22,7 @@ from quotes.models import ORDER_SNAPSHOT_FIELDS
 from . import services
 from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
+from .transfers.admin_order import OrderTransferAdminMixin
 
 
 class OrderStatusHistoryInline(StatusHistoryInline):
@@ -47,7 +48,7 @@ class NotificationInline(admin.TabularInline):
 
 
 # Not registered here: the back office at the top of the house registers it once, with the order's money.
-class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
+class OrderAdmin(OrderTransferAdminMixin, OrderLifecycleAdminMixin, admin.ModelAdmin):
     list_display = (
         "order_id",
         "status",
@@ -64,6 +65,7 @@ class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
     list_filter = (
         ModeFilter,
         "status",
+        "transfer_state",
         ("partner", admin.RelatedOnlyFieldListFilter),
         ("event", admin.RelatedOnlyFieldListFilter),
         "delivery_type",
@@ -85,7 +87,7 @@ class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("partner", "event")
     ordering = ("-created_at", "-id")
-    actions = ("mark_ticket_received", "cancel_orders")
+    actions = ("mark_ticket_received", "mark_accepted_on_platform", "cancel_orders")
     inlines = (OrderStatusHistoryInline, NotificationInline)
     change_form_template = "admin/orders/order/change_form.html"
     fieldsets = (
@@ -116,6 +118,7 @@ class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
+        ("Transfer", {"fields": ("transfer_panel",)}),
         (
             "Quote snapshot",
             {

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from orders.models import Order
+from orders.transfers.models import TransferCase
 from orders.webhooks.models import WebhookEndpoint
 
 from ..models import Charge, Payout
@@ -88,6 +89,7 @@ class Chart:
 class Dashboard:
     periods: list[PeriodFigures]
     queues: list[Queue]
+    transfer_cases: list[Queue]  # the "Transfers" tile: open cases by kind
     orders_chart: Chart
     payouts_chart: Chart
     generated_at: datetime
@@ -119,6 +121,13 @@ def _queues(*, today: date) -> list[Queue]:
     failed_payouts = Payout.objects.filter(status=Payout.Status.FAILED).count()
     disabled_endpoints = WebhookEndpoint.objects.live().filter(status=WebhookEndpoint.Status.DISABLED).count()
     return [
+        Queue(
+            "Transfer cases",
+            "Transfers the service could not decide alone (forged or unverifiable mail, mismatches, recalls): "
+            "resolve them with a reason.",
+            _open_cases().count(),
+            _changelist("transfers_transfercase", state="unresolved"),
+        ),
         Queue(
             "Transfers due within 48 hours",
             "Awaiting transfer, in-hand date today or in the next two days: chase the seller.",
@@ -163,6 +172,28 @@ def _queues(*, today: date) -> list[Queue]:
             disabled_endpoints,
             _changelist("webhooks_webhookendpoint", status__exact=WebhookEndpoint.Status.DISABLED),
         ),
+    ]
+
+
+def _open_cases():
+    """Open or in-review cases of live orders (a case without an order counts: someone must see it)."""
+    return TransferCase.objects.filter(state__in=TransferCase.OPEN_STATES).filter(
+        Q(order__livemode=True) | Q(order__isnull=True)
+    )
+
+
+def _transfer_cases() -> list[Queue]:
+    """The "Transfers" tile: open cases by kind, each linking to the queue filtered on its kind."""
+    counts = dict(_open_cases().order_by().values_list("kind").annotate(n=Count("id")))
+    return [
+        Queue(
+            str(label),
+            "",
+            counts[kind],
+            _changelist("transfers_transfercase", state="unresolved", kind__exact=kind),
+        )
+        for kind, label in TransferCase.Kind.choices
+        if counts.get(kind)
     ]
 
 
@@ -266,6 +297,7 @@ def staff_dashboard(*, now: datetime | None = None) -> Dashboard:
             _period("This week", week_start, week_start + timedelta(days=7)),
         ],
         queues=_queues(today=today),
+        transfer_cases=_transfer_cases(),
         orders_chart=_orders_chart(today=today),
         payouts_chart=_payouts_chart(today=today),
         generated_at=now,

@@ -27,6 +27,7 @@ from rest_framework.test import APIClient
 from catalog.models import Event, Row
 from catalog.services import row_quantity_adjust
 from orders.models import Order
+from orders.transfers.models import TransferCase
 from orders.services import order_transition
 from orders.webhooks.models import WebhookEndpoint
 from orders.webhooks.services import endpoint_create, endpoint_disable
@@ -37,11 +38,13 @@ from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order
+from tests.transfers.staff.fixtures import mismatch_case
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 groups_migration = importlib.import_module("payouts.migrations.0010_staff_groups")
 histories_migration = importlib.import_module("payouts.migrations.0012_staff_groups_status_histories")
+transfers_migration = importlib.import_module("payouts.migrations.0013_staff_groups_transfers")
 
 # Django's own pages of a model admin; everything else a model admin serves is one of its custom views.
 STANDARD_VIEWS = {"changelist", "add", "history", "delete", "change"}
@@ -168,7 +171,10 @@ def world(settings, django_capture_on_commit_callbacks):
     )
     endpoint_disable(endpoint=endpoint, reason=WebhookEndpoint.DisabledReason.FAILING, notify=False)
     StaticDevice.objects.create(user=root, name="backup", confirmed=True).token_set.create(token="a1b2c3d4")
+    # A transfer case on an order awaiting its transfer (every case action applies), with its message and evidence.
+    case = mismatch_case(make_order(creds.partner, status="awaiting_transfer"))
     return SimpleNamespace(
+        case=case,
         root=root,
         partner=creds.partner,
         suspended=suspended,
@@ -272,6 +278,15 @@ def test_a_forged_post_of_every_action_and_view_changes_nothing(world, settings)
         "orders_order_retry_refund",
         "orders_order_retry_payout",
         "payouts_payout_retry",
+        "mark_accepted_on_platform",
+        "accept_on_platform",
+        "transfers_transfercase_mark_received",
+        "transfers_transfercase_ask_seller",
+        "transfers_transfercase_dismiss",
+        "transfers_transfercase_forged",
+        "transfers_transfercase_accept",
+        "transfers_transfercase_recalled",
+        "transfers_inboundmessage_raw",
     } <= tried
 
 
@@ -300,6 +315,7 @@ def shipped_groups() -> tuple[Group, Group]:
     threaded ones) removes what migrations wrote."""
     groups_migration.create_staff_groups(apps, SimpleNamespace(connection=connection))
     histories_migration.add_history_views(apps, SimpleNamespace(connection=connection))
+    transfers_migration.add_transfer_permissions(apps, SimpleNamespace(connection=connection))
     return Group.objects.get(name="Support (read only)"), Group.objects.get(name="Operations")
 
 
@@ -323,7 +339,7 @@ def test_operations_may_take_every_named_action_and_deletes_nothing_but_portal_a
         f"{m._meta.app_label}.{codename}"
         for m in apps.get_models()
         for codename, _ in m._meta.permissions
-        if m._meta.app_label in {"partners", "catalog", "orders", "payouts"}
+        if m._meta.app_label in {"partners", "catalog", "orders", "transfers", "payouts"}
     }
     assert named == {
         "partners.rotate_credentials",
@@ -334,6 +350,10 @@ def test_operations_may_take_every_named_action_and_deletes_nothing_but_portal_a
         "orders.mark_received",
         "payouts.retry_refund",
         "payouts.retry_payout",
+        "transfers.resolve_transfer_case",
+        "transfers.ask_seller",
+        "transfers.mark_accepted_on_platform",
+        "transfers.mark_recalled",
     }
     perms = _perms(operations)
     assert _perms(support) | named <= perms
@@ -378,6 +398,21 @@ def test_operations_sees_the_buttons_a_viewer_does_not(world, operations_client)
     assert reverse("admin:catalog_row_adjust_quantity", args=[world.row.pk]) in row_page
     events = operations_client.get("/admin/catalog/event/").content.decode()
     assert 'value="cancel_events"' in events
+    case_page = operations_client.get(
+        f"/admin/transfers/transfercase/{world.case.pk}/change/"
+    ).content.decode()
+    for name in ("mark_received", "ask_seller", "dismiss", "forged"):
+        assert reverse(f"admin:transfers_transfercase_{name}", args=[world.case.pk]) in case_page
+    assert (
+        'value="accept_on_platform"'
+        in operations_client.get("/admin/transfers/transfercase/").content.decode()
+    )
+
+
+def test_operations_resolves_a_transfer_case(world, operations_client):
+    url = reverse("admin:transfers_transfercase_dismiss", args=[world.case.pk])
+    operations_client.post(url, {"confirmed": "yes", "reason": "a duplicate of the seller's own mail"})
+    assert TransferCase.objects.get(pk=world.case.pk).resolution == "dismissed"
 
 
 def test_operations_rotates_suspends_and_reactivates_partners(world, operations_client):

@@ -143,10 +143,12 @@ def test_bulk_mark_ticket_received_goes_through_the_life_cycle(staff_client, par
     order_transition(order=ready, to="awaiting_transfer", actor="system:confirmation")
     too_early = create_order(partner)
 
+    selection = {"action": "mark_ticket_received", "_selected_action": [ready.pk, too_early.pk]}
+    confirmation = staff_client.post(CHANGELIST, selection).content.decode()
+    assert "Were the tickets accepted on the platform?" in confirmation
+    assert Order.objects.get(pk=ready.pk).status == "awaiting_transfer"  # nothing before the confirmation
     response = staff_client.post(
-        CHANGELIST,
-        {"action": "mark_ticket_received", "_selected_action": [ready.pk, too_early.pk]},
-        follow=True,
+        CHANGELIST, {**selection, "confirmed": "yes", "reason": "Ticket received"}, follow=True
     )
 
     assert response.status_code == 200
@@ -156,6 +158,7 @@ def test_bulk_mark_ticket_received_goes_through_the_life_cycle(staff_client, par
     assert too_early.status == "accepted"
     last = ready.status_history.order_by("-at", "-id").first()
     assert last.actor == "staff:root"
+    assert (ready.transfer_state, ready.transfer_source) == ("detected", "staff")
     messages = [str(m) for m in get_messages(response.wsgi_request)]
     assert any(ready.order_id in m and "Marked" in m for m in messages)
     assert any(too_early.order_id in m and "accepted" in m and "Not" in m for m in messages)

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from orders.models import Order
+from orders.transfers.state import case_move, case_open
 from orders.webhooks.models import WebhookEndpoint
 from payouts.backoffice.dashboard import staff_dashboard
 from payouts.models import Charge, Payout
@@ -106,6 +107,10 @@ def data_set(partner):
     _payout(last_week, status="failed")
     _endpoint(partner, status="enabled")
     gone = _endpoint(partner, status="disabled", disabled_reason="endpoint_gone")
+    # One open transfer case (a live order), and one already resolved, which needs nobody.
+    case_open(order=monday, kind="partial_overdue", summary="Half the seats, the in-hand date is near.")
+    done = case_open(order=last_week, kind="mismatch", summary="Row differs.")
+    case_move(case=done, to="resolved", actor="staff:test", reason="asked", resolution="asked_seller")
     return {"today_paid": today_paid, "monday": monday, "gone_endpoint": gone}
 
 
@@ -129,6 +134,7 @@ def test_today_and_this_week_figures(data_set):
 def test_queues_count_what_needs_doing(data_set):
     queues = {q.label: q.count for q in staff_dashboard(now=NOW).queues}
     assert queues == {
+        "Transfer cases": 1,
         "Transfers due within 48 hours": 1,
         "Overdue transfers": 1,
         "Declined charges": 1,
@@ -136,6 +142,13 @@ def test_queues_count_what_needs_doing(data_set):
         "Failed payouts": 1,
         "Disabled webhook endpoints": 1,
     }
+
+
+@pytest.mark.django_db
+def test_the_transfers_tile_counts_open_cases_by_kind_and_links_the_filtered_queue(data_set):
+    tile = staff_dashboard(now=NOW).transfer_cases
+    assert [(q.label, q.count) for q in tile] == [("Partial, in-hand date near", 1)]
+    assert tile[0].url == "/admin/transfers/transfercase/?state=unresolved&kind__exact=partial_overdue"
 
 
 @pytest.mark.django_db
@@ -195,6 +208,7 @@ def test_admin_index_shows_the_dashboard_and_queue_links_open_filtered_lists(
     dashboard = staff_dashboard(now=NOW)
     expected = {
         "Overdue transfers": {data_set["monday"].order_id},
+        "Transfer cases": {data_set["monday"].order_id},
         "Declined charges": {data_set["monday"].order_id},
         "Failed payouts": {Order.objects.get(status="ticket_received").order_id},
         "Disabled webhook endpoints": {data_set["gone_endpoint"].endpoint_id},

@@ -1,0 +1,299 @@
+"""Staff pages of transfer detection: the "Transfers" queue of cases, and the inbound messages and evidence
+behind them, read-only.
+
+A case page shows the mail as text (never its HTML rendered), the authentication summary and the evidence
+against the order side by side, with the case's actions as buttons (``admin_actions``: a confirmation with a
+reason, its own permission, then back to the case with a GET). The raw message is downloaded by staff who
+may resolve cases. Live data by default, as every staff view."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from config.core.admin_permissions import require, staff_may
+from config.core.history_admin import ReadOnly, StatusHistoryInline
+
+from . import admin_display as show
+from .admin_actions import ACTIONS, Refused, applies, case_act
+from .admin_order import actor_of, confirmation_items
+from .admin_records import OrderModeFilter
+from .models import TransferCase, TransferCaseHistory
+
+CS = TransferCase.State
+
+
+class CaseStateFilter(admin.SimpleListFilter):
+    """The queue shows the cases still to decide (open or in review) unless asked otherwise."""
+
+    title = "state"
+    parameter_name = "state"
+    UNRESOLVED = "unresolved"
+    CHOICES = [(UNRESOLVED, "To decide (open or in review)"), *CS.choices, ("all", "All")]
+
+    def lookups(self, request, model_admin):
+        return self.CHOICES
+
+    def _selected(self) -> str:
+        return self.value() if self.value() in dict(self.CHOICES) else self.UNRESOLVED
+
+    def choices(self, changelist):
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": self._selected() == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request, queryset):
+        selected = self._selected()
+        if selected == "all":
+            return queryset
+        if selected == self.UNRESOLVED:
+            return queryset.filter(state__in=TransferCase.OPEN_STATES)
+        return queryset.filter(state=selected)
+
+
+class TransferCaseHistoryInline(StatusHistoryInline):
+    model = TransferCaseHistory
+    verbose_name_plural = "Case history"
+
+
+@admin.register(TransferCase)
+class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
+    list_display = ("case", "kind", "state_shown", "order_link", "partner", "why", "created", "age")
+    list_filter = (OrderModeFilter, CaseStateFilter, "kind", "resolution", "created_at")
+    search_fields = ("=order__order_id", "order__transfer_address", "message__recipient")
+    search_help_text = "An order id (exactly), or a transfer address or a part of it."
+    list_select_related = ("order", "order__partner")
+    ordering = ("created_at", "id")  # the queue: the oldest first
+    actions = ("accept_on_platform",)
+    inlines = (TransferCaseHistoryInline,)
+    change_form_template = "admin/transfers/transfercase/change_form.html"
+    fieldsets = (
+        (None, {"fields": ("kind", "state", "order_link", "partner", "summary", "created_at", "age")}),
+        ("The mail, as text", {"fields": ("mail",)}),
+        ("Authentication", {"fields": ("authentication",)}),
+        ("Evidence against the order", {"fields": ("evidence", "order_transfer", "accept_links")}),
+        ("Resolution", {"fields": ("resolution", "resolved_by", "resolved_at", "resolution_reason")}),
+    )
+
+    def get_readonly_fields(self, request, obj=None):
+        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
+
+    def get_queryset(self, request):
+        return (
+            super().get_queryset(request).select_related("order", "order__partner", "order__event", "message")
+        )
+
+    # --- display -----------------------------------------------------------------------------------------------
+    @admin.display(description="Case", ordering="id")
+    def case(self, obj: TransferCase) -> str:
+        return f"#{obj.pk}"
+
+    @admin.display(description="State", ordering="state")
+    def state_shown(self, obj: TransferCase) -> str:
+        return obj.get_resolution_display() if obj.state == CS.RESOLVED else obj.get_state_display()
+
+    @admin.display(description="Order", ordering="order__order_id")
+    def order_link(self, obj: TransferCase) -> str:
+        if obj.order is None:
+            return "—"
+        url = reverse("admin:orders_order_change", args=[obj.order_id])
+        test = " (test)" if not obj.order.livemode else ""
+        return format_html('<a href="{}">{}</a>{}', url, obj.order.order_id, test)
+
+    @admin.display(description="Partner", ordering="order__partner__name")
+    def partner(self, obj: TransferCase) -> str:
+        return obj.order.partner.name if obj.order else "—"
+
+    @admin.display(description="Why")
+    def why(self, obj: TransferCase) -> str:
+        return obj.summary if len(obj.summary) <= 70 else obj.summary[:69] + "…"
+
+    @admin.display(description="Created", ordering="created_at")
+    def created(self, obj: TransferCase) -> str:
+        return format_html(
+            '<span style="white-space: nowrap">{}</span>', f"{obj.created_at:%Y-%m-%d %H:%M} UTC"
+        )
+
+    @admin.display(description="Age", ordering="created_at")
+    def age(self, obj: TransferCase) -> str:
+        return format_html('<span style="white-space: nowrap">{}</span>', show.age(obj.created_at))
+
+    @admin.display(description="Mail")
+    def mail(self, obj: TransferCase):
+        return show.message_as_text(obj.message)
+
+    @admin.display(description="Summary")
+    def authentication(self, obj: TransferCase):
+        return show.auth_summary(obj.message)
+
+    @admin.display(description="Field by field")
+    def evidence(self, obj: TransferCase):
+        return show.evidence_table(obj)
+
+    @admin.display(description="The order's transfer")
+    def order_transfer(self, obj: TransferCase):
+        if obj.order is None:
+            return "—"
+        o = obj.order
+        return format_html(
+            "{} · {} of {} tickets detected · {} · section {} row {}",
+            o.get_transfer_state_display(),
+            o.transfer_quantity_detected,
+            o.quantity,
+            o.get_status_display(),
+            o.section_name_display,
+            o.row_name_display,
+        )
+
+    @admin.display(description="Accept links")
+    def accept_links(self, obj: TransferCase):
+        if obj.order is None:
+            return "—"
+        links = confirmation_items([obj.order])[0]["links"]
+        return format_html("<br>".join(["{}"] * len(links)), *links) if links else "—"
+
+    # --- the case page's buttons ---------------------------------------------------------------------------------
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {"title": "Transfers: the cases to decide", **(extra_context or {})}
+        return super().changelist_view(request, extra_context)
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["case_actions"] = self.case_actions(request, obj) if obj is not None else []
+        if obj is not None:
+            order = f" · order {obj.order.order_id}" if obj.order else ""
+            context.update(
+                title=f"Transfer case #{obj.pk}",
+                subtitle=f"{obj.get_kind_display()} · {obj.get_state_display()}{order}",
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def case_actions(self, request: HttpRequest, case: TransferCase) -> list[tuple[str, str, str]]:
+        """(label, URL, kind) of each action staff may take on the case now."""
+        return [
+            (action.label, reverse(f"admin:transfers_transfercase_{name}", args=[case.pk]), action.kind)
+            for name, action in ACTIONS.items()
+            if applies(action, case) and all(staff_may(request, p) for p in action.permissions)
+        ]
+
+    def get_urls(self):
+        custom = [
+            path(
+                f"<int:pk>/{name}/",
+                self.admin_site.admin_view(partial(self.action_view, name=name)),
+                name=f"transfers_transfercase_{name}",
+            )
+            for name in ACTIONS
+        ]
+        return custom + super().get_urls()
+
+    def action_view(self, request: HttpRequest, pk: int, *, name: str) -> HttpResponse:
+        """A case button: its confirmation until it comes back confirmed with a reason, the action, then the
+        case page with a GET. Its permissions are checked on every request, the confirming POST included."""
+        action = ACTIONS[name]
+        for permission in action.permissions:
+            require(request, permission)
+        case = get_object_or_404(self.get_queryset(request), pk=pk)
+        case_url = reverse("admin:transfers_transfercase_change", args=[pk])
+        if request.method != "POST":
+            self.message_user(request, f"“{action.label}” starts from the case's button.", messages.ERROR)
+            return HttpResponseRedirect(case_url)
+        reason = request.POST.get("reason", "").strip()[:255]
+        message = request.POST.get("message", "").strip()
+        if request.POST.get("confirmed") == "yes" and reason and (message or not action.ask_message):
+            try:
+                done = case_act(
+                    case_pk=case.pk,
+                    action=action,
+                    actor=actor_of(request),
+                    reason=reason,
+                    accepted=request.POST.get("accepted") == "yes",
+                    message=message,
+                )
+            except Refused as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"{done}. Case #{case.pk} resolved.", messages.SUCCESS)
+            return HttpResponseRedirect(case_url)
+        error = ""
+        if request.POST.get("confirmed"):
+            error = (
+                "Give a reason for the case's history." if not reason else "Write the message to the seller."
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": action.title,
+            "testid": f"confirm-{name}",
+            "case": case,
+            "effects": action.effects,
+            "items": confirmation_items([case.order]) if case.order else [],
+            "ask_accepted": action.ask_accepted,
+            "ask_message": action.ask_message,
+            "message": request.POST.get("message", "") or default_question(case),
+            "reason": request.POST.get("reason", ""),
+            "error": error,
+            "opts": self.model._meta,
+            "back_url": case_url,
+            "submit": action.submit,
+        }
+        return TemplateResponse(request, "admin/transfers/confirm.html", context)
+
+    # --- bulk: accepted on the platform ----------------------------------------------------------------------------
+    def has_mark_accepted_on_platform_permission(self, request: HttpRequest, obj=None) -> bool:
+        return staff_may(request, "transfers.mark_accepted_on_platform")
+
+    @admin.action(description="Mark accepted on platform", permissions=["mark_accepted_on_platform"])
+    def accept_on_platform(self, request, queryset):
+        cases = list(queryset.select_related("order", "order__partner", "order__event").order_by("pk"))
+        reason = request.POST.get("reason", "").strip()[:255]
+        if request.POST.get("confirmed") == "yes" and reason:
+            for case in cases:
+                try:
+                    done = case_act(
+                        case_pk=case.pk, action=ACTIONS["accept"], actor=actor_of(request), reason=reason
+                    )
+                except Refused as exc:
+                    self.message_user(request, f"Case #{case.pk}: {exc}", messages.ERROR)
+                else:
+                    self.message_user(request, f"{done}. Case #{case.pk} resolved.", messages.SUCCESS)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Record these transfers as accepted on the platform?",
+            "testid": "confirm-accept",
+            "effects": ACTIONS["accept"].effects,
+            "items": confirmation_items([c.order for c in cases if c.order]),
+            "hidden": [
+                ("action", request.POST.get("action", "")),
+                ("select_across", request.POST.get("select_across", "0")),
+            ],
+            "selected": [c.pk for c in cases],
+            "reason": request.POST.get("reason", ""),
+            "error": "Give a reason for the case's history." if request.POST.get("confirmed") else "",
+            "opts": self.model._meta,
+            "back_url": reverse("admin:transfers_transfercase_changelist"),
+            "submit": ACTIONS["accept"].submit,
+        }
+        return TemplateResponse(request, "admin/transfers/confirm.html", context)
+
+
+def default_question(case: TransferCase) -> str:
+    """The message "Ask the seller" starts from: staff edit it before it is sent."""
+    order = case.order
+    if order is None:
+        return ""
+    differs = [name for name, v in show._fields_of(case).items() if v.get("ok") is False]
+    detail = f" The transfer we received differs in: {', '.join(differs)}." if differs else ""
+    return (
+        f"We received a ticket transfer for order {order.order_id}, but we could not confirm it matches the "
+        f"tickets you sold ({order.quantity} × section {order.section_name_display}, row {order.row_name_display})."
+        f"{detail} Could you check the transfer and send the tickets you sold to the order's transfer address?"
+    )
