@@ -204,6 +204,7 @@ def details(*, order, files, source, barcodes, distinct, problems, held, replaye
                 "page_count": f.reading.page_count,
                 "barcodes": len(f.reading.barcodes),
                 "seconds": round(f.reading.seconds, 4),
+                "cpu_seconds": round(f.reading.cpu_seconds, 4),
             }
             for f in files
         ],
