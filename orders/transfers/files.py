@@ -240,27 +240,35 @@ def message_attachments_check(message: InboundMessage, order: Order, raw: bytes)
 
     For the processing of inbound mail (``orders.transfers.process``): call it once the message is proven
     authentic (``message.authentic``) and belongs to ``order``, with the message's raw bytes. Every PDF and
-    image part, attached or inline, is read; together they are one delivery (one image per ticket is fine):
-    their distinct barcodes must number the order's quantity. More than ``MAX_ATTACHMENTS`` (20) such parts
-    opens an ``unparsed`` case without reading any. Returns ``None`` when the mail carries no PDF or image
-    (nothing is recorded then), else the ``TicketFileCheck``; a verified check moves an order awaiting its
-    transfer to ``ticket_received`` (reason ``file_verified``), one verified before the order reached
-    ``awaiting_transfer`` is applied when it does. Processing the same message again returns the same check.
+    image part is read; together they are one delivery (one image per ticket is fine): their distinct
+    barcodes must number the order's quantity. An inline image with no barcode (a logo, a signature) is left
+    out; an attached one counts. More than ``MAX_ATTACHMENTS`` (20) parts opens an ``unparsed`` case without
+    reading any. Returns ``None`` when the mail carries no ticket file (nothing is recorded then), else the
+    ``TicketFileCheck``: a verified check moves an order awaiting its transfer to ``ticket_received``
+    (reason ``file_verified``), and one verified before the order reached ``awaiting_transfer`` is applied
+    when it does; anything else opens its case. Processing the same message again returns the same check.
     """
     parts = attachment_parts(raw)
     if not parts:
         return None
     if len(parts) > MAX_ATTACHMENTS:
-        files = [records.ticket_file_unread(name, data) for name, data in parts]
+        files = [records.ticket_file_unread(name, data) for name, data, _ in parts]
         return files_check(
             order=order, files=files, message=message, source="attachment", refused=TOO_MANY_ATTACHMENTS
         )
-    files = [records.ticket_file_named(name, data) for name, data in parts]
+    files = []
+    for name, data, inline in parts:
+        file = records.ticket_file_named(name, data)
+        if inline and file.reading.kind == "image" and file.reading.ok and not file.reading.barcodes:
+            continue  # decoration of the mail's HTML, not a ticket
+        files.append(file)
+    if not files:
+        return None
     return files_check(order=order, files=files, message=message, source="attachment")
 
 
-def attachment_parts(raw: bytes) -> list[tuple[str, bytes]]:
-    """[(file name, bytes)] of every PDF or image part of the MIME message ``raw``."""
+def attachment_parts(raw: bytes) -> list[tuple[str, bytes, bool]]:
+    """[(file name, bytes, inline)] of every PDF or image part of the MIME message ``raw``."""
     parsed = BytesParser(policy=policy.compat32).parsebytes(raw)
     parts = []
     for index, part in enumerate(parsed.walk()):
@@ -271,9 +279,10 @@ def attachment_parts(raw: bytes) -> list[tuple[str, bytes]]:
         if content_type not in ATTACHMENT_TYPES and not name.lower().endswith(ATTACHMENT_SUFFIXES):
             continue
         data = part.get_payload(decode=True) or b""
-        if content_type.startswith("text/") or file_kind(data) == "unknown" and not name:
+        if content_type.startswith("text/") or (file_kind(data) == "unknown" and not name):
             continue
-        parts.append((name or f"part-{index}", data))
+        inline = part.get_content_disposition() != "attachment"
+        parts.append((name or f"part-{index}", data, inline))
     return parts
 
 

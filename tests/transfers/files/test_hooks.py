@@ -137,6 +137,26 @@ def test_mail_without_a_pdf_or_an_image_checks_nothing(partner):
 
 @pytest.mark.django_db
 @pytest.mark.embedded
+def test_an_inline_logo_is_no_ticket_file_and_an_attached_image_without_a_barcode_is(partner):
+    order = file_order(partner, quantity=2, delivery_type="mobile_qr")
+    logo = io.BytesIO()
+    Image.new("RGB", (120, 40), "navy").save(logo, format="PNG")
+    mail = EmailMessage()
+    mail["From"], mail["To"], mail["Subject"] = "platform@example.org", order.transfer_address, "Hi"
+    mail.set_content("text")
+    mail.add_alternative('<p><img src="cid:logo"></p>', subtype="html")
+    mail.get_payload()[1].add_related(logo.getvalue(), maintype="image", subtype="png", cid="<logo>")
+    raw = mail.as_bytes()
+    assert message_attachments_check(stored_message(order, raw), order, raw) is None
+
+    raw = transfer_mail(order, [("photo.png", "image/png", logo.getvalue())])
+    check = message_attachments_check(stored_message(order, raw), order, raw)
+    assert check.verdict == "no_barcode"
+    assert list(order.transfer_cases.values_list("kind", flat=True)) == [K.UNPARSED]
+
+
+@pytest.mark.django_db
+@pytest.mark.embedded
 def test_more_than_twenty_attachments_are_refused_unread(partner):
     order = file_order(partner, quantity=21, delivery_type="mobile_qr")
     raw = transfer_mail(order, [png(text) for text in codes(21)])
