@@ -301,6 +301,30 @@ def on_order_status_changed(notification: Notification) -> None:
     pending_file_apply(order=order)
 
 
+def ticket_files_sweep(*, now=None, grace_minutes: int = 10, limit: int = 50) -> int:
+    """Periodic: check the PDF of every ``pdf`` order awaiting its transfer for more than ``grace_minutes``
+    whose PDF was never checked (the subscriber failed for good, or a notification was purged). Returns how
+    many it checked."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    cutoff = (now or timezone.now()) - timedelta(minutes=grace_minutes)
+    unchecked = (
+        Order.objects.filter(
+            status=S.AWAITING_TRANSFER, delivery_type=Order.DeliveryType.PDF, status_changed_at__lt=cutoff
+        )
+        .exclude(ticket_file="")
+        .exclude(ticket_file_checks__details__source="pdf")
+        .order_by("status_changed_at", "id")[:limit]
+    )
+    checked = 0
+    for order in unchecked:
+        ticket_file_check(order=order, data=ticket_pdf_read(order), source="pdf")
+        checked += 1
+    return checked
+
+
 def ticket_pdf_read(order: Order) -> bytes:
     """The order's stored PDF (at most one byte past the upload limit: a larger file is refused as such);
     empty when the storage no longer has it (the check then opens an ``unparsed`` case)."""

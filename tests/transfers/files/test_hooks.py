@@ -80,6 +80,29 @@ def test_a_mobile_order_with_a_pdf_is_not_checked_at_confirmation(
     assert not TicketFileCheck.objects.filter(order=order).exists()
 
 
+@pytest.mark.django_db
+@pytest.mark.embedded
+def test_the_sweep_checks_a_pdf_the_subscriber_never_checked(auth_client, quote):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from orders.transfers.files import ticket_files_sweep
+
+    response = post_order(auth_client, pdf_form(quote, ticket_pdf(codes(2))))  # no commit: no subscriber ran
+    order = Order.objects.get(order_id=response.json()["data"]["order_id"])
+    order = order_transition(
+        order=order, to=S.AWAITING_TRANSFER, actor="system:confirmation", reason="Card charged"
+    )
+    assert ticket_files_sweep() == 0  # within the grace the subscriber is still expected
+
+    assert ticket_files_sweep(now=timezone.now() + timedelta(minutes=11)) == 1
+
+    order.refresh_from_db()
+    assert order.status == S.TICKET_RECEIVED
+    assert ticket_files_sweep(now=timezone.now() + timedelta(minutes=11)) == 0
+
+
 def transfer_mail(order, attachments: list[tuple[str, str, bytes]]) -> bytes:
     mail = EmailMessage()
     mail["From"] = "Seller <seller@example.org>"
