@@ -10,7 +10,18 @@ class TransfersConfig(AppConfig):
     verbose_name = "Transfers"
 
     def ready(self) -> None:
+        from orders.models import Notification
+        from orders.signals import subscribe
+
         from . import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
+        from .files import on_order_status_changed
         from .platforms import registry
 
         registry()  # a bad platform template stops the service here (ImproperlyConfigured)
+
+        # A pdf order's ticket PDF is checked once the order is confirmed (reaches awaiting_transfer).
+        subscribe(
+            "transfers-ticket-file",
+            handler=on_order_status_changed,
+            types=[Notification.Type.ORDER_STATUS_CHANGED],
+        )
