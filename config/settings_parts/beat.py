@@ -37,6 +37,8 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
             "task": "orders.transfers.tasks.partial_overdue_sweep",
             "schedule": 900.0,
         },
+        # A pdf order whose ticket PDF the confirmation's check never reached.
+        "transfers-ticket-files": {"task": "orders.transfers.tasks.ticket_files_sweep", "schedule": 600.0},
     }
 
 

@@ -9,6 +9,8 @@ already ``processed`` returns its outcome, so the same message delivered twice a
 - A temporary DNS failure → stage ``deferred``, tried again 1, 5, 15 and 60 min later (``attempts``), then an
   ``auth_temperror`` case.
 - Not authentic → a case of the verdict's kind (``unverified``, ``replay_suspected``).
+- Authentic mail to a ``mobile_qr`` order with ticket files attached: the files are checked
+  (``orders.transfers.files.message_attachments_check``) and their verdict decides.
 - Authentic, but no template, no kind recognised or required fields missing → an ``unparsed`` case showing
   the text. Otherwise the decision by kind (``orders.transfers.decision``).
 
@@ -28,7 +30,7 @@ from email.utils import parseaddr, parsedate_to_datetime
 from django.db import transaction
 from django.utils import timezone
 
-from . import decision, intake, platforms, state
+from . import decision, files, intake, platforms, state
 from .decision import finish
 from .models import InboundMessage, TransferCase
 from .verdicts import AuthVerdict
@@ -169,6 +171,16 @@ def _run(message: InboundMessage) -> str:
             "Not authentic: " + ("; ".join(verdict.failures) or "authentication failed"),
             {"failures": verdict.failures, "text": platforms.mail_text(raw).text},
         )
+    if order.delivery_type == order.DeliveryType.MOBILE_QR:
+        # The QR codes of a mobile_qr order arrive as the mail's attachments: they are the evidence.
+        checked = files.message_attachments_check(message, order, raw)
+        if checked is not None:
+            verified = checked.verdict == "verified"
+            return finish(
+                message,
+                Outcome.MATCHED if verified else Outcome.CASE,
+                {"action": "ticket_file", "verdict": checked.verdict, "check_pk": checked.pk},
+            )
     parsed = platforms.parse(raw, platform)
     if parsed is None or parsed.missing:
         text = parsed.text if parsed is not None else platforms.mail_text(raw).text

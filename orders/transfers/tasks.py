@@ -77,3 +77,14 @@ def ses_sweep() -> int:
     from .providers import ses_sweep as sweep
 
     return sweep()
+
+
+@shared_task(name="orders.transfers.tasks.ticket_files_sweep")
+def ticket_files_sweep() -> int:
+    """Beat: check the ticket PDF of every pdf order whose check at confirmation never ran."""
+    from .files import ticket_files_sweep as sweep
+
+    checked = sweep()
+    if checked:
+        logger.info("Checked %d ticket file(s) that confirmation had not", checked)
+    return checked
