@@ -27,4 +27,6 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
         # Sends webhook attempts that are due but whose Celery message was lost (the row is the truth).
         "webhooks-send-due": {"task": "orders.webhooks.tasks.deliveries_send_due", "schedule": 30.0},
         "webhooks-purge-old": {"task": "orders.webhooks.tasks.deliveries_purge", "schedule": 3600.0},
+        # Raw inbound mail past INBOUND_RAW_RETENTION_DAYS: the rows and their verdicts stay.
+        "transfers-purge-raw": {"task": "orders.transfers.tasks.raw_purge", "schedule": 3600.0},
     }

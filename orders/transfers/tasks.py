@@ -21,3 +21,11 @@ def message_process(self, message_pk: int) -> str:
     except signals.TRANSIENT_ERRORS as exc:
         logger.warning("Inbound message pk=%s failed for now (%r); retrying", message_pk, exc)
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+
+
+@shared_task(name="orders.transfers.tasks.raw_purge")
+def raw_purge() -> int:
+    """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.retention``)."""
+    from .retention import raw_purge as purge
+
+    return purge()
