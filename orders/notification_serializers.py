@@ -59,7 +59,7 @@ class PingDataSerializer(serializers.Serializer):
 
 
 NOTIFICATION_DATA_SCHEMA = PolymorphicProxySerializer(
-    component_name="NotificationData",
+    component_name="NotificationDataByType",
     serializers=[NotificationDataSerializer, TransferNotificationDataSerializer, PingDataSerializer],
     resource_type_field_name=None,
 )
