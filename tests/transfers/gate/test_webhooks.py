@@ -7,7 +7,9 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from orders.transfers import state
+from orders.webhooks.models import WebhookEndpoint
 from tests.conftest import assert_error
+from tests.portal.fixtures import portal_login
 
 from .conftest import awaiting_order
 
@@ -63,3 +65,18 @@ def test_the_type_is_subscribable_but_not_beside_the_wildcard(auth_client):
         format="json",
     )
     assert_error(response, 400, "VALIDATION_ERROR")
+
+
+def test_the_portals_webhook_form_offers_the_type(receiver):
+    login = portal_login(name="Gate Co", email="gate@gate.example", payment_methods=True)
+    form = login.client.get("/portal/settings/webhooks/").content.decode()
+    assert 'value="order.transfer_updated"' in form
+    response = login.client.post(
+        "/portal/settings/webhooks/add", {"url": receiver.url(), "event_types": ["order.transfer_updated"]}
+    )
+    assert response.status_code == 302
+    endpoint = WebhookEndpoint.objects.get(partner=login.partner)
+    assert endpoint.event_types == ["order.transfer_updated"]
+    assert endpoint.subscribes_to("order.transfer_updated") and not endpoint.subscribes_to(
+        "order.status_changed"
+    )
