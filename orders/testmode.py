@@ -3,10 +3,11 @@
 A test order is moved along its legal path one step at a time, every step through ``order_transition`` (so
 each writes its history row and its ``order.status_changed`` notification, and reaches webhooks like a live
 change); the ticket's arrival and its acceptance on the platform go through ``orders.transfers.state``, so
-the order's ``transfer`` moves (with its ``order.transfer_updated``) as a live order's would. The step out of ``accepted`` is the confirmation itself, which belongs to the app that reacts to
-``order.created`` (the sandbox charge and the ``[TEST]`` e-mail): it is run here, at once, through
-the event registry, exactly as the worker would run it (a later delivery of the same notification to the
-same subscriber is skipped by its receipt).
+the order's ``transfer`` moves (with its ``order.transfer_updated``) as a live order's would. The step out
+of ``accepted`` is the confirmation itself, which belongs to the app that reacts to ``order.created`` (the
+sandbox charge and the ``[TEST]`` e-mail): it is run here, at once, through the event registry, exactly as
+the worker would run it (a later delivery of the same notification to the same subscriber is skipped by its
+receipt).
 """
 
 from __future__ import annotations
