@@ -42,7 +42,8 @@ class TransferNotificationDataSerializer(serializers.Serializer):
     """``data`` of ``order.transfer_updated`` (docs/partners/orders.md "Transfer")."""
 
     order = OrderDetailSerializer(
-        help_text="The order as GET /v1/orders/{order_id} returned it at the change, its new `transfer` included."
+        help_text="The order as GET /v1/orders/{order_id} returned it at the change, its new `transfer` "
+        "included."
     )
     previous_transfer_state = serializers.ChoiceField(
         choices=Order.TransferState.choices, help_text="`transfer.state` before the change."

@@ -226,8 +226,8 @@ class OptionalTextField(serializers.CharField):
 
 
 TRANSFER_STATE_HELP = (
-    "`none` (nothing seen yet), `partial` (fewer tickets than the order's quantity), `detected` (every ticket "
-    "seen: the order is `ticket_received`), `accepted` (the service accepted the tickets on the platform), "
+    "`none` (nothing seen yet), `partial` (fewer tickets than the order's quantity), `detected` (every "
+    "ticket seen: the order is `ticket_received`), `accepted` (the service accepted the tickets on the platform), "
     "`mismatch` (tickets seen that are not the order's: staff look at it) or `recalled` (the seller took the "
     "transfer back)."
 )
@@ -247,8 +247,8 @@ class OrderTransferSerializer(serializers.Serializer):
         source="transfer_source",
         choices=Order.TransferSource.choices,
         allow_null=True,
-        help_text="What showed the tickets: `email` (the platform's transfer e-mail), `file` (the ticket file) "
-        "or `staff`; null until something did.",
+        help_text="What showed the tickets: `email` (the platform's transfer e-mail), `file` (the ticket "
+        "file) or `staff`; null until something did.",
     )
     detected_at = serializers.DateTimeField(
         source="transfer_detected_at", allow_null=True, help_text="When every ticket was first seen."

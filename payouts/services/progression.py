@@ -132,8 +132,8 @@ def _count(outcome: PayoutStep | None, summary: ProgressSummary) -> int:
 
 
 def payout_ready_orders(*, now=None):
-    """The live ``ticket_received`` orders whose transfer allows the payout (docs/partners/orders.md "Transfer"):
-    a mobile transfer once the tickets were accepted on the platform (until then the sender can recall
+    """The live ``ticket_received`` orders whose transfer allows the payout (docs/partners/orders.md
+    "Transfer"): a mobile transfer once the tickets were accepted on the platform (until then the sender can recall
     them); a ticket file ``TRANSFER_FILE_PAYOUT_HOLD_HOURS`` after detection, with no staff case open. One
     filter over the order's own transfer fields."""
     now = now or timezone.now()

@@ -85,7 +85,8 @@ def test_every_change_of_the_transfer_state_writes_order_transfer_updated(auth_c
     order = awaiting_order(partner)
     actor = "system:transfers"
     state.transfer_transition(
-        order=order, to=TS.PARTIAL, actor=actor, reason_code=outbox.REASON_TRANSFER_PARTIAL, quantity_detected=1,
+        order=order, to=TS.PARTIAL, actor=actor, reason_code=outbox.REASON_TRANSFER_PARTIAL,
+        quantity_detected=1,
         source="email",
     )  # fmt: skip
     # The same state again only updates the count: no notification.
