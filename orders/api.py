@@ -14,10 +14,12 @@ from config.api.validation import ReusedValidator
 from partners.authentication import HasRequiredScope, PayoutConfigured
 
 from . import errors, examples, selectors, services
-from .serializers import (
+from .notification_serializers import (
     NotificationListParamsSerializer,
     NotificationListSerializer,
     NotificationSerializer,
+)
+from .serializers import (
     OrderCancelSerializer,
     OrderCreateSerializer,
     OrderDetailSerializer,

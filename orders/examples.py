@@ -27,6 +27,21 @@ the quote's `user_metadata.email`, else the partner's contact e-mail) and `partn
 echoed back). A file, when sent, must be a PDF of at most 10 MB whatever the delivery type.
 """
 
+TRANSFER_NONE = {
+    "state": "none",
+    "quantity_detected": 0,
+    "source": None,
+    "detected_at": None,
+    "accepted_at": None,
+}
+TRANSFER_DETECTED = {
+    "state": "detected",
+    "quantity_detected": 2,
+    "source": "email",
+    "detected_at": "2026-11-22T10:04:12Z",
+    "accepted_at": None,
+}
+
 ORDER_EXAMPLE = {
     "order_id": "ord_8Fq2LmZt0VxR4bN7cKpA",
     "event_id": "evt_3kP9xQ2mL7vB1nZ8cT4w",
@@ -54,6 +69,7 @@ ORDER_EXAMPLE = {
     "is_ready_to_deliver": False,
     "in_hand_date": "2026-12-08",
     "transfer_address": "ord-k3x9q2m7v1n8c4wz@transfers.buyback.example",
+    "transfer": TRANSFER_NONE,
     "partner_reference": "A-10042",
     "seller_email": "jane.doe@example.com",
     "livemode": True,
@@ -159,11 +175,16 @@ The caller's notifications of the token's mode, **oldest first**, cursor-paginat
 transaction as the change and kept 30 days. This is the pull path: a partner that missed a webhook catches
 up here. Scope `orders:write`.
 
-Each notification is `{id, type, created_at, livemode, data}`; for order notifications `data` is
-`{order, previous_status, reason}`: `order` is the order exactly as `GET /v1/orders/{order_id}` returned it
-at the change (its `status` and `status_history` included), `previous_status` is null for `order.created`,
-and `reason` is the transition's machine reason where it has one (`card_declined`, `canceled_by_partner`,
-`canceled_by_staff`, `event_canceled`, `in_hand_date_passed`), else null.
+Each notification is `{id, type, created_at, livemode, data}`. For `order.created` and
+`order.status_changed` `data` is `{order, previous_status, reason}`: `order` is the order exactly as
+`GET /v1/orders/{order_id}` returned it at the change (its `status`, `transfer` and `status_history`
+included), `previous_status` is null for `order.created`, and `reason` is the transition's machine reason
+where it has one (`card_declined`, `canceled_by_partner`, `canceled_by_staff`, `event_canceled`,
+`in_hand_date_passed`, `transfer_detected`, `file_verified`, `received_by_staff`, `transfer_recalled`), else
+null. For `order.transfer_updated` (every change of the order's `transfer.state`) `data` is
+`{order, previous_transfer_state, reason}`, `reason` one of `transfer_detected`, `file_verified`,
+`received_by_staff`, `transfer_partial`, `transfer_mismatch`, `transfer_accepted`, `accepted_by_staff`,
+`transfer_recalled`.
 
 Filters: `type`, `order_id`, and `after` — one of your notification ids: only the notifications after it,
 for resuming a poll (an id that is not yours, or was purged, is 400 VALIDATION_ERROR on `after`).
@@ -186,8 +207,36 @@ NOTIFICATION_EXAMPLE = {
     },
 }
 
+TRANSFER_NOTIFICATION_EXAMPLE = {
+    "id": "ntf_7Kd2ZtR2mVb7Lc0Xk3Qa",
+    "type": "order.transfer_updated",
+    "created_at": "2026-11-22T10:04:12Z",
+    "livemode": True,
+    "data": {
+        "order": {
+            **ORDER_EXAMPLE,
+            "status": "ticket_received",
+            "transfer": TRANSFER_DETECTED,
+            "status_changed_at": "2026-11-22T10:04:12Z",
+            "status_history": [
+                *HISTORY_EXAMPLE,
+                {
+                    "from_status": "awaiting_transfer",
+                    "to_status": "ticket_received",
+                    "at": "2026-11-22T10:04:12Z",
+                    "actor": "system",
+                    "reason": "Transfer e-mail from the platform matched the order",
+                },
+            ],
+        },
+        "previous_transfer_state": "none",
+        "reason": "transfer_detected",
+    },
+}
+
 NOTIFICATION_DETAIL_EXAMPLES = [
-    OpenApiExample("Notification", response_only=True, value=NOTIFICATION_EXAMPLE)
+    OpenApiExample("Notification", response_only=True, value=NOTIFICATION_EXAMPLE),
+    OpenApiExample("Transfer updated", response_only=True, value=TRANSFER_NOTIFICATION_EXAMPLE),
 ]
 
 NOTIFICATION_LIST_EXAMPLES = [
@@ -195,7 +244,7 @@ NOTIFICATION_LIST_EXAMPLES = [
         "One page",
         response_only=True,
         value={
-            "results": [NOTIFICATION_EXAMPLE],
+            "results": [NOTIFICATION_EXAMPLE, TRANSFER_NOTIFICATION_EXAMPLE],
             "has_more": True,
             "next_cursor": "eyJvIjpbImlkIl0sInYiOls0Ml19",
         },
@@ -206,6 +255,13 @@ ADVANCED_ORDER_EXAMPLE = {
     **ORDER_EXAMPLE,
     "status": "paid",
     "livemode": False,
+    "transfer": {
+        "state": "accepted",
+        "quantity_detected": 2,
+        "source": "staff",
+        "detected_at": "2026-11-21T18:32:00Z",
+        "accepted_at": "2026-11-21T18:32:00Z",
+    },
     "status_changed_at": "2026-11-21T18:32:00Z",
     "status_history": [
         *HISTORY_EXAMPLE,

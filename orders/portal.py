@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -25,6 +26,36 @@ from .selectors import (
 )
 
 PAGE_SIZE = 25
+TS = Order.TransferState
+# The order's transfer in words (docs/partners/orders.md "Transfer"): states, counts and times only.
+TRANSFER_WORDS = {
+    TS.NONE: "No tickets have arrived yet.",
+    TS.PARTIAL: "Some of the tickets arrived: {detected} of {quantity}.",
+    TS.DETECTED: "All {quantity} tickets arrived and match the order.",
+    TS.ACCEPTED: "The tickets were accepted on the ticketing platform.",
+    TS.MISMATCH: "Tickets arrived that do not match the order: our staff are looking at it.",
+    TS.RECALLED: "The seller recalled the transfer: the tickets have to be sent again.",
+}
+PAYOUT_HOLD_WORDS = {
+    Order.DeliveryType.MOBILE_TRANSFER: "The payout starts once the tickets are accepted on the platform.",
+    Order.DeliveryType.PDF: "The payout starts {hours} hours after the tickets arrived.",
+    Order.DeliveryType.MOBILE_QR: "The payout starts {hours} hours after the tickets arrived.",
+}
+
+
+def transfer_words(order: Order) -> str:
+    return TRANSFER_WORDS[order.transfer_state].format(
+        detected=order.transfer_quantity_detected, quantity=order.quantity
+    )
+
+
+def payout_wait_words(order: Order) -> str:
+    """Why a received order has no payout yet; empty when it is not waiting for its transfer."""
+    if order.status != Order.Status.TICKET_RECEIVED or order.transfer_state == TS.ACCEPTED:
+        return ""
+    return PAYOUT_HOLD_WORDS[order.delivery_type].format(hours=settings.TRANSFER_FILE_PAYOUT_HOLD_HOURS)
+
+
 ORDER_CSV_HEADER = [
     "order_id",
     "partner_reference",
@@ -126,6 +157,8 @@ def order_detail(request: HttpRequest, order_id: str) -> HttpResponse:
             "nav": "orders",
             "order": order,
             "history": order_status_history(order=order),
+            "transfer_words": transfer_words(order),
+            "payout_wait": payout_wait_words(order),
             # Selected with the order: no query, None when there is none yet.
             "charge": getattr(order, "charge", None),
             "payout": getattr(order, "payout", None),

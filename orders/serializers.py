@@ -14,7 +14,7 @@ from rest_framework.exceptions import ErrorDetail
 from config.api.pagination import PageParamsSerializer
 
 from . import errors
-from .models import Notification, Order, OrderStatusHistory
+from .models import Order, OrderStatusHistory
 from .uploads import is_pdf
 
 EXP_DT_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
@@ -225,6 +225,41 @@ class OptionalTextField(serializers.CharField):
         return value or None
 
 
+TRANSFER_STATE_HELP = (
+    "`none` (nothing seen yet), `partial` (fewer tickets than the order's quantity), `detected` (every "
+    "ticket seen: the order is `ticket_received`), `accepted` (the service accepted the tickets on the platform), "
+    "`mismatch` (tickets seen that are not the order's: staff look at it) or `recalled` (the seller took the "
+    "transfer back)."
+)
+
+
+class OrderTransferSerializer(serializers.Serializer):
+    """The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): states and
+    counts only; the evidence itself (e-mails, links, barcodes) stays with staff."""
+
+    state = serializers.ChoiceField(
+        source="transfer_state", choices=Order.TransferState.choices, help_text=TRANSFER_STATE_HELP
+    )
+    quantity_detected = serializers.IntegerField(
+        source="transfer_quantity_detected", help_text="How many of the order's tickets the transfer covered."
+    )
+    source = serializers.ChoiceField(
+        source="transfer_source",
+        choices=Order.TransferSource.choices,
+        allow_null=True,
+        help_text="What showed the tickets: `email` (the platform's transfer e-mail), `file` (the ticket "
+        "file) or `staff`; null until something did.",
+    )
+    detected_at = serializers.DateTimeField(
+        source="transfer_detected_at", allow_null=True, help_text="When every ticket was first seen."
+    )
+    accepted_at = serializers.DateTimeField(
+        source="transfer_accepted_at",
+        allow_null=True,
+        help_text="When the tickets were accepted on the platform (mobile transfers pay out after it).",
+    )
+
+
 class OrderSerializer(serializers.Serializer):
     order_id = serializers.CharField()
     event_id = serializers.CharField(source="event.event_id")
@@ -250,6 +285,9 @@ class OrderSerializer(serializers.Serializer):
     is_ready_to_deliver = serializers.BooleanField()
     in_hand_date = serializers.DateField(allow_null=True, format="iso-8601")
     transfer_address = serializers.CharField(help_text="Where the seller sends the tickets.")
+    transfer = OrderTransferSerializer(
+        source="*", help_text="The transfer of the tickets as the service saw it."
+    )
     partner_reference = OptionalTextField(
         help_text="The partner's own reference, as sent; null when none was."
     )
@@ -317,54 +355,5 @@ def order_detail_output(order: Order) -> dict:
 
 class OrderListSerializer(serializers.Serializer):
     results = OrderSerializer(many=True)
-    has_more = serializers.BooleanField()
-    next_cursor = serializers.CharField(allow_null=True)
-
-
-# --- notifications ----------------------------------------------------------------------------------------
-class NotificationListParamsSerializer(ListParamsSerializer):
-    type = serializers.ChoiceField(choices=Notification.Type.choices, required=False)
-    order_id = serializers.CharField(
-        required=False, max_length=32, help_text="Only this order's notifications."
-    )
-    after = serializers.CharField(
-        required=False,
-        max_length=32,
-        help_text="A notification id (`ntf_…`) of yours: only the notifications after it (resuming a poll).",
-    )
-
-
-class NotificationDataSerializer(serializers.Serializer):
-    order = OrderDetailSerializer(
-        help_text="The order as GET /v1/orders/{order_id} returned it at the change."
-    )
-    previous_status = serializers.ChoiceField(
-        choices=Order.Status.choices, allow_null=True, help_text="null for order.created."
-    )
-    reason = serializers.ChoiceField(
-        choices=[
-            "card_declined",
-            "canceled_by_partner",
-            "canceled_by_staff",
-            "event_canceled",
-            "in_hand_date_passed",
-        ],
-        allow_null=True,
-        help_text="The transition's machine reason, where it has one.",
-    )
-
-
-class NotificationSerializer(serializers.Serializer):
-    """Schema of the stored notification object (the feed returns ``Notification.payload`` as is)."""
-
-    id = serializers.CharField(help_text="`ntf_…`, also the webhook-id of its webhook deliveries.")
-    type = serializers.ChoiceField(choices=Notification.Type.choices)
-    created_at = serializers.DateTimeField()
-    livemode = serializers.BooleanField()
-    data = NotificationDataSerializer()
-
-
-class NotificationListSerializer(serializers.Serializer):
-    results = NotificationSerializer(many=True)
     has_more = serializers.BooleanField()
     next_cursor = serializers.CharField(allow_null=True)

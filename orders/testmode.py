@@ -2,10 +2,12 @@
 
 A test order is moved along its legal path one step at a time, every step through ``order_transition`` (so
 each writes its history row and its ``order.status_changed`` notification, and reaches webhooks like a live
-change). The step out of ``accepted`` is the confirmation itself, which belongs to the app that reacts to
-``order.created`` (the sandbox charge and the ``[TEST]`` e-mail): it is run here, at once, through
-the event registry, exactly as the worker would run it (a later delivery of the same notification to the
-same subscriber is skipped by its receipt).
+change); the ticket's arrival and its acceptance on the platform go through ``orders.transfers.state``, so
+the order's ``transfer`` moves (with its ``order.transfer_updated``) as a live order's would. The step out
+of ``accepted`` is the confirmation itself, which belongs to the app that reacts to ``order.created`` (the
+sandbox charge and the ``[TEST]`` e-mail): it is run here, at once, through the event registry, exactly as
+the worker would run it (a later delivery of the same notification to the same subscriber is skipped by its
+receipt).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from . import errors, outbox, signals
 from .models import Notification, Order
 from .services import LEGAL_TRANSITIONS, order_transition
+from .transfers import state as transfer_state
 
 S = Order.Status
 
@@ -72,6 +75,22 @@ def _confirm_now(order: Order) -> Order:
     return Order.objects.select_related("event").get(pk=order.pk)
 
 
+def _step(order: Order, step: str, reason: str, reason_code: str | None) -> Order:
+    """One step of the path. The ticket arrives as staff would record it (source ``staff``, not yet accepted
+    on the platform); leaving ``ticket_received`` for the payout records the tickets accepted first, as
+    the payout gate asks of a live order (docs/partners/orders.md "Transfer")."""
+    if step == S.TICKET_RECEIVED:
+        return transfer_state.order_receive(order=order, source="staff", actor=ACTOR, reason=reason)
+    if step == S.PAYOUT_IN_PROCESS and order.transfer_state != Order.TransferState.ACCEPTED:
+        order = transfer_state.transfer_accept(
+            order=order,
+            actor=ACTOR,
+            reason="Test mode: tickets accepted on the platform",
+            reason_code=outbox.REASON_ACCEPTED_BY_STAFF,
+        )
+    return order_transition(order=order, to=step, actor=ACTOR, reason=reason, reason_code=reason_code)
+
+
 def order_advance(*, order: Order, to: str) -> Order:
     """Move a test-mode order to ``to`` along its legal path, every intermediate step included.
 
@@ -93,9 +112,7 @@ def order_advance(*, order: Order, to: str) -> Order:
             continue
         reason, reason_code = _REASONS[step]
         try:
-            order = order_transition(
-                order=order, to=step, actor=ACTOR, reason=reason, reason_code=reason_code
-            )
+            order = _step(order, step, reason, reason_code)
         except errors.IllegalTransition as exc:
             raise IllegalAdvance(order_id=order.order_id, from_status=exc.from_status, to_status=to) from exc
     return order

@@ -34,6 +34,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "OrderStatusEnum": "orders.models.Order.Status",
+        "TransferStateEnum": "orders.models.Order.TransferState",
+        "TransferSourceEnum": "orders.models.Order.TransferSource",
+        "StatusReasonEnum": "orders.outbox.STATUS_REASON_CODES",
+        "TransferReasonEnum": "orders.outbox.TRANSFER_REASON_CODES",
         "QuoteStatusEnum": ["active", "consumed", "expired"],
         "EventStatusEnum": ["scheduled", "canceled"],
         "WebhookEndpointStatusEnum": "orders.webhooks.models.WebhookEndpoint.Status",

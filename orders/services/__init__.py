@@ -258,7 +258,8 @@ def order_cancel(
 # --- expiry -----------------------------------------------------------------------------------------------
 def orders_expire_overdue(*, now=None) -> list[str]:
     """``awaiting_transfer`` past its in-hand date (venue-local) or, when ready to deliver without one,
-    past the event start → ``expired``. Returns the expired order ids."""
+    past the event start → ``expired``. An open transfer case defers the in-hand expiry until it is
+    resolved or the event starts (docs/partners/orders.md "Transfer"). Returns the expired order ids."""
     now = now or timezone.now()
     # No venue's local "today" is later than UTC's tomorrow, so this bounds the candidates in SQL.
     horizon = (now + timedelta(days=1)).date()
@@ -274,6 +275,8 @@ def orders_expire_overdue(*, now=None) -> list[str]:
             local_today = now.astimezone(order.event.zone).date()
             if local_today <= order.in_hand_date:
                 continue
+            if order.transfer_case_open and order.event.starts_at > now:
+                continue  # staff are looking at what arrived: the deadline waits for them
             reason = f"In-hand date {order.in_hand_date.isoformat()} passed before the tickets arrived"
         else:
             reason = "The event started before the tickets arrived"

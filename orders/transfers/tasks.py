@@ -88,3 +88,11 @@ def ticket_files_sweep() -> int:
     if checked:
         logger.info("Checked %d ticket file(s) that confirmation had not", checked)
     return checked
+
+
+@shared_task(name="orders.transfers.tasks.raw_purge")
+def raw_purge() -> int:
+    """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.retention``)."""
+    from .retention import raw_purge as purge
+
+    return purge()

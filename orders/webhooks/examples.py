@@ -30,7 +30,7 @@ that does not resolve is `issue: unresolvable`); the same check runs again befor
 ENDPOINT_EXAMPLE = {
     "endpoint_id": "whe_7Hc2LqZt0VxR4bN7cKpA",
     "url": "https://hooks.acme.example/buyback",
-    "event_types": ["order.created", "order.status_changed"],
+    "event_types": ["order.created", "order.status_changed", "order.transfer_updated"],
     "description": "Order sync",
     "status": "enabled",
     "disabled_reason": None,

@@ -12,6 +12,10 @@ EVENT_TYPE_CHOICES = [*SUBSCRIBABLE_TYPES, "*"]
 
 
 MAX_EVENT_TYPES = 10
+EVENT_TYPES_HELP = (
+    "Any of `order.created`, `order.status_changed` and `order.transfer_updated` (e.g. "
+    '`["order.created", "order.status_changed"]`), or `["*"]` for every type, those added later included.'
+)
 
 
 # --- input ------------------------------------------------------------------------------------------------
@@ -26,7 +30,7 @@ MAX_EVENT_TYPES = 10
             },
             {"type": "array", "items": {"type": "string", "enum": ["*"]}, "minItems": 1, "maxItems": 1},
         ],
-        "description": '`["order.created", "order.status_changed"]` (either or both) or `["*"]` for every type.',
+        "description": EVENT_TYPES_HELP,
         "example": ["order.created", "order.status_changed"],
     }
 )
@@ -36,7 +40,7 @@ class EventTypesField(serializers.ListField):
             child=serializers.ChoiceField(choices=EVENT_TYPE_CHOICES),
             allow_empty=False,
             max_length=MAX_EVENT_TYPES,
-            help_text='`["order.created", "order.status_changed"]` (either or both) or `["*"]` for every type.',
+            help_text=EVENT_TYPES_HELP,
             **kwargs,
         )
 

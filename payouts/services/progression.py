@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from config.core.publish import publish_on_commit
@@ -129,12 +131,35 @@ def _count(outcome: PayoutStep | None, summary: ProgressSummary) -> int:
     return 1
 
 
-def payouts_create_missing() -> int:
-    """A pending payout row for every live ``ticket_received`` order that has none (a test-mode order is
-    never paid out: its payout steps are simulated by the test-mode advance)."""
-    orders = list(
+def payout_ready_orders(*, now=None):
+    """The live ``ticket_received`` orders whose transfer allows the payout (docs/partners/orders.md
+    "Transfer"): a mobile transfer once the tickets were accepted on the platform (until then the sender can recall
+    them); a ticket file ``TRANSFER_FILE_PAYOUT_HOLD_HOURS`` after detection, with no staff case open. One
+    filter over the order's own transfer fields."""
+    now = now or timezone.now()
+    hold_until = now - timedelta(hours=settings.TRANSFER_FILE_PAYOUT_HOLD_HOURS)
+    D = Order.DeliveryType
+    return (
         Order.objects.live()
-        .filter(status=Order.Status.TICKET_RECEIVED, payout__isnull=True)
+        .filter(status=Order.Status.TICKET_RECEIVED)
+        .filter(
+            Q(delivery_type=D.MOBILE_TRANSFER, transfer_state=Order.TransferState.ACCEPTED)
+            | Q(
+                delivery_type__in=(D.PDF, D.MOBILE_QR),
+                transfer_detected_at__lte=hold_until,
+                transfer_case_open=False,
+            )
+        )
+    )
+
+
+def payouts_create_missing(*, now=None) -> int:
+    """A pending payout row for every live ``ticket_received`` order that has none and whose transfer allows
+    it (``payout_ready_orders``); a test-mode order is never paid out: its payout steps are simulated by
+    the test-mode advance."""
+    orders = list(
+        payout_ready_orders(now=now)
+        .filter(payout__isnull=True)
         .values_list("pk", "partner_id", "total_price")[:PROGRESS_BATCH]
     )
     if not orders:

@@ -197,10 +197,12 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
         lines = result.stdout.splitlines()
         assert "paid" in lines, result.stdout  # step 5: the advance's answer
         feed = [line.split()[1:] for line in lines if line.startswith("ntf_")]
-        assert feed[:6] == [
+        assert feed[:8] == [
             ["order.created", "accepted"],
             ["order.status_changed", "awaiting_transfer"],
+            ["order.transfer_updated", "awaiting_transfer"],  # detected, then the status follows
             ["order.status_changed", "ticket_received"],
+            ["order.transfer_updated", "ticket_received"],  # accepted on the platform, before the payout
             ["order.status_changed", "payout_in_process"],
             ["order.status_changed", "scheduled"],
             ["order.status_changed", "paid"],

@@ -22,7 +22,7 @@ from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
 from orders.models import Order
-from orders.services import order_transition
+from orders.transfers.state import order_receive
 from tests.webhooks.conftest import Receiver
 
 from .conftest import ORDER_FORM, quote_body
@@ -155,9 +155,7 @@ def order_reaches_payout(url: str, auth: dict[str, str], row, workers) -> None:
         return lambda: Order.objects.get(pk=order.pk).status == status
 
     assert wait_for(reached(Order.Status.AWAITING_TRANSFER), timeout=60), logs()
-    order_transition(
-        order=order, to=Order.Status.TICKET_RECEIVED, actor="staff:doors", reason="Ticket received"
-    )
+    order_receive(order=order, source="staff", actor="staff:doors", reason="Ticket received", accepted=True)
     assert wait_for(reached(Order.Status.PAYOUT_IN_PROCESS), timeout=60), logs()
 
 

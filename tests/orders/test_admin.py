@@ -10,7 +10,9 @@ from django.test import Client
 
 from catalog.models import Row
 from orders.models import Order, OrderStatusHistory
+from orders.outbox import REASON_ACCEPTED_BY_STAFF
 from orders.services import order_transition
+from orders.transfers.state import transfer_accept
 from payouts.services.progression import payouts_progress
 from tests.conftest import issue_token
 
@@ -384,6 +386,10 @@ def test_a_live_api_order_marked_received_on_its_page_reaches_paid(
     with django_capture_on_commit_callbacks(execute=True):
         staff_client.post(f"{CHANGELIST}{order.pk}/mark-received/", {"confirmed": "yes", "reason": "Arrived"})
     assert auth_client.get(f"/v1/orders/{order_id}").json()["data"]["status"] == "ticket_received"
+    # A mobile transfer pays out once staff record the tickets accepted on the platform.
+    transfer_accept(
+        order=order, actor="staff:test", reason="Accepted on platform", reason_code=REASON_ACCEPTED_BY_STAFF
+    )
 
     # The payout runs (every few minutes in production) take it the rest of the way as time passes.
     payouts_progress()

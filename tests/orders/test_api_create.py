@@ -36,7 +36,10 @@ def test_order_create_answers_201_with_the_spec_order_shape(auth_client, quote, 
         "order_id", "event_id", "section_name", "section_name_display", "row_name", "row_name_display",
         "quantity", "general_admission", "face_value", "total_price", "status", "quotes", "restrictions",
         "restriction_detail", "primary_site", "created_at", "delivery_type", "is_ready_to_deliver",
-        "in_hand_date", "transfer_address", "partner_reference", "seller_email", "livemode",
+        "in_hand_date", "transfer_address", "transfer", "partner_reference", "seller_email", "livemode",
+    }  # fmt: skip
+    assert data["transfer"] == {
+        "state": "none", "quantity_detected": 0, "source": None, "detected_at": None, "accepted_at": None,
     }  # fmt: skip
     assert data["order_id"].startswith("ord_")
     assert data["event_id"] == quote.event.event_id

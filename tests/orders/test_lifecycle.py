@@ -28,6 +28,7 @@ EXPECTED_LEGAL = {
     ("awaiting_transfer", "canceled"),
     ("awaiting_transfer", "expired"),
     ("ticket_received", "payout_in_process"),
+    ("ticket_received", "awaiting_transfer"),  # the seller recalled the transfer before the payout
     ("payout_in_process", "scheduled"),
     ("scheduled", "paid"),
 }

@@ -9,7 +9,7 @@ from django.contrib.sessions.models import Session
 from django.core.management import call_command
 from django.db import connection
 
-from orders.services import order_transition
+from orders.transfers.state import order_receive
 from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
@@ -52,7 +52,7 @@ def test_no_full_card_or_account_number_in_database_or_logs(caplog):
         order = make_order(login.partner)
         order_confirm(order_pk=order.pk)
         order.refresh_from_db()
-        order_transition(order=order, to="ticket_received", actor="staff:test")
+        order_receive(order=order, source="staff", actor="staff:test", reason="received", accepted=True)
         payouts_progress()
     finally:
         connection.force_debug_cursor = False

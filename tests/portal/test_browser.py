@@ -16,7 +16,7 @@ import time_machine
 from django.utils import timezone
 
 from orders.models import Order
-from orders.services import order_transition
+from orders.transfers.state import order_receive
 from partners.portal_services import portal_user_invite
 from payouts.models import Charge, CreditCard, PayoutAccount
 from payouts.services.progression import payouts_progress
@@ -251,7 +251,7 @@ def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_se
     assert Charge.objects.get(order=order).status == "succeeded"
 
     # Tickets arrive; payouts progress on the platform's clock until paid.
-    order_transition(order=order, to="ticket_received", actor="staff:test", reason="Tickets received")
+    order_receive(order=order, source="staff", actor="staff:test", reason="Tickets received", accepted=True)
     start = timezone.now()
     with time_machine.travel(start, tick=False) as clock:
         payouts_progress()

@@ -95,11 +95,18 @@ def test_advance_to_paid_emits_every_step_and_webhooks_to_the_test_endpoint_only
     assert data == test_client.get(f"/v1/orders/{order['order_id']}").json()["data"]
 
     feed = test_client.get("/v1/notifications", {"order_id": order["order_id"]}).json()["data"]["results"]
-    steps = [(n["type"], n["data"]["previous_status"], n["data"]["order"]["status"]) for n in feed]
+    steps = [
+        (n["type"], n["data"]["previous_transfer_state"], n["data"]["order"]["transfer"]["state"])
+        if n["type"] == "order.transfer_updated"
+        else (n["type"], n["data"]["previous_status"], n["data"]["order"]["status"])
+        for n in feed
+    ]
     assert steps == [
         ("order.created", None, "accepted"),
         ("order.status_changed", "accepted", "awaiting_transfer"),
+        ("order.transfer_updated", "none", "detected"),
         ("order.status_changed", "awaiting_transfer", "ticket_received"),
+        ("order.transfer_updated", "detected", "accepted"),  # recorded before the payout starts
         ("order.status_changed", "ticket_received", "payout_in_process"),
         ("order.status_changed", "payout_in_process", "scheduled"),
         ("order.status_changed", "scheduled", "paid"),
@@ -197,7 +204,11 @@ def test_advance_is_idempotent_with_an_idempotency_key(test_client, row, django_
     assert first.status_code == again.status_code == 200
     assert again.headers["Idempotent-Replayed"] == "true"
     assert again.json()["data"] == first.json()["data"]
-    assert Notification.objects.filter(order__order_id=order["order_id"]).count() == 3
+    # Created, awaiting_transfer, the transfer detected, ticket_received: each once.
+    types = Notification.objects.filter(order__order_id=order["order_id"]).values_list("type", flat=True)
+    assert sorted(types) == sorted(
+        ["order.created", "order.status_changed", "order.transfer_updated", "order.status_changed"]
+    )
 
 
 def test_decline_test_seller_email_cancels_with_card_declined(

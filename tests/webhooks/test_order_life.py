@@ -4,7 +4,7 @@
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from orders.services import order_transition
+from orders.transfers.state import order_receive
 from payouts.services.progression import payouts_progress
 from tests.orders.conftest import create_order
 
@@ -41,7 +41,10 @@ def test_every_change_of_a_real_order_arrives_signed_and_matches_the_feed(
     order.refresh_from_db()
     assert order.status == "awaiting_transfer"
     with django_capture_on_commit_callbacks(execute=True):
-        order_transition(order=order, to="ticket_received", actor="staff:test", reason="Ticket received")
+        # Staff record the tickets received and accepted on the platform: the payout may start.
+        order_receive(
+            order=order, source="staff", actor="staff:test", reason="Ticket received", accepted=True
+        )
     for _ in range(4):
         with django_capture_on_commit_callbacks(execute=True):
             payouts_progress()
@@ -59,14 +62,18 @@ def test_every_change_of_a_real_order_arrives_signed_and_matches_the_feed(
         (
             d["data"]["order"]["order_id"],
             d["type"],
-            d["data"]["previous_status"],
-            d["data"]["order"]["status"],
+            *(
+                (d["data"]["previous_transfer_state"], d["data"]["order"]["transfer"]["state"])
+                if d["type"] == "order.transfer_updated"
+                else (d["data"]["previous_status"], d["data"]["order"]["status"])
+            ),
         )
         for d in delivered
     }
     assert changes == {
         (order.order_id, "order.created", None, "accepted"),
         (order.order_id, "order.status_changed", "accepted", "awaiting_transfer"),
+        (order.order_id, "order.transfer_updated", "none", "accepted"),
         (order.order_id, "order.status_changed", "awaiting_transfer", "ticket_received"),
         (order.order_id, "order.status_changed", "ticket_received", "payout_in_process"),
         (order.order_id, "order.status_changed", "payout_in_process", "scheduled"),
