@@ -31,4 +31,9 @@ def inbound_settings(env: environ.Env) -> dict:
         # Amazon SES's S3 action: the bucket the raw messages land in (the sweeper lists it).
         "INBOUND_SES_BUCKET": env.str("INBOUND_SES_BUCKET", default=""),
         "INBOUND_SES_PREFIX": env.str("INBOUND_SES_PREFIX", default=""),
+        # Folders of further platform templates (``<primary_site>.yaml``), read after the shipped ones: a
+        # platform whose real e-mails were captured is added here without changing the service's code.
+        "TRANSFER_PLATFORM_DIRS": tuple(
+            d.strip() for d in env.list("TRANSFER_PLATFORM_DIRS", default=[]) if d.strip()
+        ),
     }
