@@ -44,6 +44,11 @@ kinds:
       seats: "^Seats?:[ \\\\t]*(?P<value>.+?)[ \\\\t]*$"
       quantity: "^Tickets:[ \\\\t]*(?P<value>\\\\d+)[ \\\\t]*$"
       accept_link: "(?P<value>https://[^\\\\s<>]+)"
+  transfer_accepted:
+    subject: "^Your tickets to .+ were accepted$"
+    required: [event]
+    fields:
+      event: "^Event:[ \\\\t]*(?P<value>.+?)[ \\\\t]*$"
   transfer_canceled:
     subject: "^Ticket transfer canceled: .+$"
     required: [event]
