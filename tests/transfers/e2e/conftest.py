@@ -93,7 +93,9 @@ class Shop:
     live: object
     capture: object
 
-    def order(self, *, live: bool = False, quantity: int = 2, primary_site: str = "ticketmaster") -> Order:
+    def order(
+        self, *, live: bool = False, quantity: int = 2, primary_site: str = "ticketmaster", **form
+    ) -> Order:
         """An order made through the API and confirmed (``awaiting_transfer``)."""
         row = RowFactory(
             name="A",
@@ -104,7 +106,7 @@ class Shop:
             section__event__primary_site=primary_site,
         )
         with self.capture(execute=True):
-            data = api_order(self.live if live else self.test, row, quantity=quantity)
+            data = api_order(self.live if live else self.test, row, quantity=quantity, **form)
         order = Order.objects.select_related("event__venue", "partner").get(order_id=data["order_id"])
         assert order.status == S.AWAITING_TRANSFER and order.livemode is live
         return order

@@ -268,3 +268,33 @@ def test_the_sandbox_signer_is_accepted_for_test_orders_only(shop):
     assert test_order.status == S.TICKET_RECEIVED
     assert live_order.status == S.AWAITING_TRANSFER and open_cases(live_order) == ["unverified"]
     assert any("test orders only" in f for f in message.verdicts["auth"]["failures"])
+
+
+@pytest.mark.embedded
+def test_a_forgery_completing_a_partial_transfer_changes_nothing(shop):
+    # One genuine ticket of two, then the same genuine mail again with its seat rewritten to the missing one
+    # (a change the relaxed canonicalisation does not forgive, unlike trailing spaces).
+    order = shop.order(quantity=2)
+    deliver(genuine(order, seats=["1"], quantity=1), order, shop.capture)
+    before = snapshot(order)
+    assert (before["transfer_state"], before["transfer_quantity_detected"]) == (TS.PARTIAL, 1)
+    forged = genuine(order, seats=["1"], quantity=1).replace(b"Seats: 1\r\n", b"Seats: 2\r\n")
+    assert b"Seats: 2\r\n" in forged
+    message = deliver(forged, order, shop.capture)
+    assert message.authentic is False and snapshot(order) == before
+    assert open_cases(order) == ["unverified"]
+
+
+@pytest.mark.embedded
+def test_genuine_mail_also_addressed_in_the_envelope_to_another_order_moves_only_its_own(shop):
+    # One SMTP transaction, two RCPT: the platform's mail for order A, copied to order B's address.
+    order, other = shop.order(), shop.order()
+    before = snapshot(other)
+    raw = genuine(order)
+    deliver(raw, order, shop.capture, recipients=[order.transfer_address, other.transfer_address])
+    order.refresh_from_db()
+    assert order.status == S.TICKET_RECEIVED
+    [copy] = InboundMessage.objects.filter(order=other)
+    assert copy.authentic is False and snapshot(other) == before
+    assert open_cases(other) in (["replay_suspected"], ["unverified"])
+    assert any("transfer address" in f or "already processed" in f for f in copy.verdicts["auth"]["failures"])

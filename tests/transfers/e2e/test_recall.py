@@ -84,3 +84,17 @@ def test_a_forged_cancel_notice_recalls_nothing(shop):
     message = deliver(mail_for(order, kind="transfer_canceled"), order, shop.capture)  # unsigned
     assert message.authentic is False and snapshot(order) == before
     assert order.status == S.TICKET_RECEIVED and open_cases(order) == ["unverified"]
+
+
+def test_a_live_orders_recall_e_mails_the_seller_himself(shop, platform_key):
+    order = shop.order(live=True, primary_site=PLATFORM, seller_email="seller@example.com")
+    deliver(sign(mail_for(order, sender=PLATFORM_FROM), platform_key), order, shop.capture)
+    outbox_mail.outbox.clear()
+    raw = sign(mail_for(order, kind="transfer_canceled", sender=PLATFORM_FROM), platform_key)
+    message = deliver(raw, order, shop.capture)
+    order.refresh_from_db()
+    assert message.outcome == InboundMessage.Outcome.RECALLED
+    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.RECALLED)
+    [sent] = outbox_mail.outbox
+    assert sent.to == ["seller@example.com"] and not sent.subject.startswith("[TEST]")
+    assert order.transfer_address in sent.body
