@@ -120,3 +120,27 @@ def test_copies_with_other_bytes_delivered_at_once_change_the_order_once(shop):
     assert len(messages) == 3 and all(m.stage == InboundMessage.Stage.PROCESSED for m in messages)
     assert [m.outcome for m in messages].count(InboundMessage.Outcome.MATCHED) == 1
     assert_changed_once(order)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.production
+def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
+    # General admission adds up ticket counts by message: two copies of the one-ticket mail (each relay
+    # added its own trace header) arriving at once must still count one ticket of two.
+    assert connection.vendor == "postgresql"
+    order = shop.order(quantity=2)
+    Order.objects.filter(pk=order.pk).update(general_admission=True)
+    order.refresh_from_db()
+    raw = genuine(order, seats=None, quantity=1)
+    copies = [f"Received: from relay{i}.example by mx.example\r\n".encode() + raw for i in range(2)]
+
+    def receive(i):
+        intake.message_receive(copies[i], recipients=[order.transfer_address], channel="smtp", peer="127.0.0.1")
+
+    assert _at_once(2, receive) == []
+    order.refresh_from_db()
+    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.PARTIAL)
+    assert order.transfer_quantity_detected == 1
+    assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 0
+    outcomes = sorted(InboundMessage.objects.filter(order=order).values_list("outcome", flat=True))
+    assert outcomes.count(InboundMessage.Outcome.PARTIAL) == 1
