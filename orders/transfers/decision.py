@@ -20,10 +20,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.core.publish import publish_on_commit
@@ -100,7 +101,7 @@ def offers_detected(order: Order) -> tuple[int, list[str]]:
 def _same_message(message: InboundMessage) -> InboundMessage | None:
     """An authentic message of the same platform and Message-ID already decided (or waiting for the order's
     confirmation): a copy of this one with other bytes, which the authentication could not see because both
-    were processed at once. Read under the order's lock, so the first copy has committed."""
+    were processed at once. Read under the Message-ID's lock, so the first copy has committed."""
     if not message.message_id or not message.platform:
         return None
     return (
@@ -114,7 +115,19 @@ def _same_message(message: InboundMessage) -> InboundMessage | None:
     )
 
 
+def _message_id_lock(message: InboundMessage) -> None:
+    """Serialise the decisions of one platform's Message-ID until the transaction ends, whatever the order: two
+    copies for two orders at once each hold only their own order's lock. (SQLite's write lock, taken when the
+    transaction begins, serialises them already.)"""
+    if not message.message_id or connection.vendor != "postgresql":
+        return
+    digest = hashlib.sha256(f"{message.platform}\0{message.message_id}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)])
+
+
 def decide(message: InboundMessage, order: Order, parsed: ParsedMail) -> str:
+    _message_id_lock(message)
     order = _lock(order)
     first = _same_message(message)
     if first is not None and first.order_id == order.pk:

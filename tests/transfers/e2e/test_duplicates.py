@@ -3,6 +3,7 @@ on PostgreSQL, each committing and processing as the receiver does) — changes 
 to ``ticket_received``, one ``order.transfer_updated`` of reason ``transfer_detected``."""
 
 import threading
+from email import message_from_bytes
 
 import pytest
 from django.db import connection
@@ -11,7 +12,7 @@ from orders.models import Notification, Order
 from orders.transfers import intake
 from orders.transfers.models import InboundMessage
 
-from .conftest import deliver, genuine
+from .conftest import deliver, genuine, open_cases
 
 S, TS, NT = Order.Status, Order.TransferState, Notification.Type
 
@@ -135,7 +136,9 @@ def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
     copies = [f"Received: from relay{i}.example by mx.example\r\n".encode() + raw for i in range(2)]
 
     def receive(i):
-        intake.message_receive(copies[i], recipients=[order.transfer_address], channel="smtp", peer="127.0.0.1")
+        intake.message_receive(
+            copies[i], recipients=[order.transfer_address], channel="smtp", peer="127.0.0.1"
+        )
 
     assert _at_once(2, receive) == []
     order.refresh_from_db()
@@ -144,3 +147,26 @@ def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
     assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 0
     outcomes = sorted(InboundMessage.objects.filter(order=order).values_list("outcome", flat=True))
     assert outcomes.count(InboundMessage.Outcome.PARTIAL) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.production
+def test_one_message_id_for_two_orders_at_once_moves_one_order_at_most(shop):
+    # The platform sends a Message-ID once: the same one on mail to two orders, arriving at once, is a replay
+    # the authentication cannot see yet (neither is processed); the decision sees it.
+    assert connection.vendor == "postgresql"
+    first, second = shop.order(), shop.order()
+    raw = genuine(first)
+    copy = genuine(second, message_id=message_from_bytes(raw)["Message-ID"])
+    pairs = [(raw, first), (copy, second)]
+
+    def receive(i):
+        mail, order = pairs[i]
+        intake.message_receive(mail, recipients=[order.transfer_address], channel="smtp", peer="127.0.0.1")
+
+    assert _at_once(2, receive) == []
+    moved = [o for o in (first, second) if Order.objects.get(pk=o.pk).status == S.TICKET_RECEIVED]
+    assert len(moved) == 1
+    [other] = [o for o in (first, second) if o not in moved]
+    assert open_cases(other) == ["replay_suspected"]
+    assert Order.objects.get(pk=other.pk).transfer_state == TS.NONE
