@@ -145,7 +145,16 @@ def decide(message: InboundMessage, order: Order, parsed: ParsedMail) -> str:
 
 def replay_case(message: InboundMessage, order: Order, first: InboundMessage) -> str:
     summary = f"The same message (Message-ID) was processed at the same time for another order ({first.pk})"
-    opened = state.case_open(order=order, kind=Kind.REPLAY_SUSPECTED, summary=summary, message=message)
+    auth = message.verdicts.setdefault("auth", {})
+    auth.update(authentic=False, case_kind=Kind.REPLAY_SUSPECTED, replay_of=[first.pk])
+    auth["failures"] = [*auth.get("failures", []), summary]
+    opened = state.case_open(
+        order=order,
+        kind=Kind.REPLAY_SUSPECTED,
+        summary=summary,
+        message=message,
+        details={"failures": auth["failures"]},
+    )
     message.authentic = False
     return finish(
         message,

@@ -170,3 +170,6 @@ def test_one_message_id_for_two_orders_at_once_moves_one_order_at_most(shop):
     [other] = [o for o in (first, second) if o not in moved]
     assert open_cases(other) == ["replay_suspected"]
     assert Order.objects.get(pk=other.pk).transfer_state == TS.NONE
+    [copy] = InboundMessage.objects.filter(order=other)
+    assert copy.authentic is False and copy.verdicts["auth"]["authentic"] is False
+    assert copy.verdicts["auth"]["case_kind"] == "replay_suspected"
