@@ -37,6 +37,11 @@ def inbound_settings(env: environ.Env) -> dict:
             t.strip() for t in env.list("INBOUND_SES_TOPIC_ARNS", default=[]) if t.strip()
         ),
         "ANYMAIL": anymail_settings(env, channels),
+        # Folders of further platform templates (``<primary_site>.yaml``), read after the shipped ones: a
+        # platform whose real e-mails were captured is added here without changing the service's code.
+        "TRANSFER_PLATFORM_DIRS": tuple(
+            d.strip() for d in env.list("TRANSFER_PLATFORM_DIRS", default=[]) if d.strip()
+        ),
     }
 
 

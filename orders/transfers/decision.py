@@ -11,16 +11,20 @@
   the order to ``awaiting_transfer``; the authentication is not repeated. Partial evidence is recorded at once.
 - ``transfer_accepted``: a detected transfer becomes ``accepted`` (reason ``transfer_accepted``); before the
   detection it is evidence only, applied when the offers complete.
+- A copy of a message already decided (the same platform and Message-ID, other bytes) that the
+  authentication could not catch because both were processed at once is found under the order's lock: for
+  the same order it changes nothing (``duplicate``), for another order it opens ``replay_suspected``.
 - ``transfer_canceled``: ``state.order_recall`` — before the payout started the order goes back to
   ``awaiting_transfer``; after, a ``recalled_after_payout`` case opens and nothing is reversed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from config.core.publish import publish_on_commit
@@ -94,12 +98,69 @@ def offers_detected(order: Order) -> tuple[int, list[str]]:
     return len(seats), seats
 
 
+def _same_message(message: InboundMessage) -> InboundMessage | None:
+    """An authentic message of the same platform and Message-ID already decided (or waiting for the order's
+    confirmation): a copy of this one with other bytes, which the authentication could not see because both
+    were processed at once. Read under the Message-ID's lock, so the first copy has committed."""
+    if not message.message_id or not message.platform:
+        return None
+    return (
+        InboundMessage.objects.filter(
+            platform=message.platform, message_id=message.message_id, authentic=True
+        )
+        .exclude(stage=InboundMessage.Stage.RECEIVED)
+        .exclude(pk=message.pk)
+        .order_by("pk")
+        .first()
+    )
+
+
+def _message_id_lock(message: InboundMessage) -> None:
+    """Serialise the decisions of one platform's Message-ID until the transaction ends, whatever the order: two
+    copies for two orders at once each hold only their own order's lock. (SQLite's write lock, taken when the
+    transaction begins, serialises them already.)"""
+    if not message.message_id or connection.vendor != "postgresql":
+        return
+    digest = hashlib.sha256(f"{message.platform}\0{message.message_id}".encode()).digest()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int.from_bytes(digest[:8], "big", signed=True)])
+
+
 def decide(message: InboundMessage, order: Order, parsed: ParsedMail) -> str:
+    _message_id_lock(message)
+    order = _lock(order)
+    first = _same_message(message)
+    if first is not None and first.order_id == order.pk:
+        # The same message delivered twice at once: it changes the order once (general admission adds up
+        # ticket counts by message, so a second copy must not count again).
+        return finish(message, Outcome.DUPLICATE, {"action": "none", "why": f"a copy of message {first.pk}"})
+    if first is not None:
+        return replay_case(message, order, first)
     if parsed.kind == Evidence.OFFER:
         return offer_decide(message, order, parsed)
     if parsed.kind == Evidence.ACCEPTED:
         return accepted_decide(message, order, parsed)
     return canceled_decide(message, order, parsed)
+
+
+def replay_case(message: InboundMessage, order: Order, first: InboundMessage) -> str:
+    summary = f"The same message (Message-ID) was processed at the same time for another order ({first.pk})"
+    auth = message.verdicts.setdefault("auth", {})
+    auth.update(authentic=False, case_kind=Kind.REPLAY_SUSPECTED, replay_of=[first.pk])
+    auth["failures"] = [*auth.get("failures", []), summary]
+    opened = state.case_open(
+        order=order,
+        kind=Kind.REPLAY_SUSPECTED,
+        summary=summary,
+        message=message,
+        details={"failures": auth["failures"]},
+    )
+    message.authentic = False
+    return finish(
+        message,
+        Outcome.CASE,
+        {"action": "case", "case": Kind.REPLAY_SUSPECTED, "case_pk": opened.pk, "why": summary},
+    )
 
 
 def offer_decide(message: InboundMessage, order: Order, parsed: ParsedMail) -> str:

@@ -7,6 +7,8 @@ its accept links may point at, whether its barcodes are static, and per kind (``
 field (event, start, venue, section, row, seats, quantity, accept link) over the message's text, each with a
 ``value`` group. ``registry()`` loads and validates every template once; ``TransfersConfig.ready()`` calls
 it, so a bad template stops the service at start-up (``ImproperlyConfigured``) rather than at the first mail.
+Templates of further platforms live in the folders the ``TRANSFER_PLATFORM_DIRS`` setting lists (read after
+this one; a platform defined twice stops the start); changing the setting (a test's override) reloads them.
 
 The sandbox platform and test orders: test orders keep the ``primary_site`` of their event (``ticketmaster``,
 ``axs``…), yet test mode's simulated transfers come from the sandbox platform. So a test order accepts the
@@ -26,7 +28,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
 
 from ..verdicts import ParsedMail
 from .text import mail_text
@@ -176,14 +180,37 @@ _registry: Registry | None = None
 _lock = threading.Lock()
 
 
+def registry_folders() -> list[Path]:
+    """This folder, then the folders of ``TRANSFER_PLATFORM_DIRS``."""
+    return [FOLDER, *(Path(d) for d in getattr(settings, "TRANSFER_PLATFORM_DIRS", ()))]
+
+
 def registry() -> Registry:
-    """The templates of this folder, loaded and validated once per process."""
+    """The templates of this folder and of ``TRANSFER_PLATFORM_DIRS``, loaded and validated once per process."""
     global _registry
     if _registry is None:
         with _lock:
             if _registry is None:
-                _registry = registry_load(FOLDER)
+                merged = Registry()
+                for folder in registry_folders():
+                    if folder != FOLDER and not folder.is_dir():
+                        _fail(str(folder), "TRANSFER_PLATFORM_DIRS names a folder that does not exist")
+                    for name, platform in registry_load(folder).platforms.items():
+                        if name in merged.platforms:
+                            _fail(platform.source, f"the platform {name!r} is defined twice")
+                        merged.platforms[name] = platform
+                _registry = merged
     return _registry
+
+
+def _settings_changed(*, setting, **kwargs):
+    global _registry
+    if setting == "TRANSFER_PLATFORM_DIRS":
+        with _lock:
+            _registry = None
+
+
+setting_changed.connect(_settings_changed, dispatch_uid="transfers.platforms.registry")
 
 
 def platform_for_domain(domain: str) -> str | None:
