@@ -46,7 +46,8 @@ migrate: $(VENV)/.installed
 # One gunicorn process with threads: the embedded default keeps its cache (token state, rate limits) in
 # process memory, so it must not be split over several processes. Production runs many (see README).
 # Links in e-mails (portal invites, password resets) name the address the service is served on. DATA_DIR
-# (default: this folder) holds the SQLite database and the uploaded files.
+# (default: this folder) holds the SQLite database and the uploaded files. gunicorn's master also runs the SMTP
+# receiver of transfer e-mails on INBOUND_SMTP_LISTEN (127.0.0.1:2525; config/deploy/gunicorn_embedded.py).
 run: export PUBLIC_BASE_URL := $(or $(PUBLIC_BASE_URL),http://$(HOST):$(PORT))
 run: $(VENV)/.installed migrate
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)

@@ -8,8 +8,8 @@ row) and ``forged`` (signed with a throwaway key that the sandbox's DNS record d
 
 from __future__ import annotations
 
-import secrets
 import hashlib
+import secrets
 import smtplib
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -123,11 +123,11 @@ def forged_sign(raw: bytes) -> bytes:
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
     )
-    signature = dkim.sign(
-        raw, b"sandbox", SANDBOX_DOMAIN.encode(), pem, include_headers=list(SIGNED_HEADERS)
-    )
+    signature = dkim.sign(raw, b"sandbox", SANDBOX_DOMAIN.encode(), pem, include_headers=list(SIGNED_HEADERS))
     return signature + raw
 
 

@@ -74,9 +74,7 @@ class InboundMessage(models.Model):
             models.UniqueConstraint(fields=["sha256", "recipient"], name="inbound_sha_recipient"),
         ]
         indexes = [
-            models.Index(
-                fields=["received_at"], condition=~Q(stage="processed"), name="inbound_unprocessed"
-            ),
+            models.Index(fields=["received_at"], condition=~Q(stage="processed"), name="inbound_unprocessed"),
             models.Index(fields=["platform", "message_id"], name="inbound_platform_msgid"),
             models.Index(fields=["platform", "sha256"], name="inbound_platform_sha"),
             models.Index(fields=["received_at"], name="inbound_received"),
@@ -214,7 +212,9 @@ class TicketBarcode(models.Model):
     """A barcode read from an order's ticket file, kept as an HMAC (duplicates) plus its last 4 characters."""
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="ticket_barcodes")
-    digest = models.CharField(max_length=64, help_text="HMAC-SHA256 of the barcode's text, keyed by the service.")
+    digest = models.CharField(
+        max_length=64, help_text="HMAC-SHA256 of the barcode's text, keyed by the service."
+    )
     last4 = models.CharField(max_length=4)
     symbology = models.CharField(max_length=20)
     file_sha256 = models.CharField(max_length=64)

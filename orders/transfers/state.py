@@ -34,7 +34,10 @@ TRANSFER_MOVES: dict[str, frozenset[str]] = {
     TS.RECALLED: frozenset({TS.PARTIAL, TS.DETECTED, TS.ACCEPTED, TS.MISMATCH}),
 }
 TRANSFER_MACHINE = StateMachine(
-    name="transfer", field="transfer_state", moves=TRANSFER_MOVES, history=TransferStateHistory,
+    name="transfer",
+    field="transfer_state",
+    moves=TRANSFER_MOVES,
+    history=TransferStateHistory,
     history_fk="order",
 )
 
@@ -135,7 +138,9 @@ def order_receive(
 
 def transfer_accept(*, order: Order, actor: str, reason: str, reason_code: str) -> Order:
     """The tickets were accepted on the platform (its authentic ``transfer_accepted`` e-mail, or staff)."""
-    return transfer_transition(order=order, to=TS.ACCEPTED, actor=actor, reason_code=reason_code, reason=reason)
+    return transfer_transition(
+        order=order, to=TS.ACCEPTED, actor=actor, reason_code=reason_code, reason=reason
+    )
 
 
 def order_recall(*, order: Order, actor: str, reason: str, message=None) -> Order:
@@ -154,7 +159,9 @@ def order_recall(*, order: Order, actor: str, reason: str, message=None) -> Orde
             return locked
         if locked.status not in (S.TICKET_RECEIVED, S.AWAITING_TRANSFER):
             return locked  # canceled or expired: nothing left to recall
-        if locked.transfer_state != TS.RECALLED and TRANSFER_MACHINE.allows(locked.transfer_state, TS.RECALLED):
+        if locked.transfer_state != TS.RECALLED and TRANSFER_MACHINE.allows(
+            locked.transfer_state, TS.RECALLED
+        ):
             locked = transfer_transition(
                 order=locked,
                 to=TS.RECALLED,
@@ -189,7 +196,9 @@ def case_open(
         case = TransferCase.objects.create(
             order=order, message=message, kind=kind, summary=summary[:500], details=details or {}
         )
-        CASE_MACHINE.record(obj=case, from_state="", to_state=CS.OPEN, actor="system:transfers", reason=summary)
+        CASE_MACHINE.record(
+            obj=case, from_state="", to_state=CS.OPEN, actor="system:transfers", reason=summary
+        )
         if order is not None:
             Order.objects.filter(pk=order.pk, transfer_case_open=False).update(transfer_case_open=True)
             order.transfer_case_open = True

@@ -90,9 +90,7 @@ class SimulateTransferView(APIView):
         examples=[
             OpenApiExample("A matching transfer", request_only=True, value={"variant": "match"}),
             OpenApiExample("Fewer tickets than ordered", request_only=True, value={"variant": "partial"}),
-            OpenApiExample(
-                "Sent", response_only=True, status_codes=["202"], value=SIMULATED_EXAMPLE
-            ),
+            OpenApiExample("Sent", response_only=True, status_codes=["202"], value=SIMULATED_EXAMPLE),
         ],
     )
     def post(self, request, order_id: str):

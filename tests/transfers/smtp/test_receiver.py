@@ -73,9 +73,8 @@ def test_rcpt_is_refused_for_unknown_addresses_and_other_domains_no_relay(receiv
     ):
         assert rcpt(receiver, address) == (550, b"5.1.1 No such transfer address"), address
     # A session with no accepted recipient cannot deliver: DATA is refused, nothing is stored.
-    with smtp_client(f"127.0.0.1:{receiver.port}") as client:
-        with pytest.raises(smtplib.SMTPRecipientsRefused):
-            client.sendmail("x@sandbox.invalid", [f"ord-nobody@{domain}"], message_for("x"))
+    with smtp_client(f"127.0.0.1:{receiver.port}") as client, pytest.raises(smtplib.SMTPRecipientsRefused):
+        client.sendmail("x@sandbox.invalid", [f"ord-nobody@{domain}"], message_for("x"))
     assert not InboundMessage.objects.exists()
 
 
@@ -156,9 +155,11 @@ def test_a_database_failure_while_storing_answers_451_and_the_retry_is_stored(re
         return real_save(self, *args, **kwargs)
 
     monkeypatch.setattr(InboundMessage, "save", save_failing_once)
-    with smtp_client(f"127.0.0.1:{receiver.port}") as client:
-        with pytest.raises(smtplib.SMTPDataError) as deferred:
-            client.sendmail("transfers@sandbox.invalid", [order.transfer_address], raw)
+    with (
+        smtp_client(f"127.0.0.1:{receiver.port}") as client,
+        pytest.raises(smtplib.SMTPDataError) as deferred,
+    ):
+        client.sendmail("transfers@sandbox.invalid", [order.transfer_address], raw)
     assert deferred.value.smtp_code == 451 and deferred.value.smtp_error.startswith(b"4.3.0")
     assert not InboundMessage.objects.exists()
     with smtp_client(f"127.0.0.1:{receiver.port}") as client:

@@ -5,6 +5,7 @@ messages being stored commit and be answered (up to 20 s)."""
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import signal
 import socket
@@ -45,6 +46,9 @@ class Command(BaseCommand):
                 f"{host}:{port} is in use: another SMTP receiver (a second `make run` or `inbound_smtp`?) is "
                 "listening there. Stop it, or set INBOUND_SMTP_LISTEN=host:port to another port."
             )
+        # aiosmtpd logs every command of every session, addresses included: its warnings only. The receiver
+        # logs one line per message itself (orders.transfers.smtp).
+        logging.getLogger("mail.log").setLevel(logging.WARNING)
         hold = float(os.environ.get(HOLD_AFTER_STORE_ENV) or 0)
         handler = TransferMailHandler(threads=options["threads"], hold_after_store=hold)
         controller = TransferMailController(handler, host, port)
