@@ -81,12 +81,19 @@ class TransferMailHandler:
         return "250 2.1.5 Recipient OK"
 
     async def handle_DATA(self, server, session, envelope):
+        # Counted from the start to the answer: a graceful stop waits for the 250 to go out.
+        self._enter()
+        try:
+            return await self._data(session, envelope)
+        finally:
+            self._leave()
+
+    async def _data(self, session, envelope) -> str:
         raw = envelope.original_content
         if raw is None:  # decode_data=False keeps the bytes; never None after a completed DATA
             return TRY_AGAIN
         if len(raw) > settings.INBOUND_MAX_BYTES:
             return TOO_BIG
-        self._enter()
         started = time.monotonic()
         try:
             sha, orders = await self._run(
@@ -106,8 +113,6 @@ class TransferMailHandler:
         except Exception:
             logger.exception("Inbound SMTP: unexpected error storing a message; answering 451")
             return TRY_AGAIN
-        finally:
-            self._leave()
         logger.info(
             "Inbound SMTP: %d bytes sha256=%s from peer %s for %s stored in %.0f ms",
             len(raw),
