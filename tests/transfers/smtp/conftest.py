@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 import smtplib
 import sys
@@ -53,7 +54,11 @@ def _fallback_sandbox_module() -> types.ModuleType:
         headers = [b"from", b"to", b"subject", b"date", b"message-id"]
         return dkim.sign(raw, b"sandbox", b"sandbox.invalid", pem, include_headers=headers) + raw
 
+    public = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     module.sandbox_sign = sandbox_sign
+    module.public_txt = b"v=DKIM1; k=rsa; p=" + base64.b64encode(public)
     return module
 
 
