@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat
+.PHONY: install run test test-fast test-embedded lint format migrate bench bench-transfers bench-dashboard fuzz soak clean worker beat
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -111,6 +111,11 @@ bench: $(VENV)/.installed .nginx-installed
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
 
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
+# Transfer detection: 200 sandbox-signed e-mails through the SMTP receiver, arrival → ticket_received p50/p95, in
+# the production shape (one Celery worker) and the embedded default (bench/README.md "Transfer detection").
+bench-transfers: $(VENV)/.installed
+	$(PY) -m bench.transfers $(BENCH_ARGS)
+
 bench-dashboard: $(VENV)/.installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)
