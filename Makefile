@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast test-embedded lint format migrate bench bench-transfers bench-dashboard fuzz soak clean worker beat
+.PHONY: install run test test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -113,6 +113,7 @@ bench: $(VENV)/.installed .nginx-installed
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
 # Transfer detection: 200 sandbox-signed e-mails through the SMTP receiver, arrival → ticket_received p50/p95, in
 # the production shape (one Celery worker) and the embedded default (bench/README.md "Transfer detection").
+.PHONY: bench-transfers
 bench-transfers: $(VENV)/.installed
 	$(PY) -m bench.transfers $(BENCH_ARGS)
 

@@ -3,7 +3,8 @@ transfer e-mail to ``ticket_received``.
 
 Per shape, a fresh database with 200 test-mode orders in ``awaiting_transfer``; the SMTP receiver
 (``manage.py inbound_smtp``) as its own process; 200 sandbox-signed ``match`` e-mails sent one after another
-over SMTP, each to its own order. Latency per message: from its arrival (``InboundMessage.received_at``,
+over SMTP, each to its own order, paced at ``--rate`` per second (4 by default; 0 sends them back to back,
+which measures the backlog of a burst rather than a message's own latency). Latency per message: from its arrival (``InboundMessage.received_at``,
 written as the DATA phase ends) to the order's ``ticket_received`` history row.
 
 - production: PostgreSQL, Redis as broker, one Celery worker (``--concurrency 1``) processing the messages;
@@ -76,7 +77,7 @@ def shape_env(shape: str, data_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_shape(shape: str, messages: int) -> dict:
+def run_shape(shape: str, messages: int, rate: float) -> dict:
     data_dir = Path(tempfile.mkdtemp(prefix=f"bench-transfers-{shape}-"))
     env = shape_env(shape, data_dir)
     if shape == "production":
@@ -121,7 +122,7 @@ def run_shape(shape: str, messages: int) -> dict:
             )
         )
         done = subprocess.run(
-            [PY, "-m", "bench.transfers", "--inner", shape, "--messages", str(messages)],
+            [PY, "-m", "bench.transfers", "--inner", shape, "--messages", str(messages), "--rate", str(rate)],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -142,7 +143,7 @@ def run_shape(shape: str, messages: int) -> dict:
 
 
 # --- inside a shape's environment -------------------------------------------------------------------------
-def inner(shape: str, messages: int) -> dict:
+def inner(shape: str, messages: int, rate: float) -> dict:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -188,6 +189,24 @@ def inner(shape: str, messages: int) -> dict:
         time.sleep(0.5)
     else:
         raise SystemExit(f"only {waiting} of {len(pks)} orders reached awaiting_transfer")
+    # The confirmations' follow-up work (notifications, the [TEST] e-mails) drains first: the messages are
+    # measured on a worker that has nothing else queued.
+    if shape == "production":
+        import redis
+
+        from config.celery import QUEUES
+
+        broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        idle_since = None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if sum(broker.llen(q) for q in QUEUES) or broker.hlen("unacked"):
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > 3:
+                break
+            time.sleep(0.2)
     # The receiver is up once it answers.
     host, port = mail_compose.listen_address(settings.INBOUND_SMTP_LISTEN)
     for _ in range(300):
@@ -199,7 +218,9 @@ def inner(shape: str, messages: int) -> dict:
         except OSError:
             time.sleep(0.2)
     started = time.monotonic()
-    for order in Order.objects.filter(pk__in=pks).select_related("event__venue"):
+    for n, order in enumerate(Order.objects.filter(pk__in=pks).select_related("event__venue")):
+        if rate:  # paced arrivals: the n-th message leaves at n / rate seconds
+            time.sleep(max(0.0, started + n / rate - time.monotonic()))
         mail_compose.send_test_transfer(order, "match")
     sent_seconds = time.monotonic() - started
     deadline = time.monotonic() + 120
@@ -219,6 +240,7 @@ def inner(shape: str, messages: int) -> dict:
     result = {
         "shape": shape,
         "messages": messages,
+        "rate": rate or "burst",
         "stored": len(arrived),
         "moved": len(moved),
         "send_seconds": round(sent_seconds, 2),
@@ -275,13 +297,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shape", choices=("production", "embedded", "both"), default="both")
     parser.add_argument("--messages", type=int, default=200)
+    parser.add_argument(
+        "--rate", type=float, default=4.0, help="messages per second sent (0: all at once, one after another)"
+    )
     parser.add_argument("--inner", choices=("production", "embedded"))
     args = parser.parse_args()
     if args.inner:
-        print(json.dumps(inner(args.inner, args.messages)))
+        print(json.dumps(inner(args.inner, args.messages, args.rate)))
         return
     shapes = ("production", "embedded") if args.shape == "both" else (args.shape,)
-    results = [run_shape(shape, args.messages) for shape in shapes]
+    results = [run_shape(shape, args.messages, args.rate) for shape in shapes]
     for result in results:
         print(json.dumps(result))
 
