@@ -14,7 +14,6 @@ import pytest
 
 from tests.faults.live import BIN, ROOT, free_port, wait_for
 
-pytestmark = pytest.mark.production  # real processes; the embedded pass runs make run itself
 
 _NOT_INHERITED = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "TESTING", "EMBEDDED_PASS", "DJANGO_ENV")
 
