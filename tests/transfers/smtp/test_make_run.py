@@ -10,10 +10,7 @@ import smtplib
 import socket
 import subprocess
 
-import pytest
-
 from tests.faults.live import BIN, ROOT, free_port, wait_for
-
 
 _NOT_INHERITED = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "TESTING", "EMBEDDED_PASS", "DJANGO_ENV")
 
