@@ -47,7 +47,8 @@ migrate: $(VENV)/.installed
 # One gunicorn process with threads: the embedded default keeps its cache (token state, rate limits) in
 # process memory, so it must not be split over several processes. Production runs many (see README).
 # Links in e-mails (portal invites, password resets) name the address the service is served on. DATA_DIR
-# (default: this folder) holds the SQLite database and the uploaded files.
+# (default: this folder) holds the SQLite database and the uploaded files. gunicorn's master also runs the SMTP
+# receiver of transfer e-mails on INBOUND_SMTP_LISTEN (127.0.0.1:2525; config/deploy/gunicorn_embedded.py).
 run: export PUBLIC_BASE_URL := $(or $(PUBLIC_BASE_URL),http://$(HOST):$(PORT))
 run: $(VENV)/.installed migrate
 	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
@@ -111,6 +112,12 @@ bench: $(VENV)/.installed .nginx-installed
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
 
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
+# Transfer detection: 200 sandbox-signed e-mails through the SMTP receiver, arrival → ticket_received p50/p95, in
+# the production shape (one Celery worker) and the embedded default (bench/README.md "Transfer detection").
+.PHONY: bench-transfers
+bench-transfers: $(VENV)/.installed
+	$(PY) -m bench.transfers $(BENCH_ARGS)
+
 bench-dashboard: $(VENV)/.installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)

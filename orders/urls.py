@@ -1,6 +1,7 @@
 from django.urls import path
 
 from . import api, testmode_api
+from .transfers import testmode_api as transfers_testmode_api
 
 urlpatterns = [
     path("orders", api.OrderListCreateView.as_view(), name="orders"),
@@ -16,5 +17,10 @@ urlpatterns = [
         "test/orders/<str:order_id>/advance",
         testmode_api.OrderAdvanceView.as_view(),
         name="test-order-advance",
+    ),
+    path(
+        "test/orders/<str:order_id>/simulate_transfer",
+        transfers_testmode_api.SimulateTransferView.as_view(),
+        name="test-order-simulate-transfer",
     ),
 ]

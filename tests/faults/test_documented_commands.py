@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import smtplib
 
 import pytest
 import redis
@@ -179,6 +180,48 @@ def test_the_procfile_as_written_delivers_a_ping(processes, broker, hooks, shell
     order_reaches_payout(url, auth, row, [worker, beat])
     assert "Sending due task payouts-progress" in beat.output()
     assert "Task payouts.tasks.payouts_progress[" in worker.output()
+
+
+def test_the_procfile_inbound_line_as_written_receives_a_transfer_email(
+    processes, shell_env, tmp_path, creds, row
+):
+    """``inbound`` exactly as the Procfile writes it: a real SMTP session stores a message for an order waiting
+    for its tickets and refuses any other address (550)."""
+    from orders.transfers.models import InboundMessage
+    from tests.orders.factories import make_order
+
+    lines = procfile()
+    assert lines["inbound"] == "python manage.py inbound_smtp", lines
+    listen = f"127.0.0.1:{free_port()}"
+    inbound = start(
+        processes, "inbound", lines["inbound"], {**shell_env, "INBOUND_SMTP_LISTEN": listen}, ROOT
+    )
+    order = make_order(creds.partner, status="awaiting_transfer")
+    host, port = listen.split(":")
+
+    def listening() -> bool:
+        try:
+            smtplib.SMTP(host, int(port), timeout=2).quit()
+        except OSError:
+            return False
+        return True
+
+    assert wait_for(listening, timeout=60), inbound.output()[-3000:]
+    raw = (
+        f"From: Sandbox Tickets <transfers@sandbox.invalid>\r\nTo: {order.transfer_address}\r\n"
+        "Subject: You've been sent 2 tickets to Skyline Festival\r\n\r\nTickets: 2\r\n"
+    ).encode()
+    with smtplib.SMTP(host, int(port), timeout=30) as client:
+        assert client.sendmail("transfers@sandbox.invalid", [order.transfer_address], raw) == {}
+    with smtplib.SMTP(host, int(port), timeout=30) as client:
+        client.ehlo("mx.sandbox.invalid")
+        assert client.mail("transfers@sandbox.invalid")[0] == 250
+        assert client.rcpt(f"ord-unknown@{settings.ORDER_TRANSFER_ADDRESS_DOMAIN}")[0] == 550
+    stored = InboundMessage.objects.get(recipient=order.transfer_address)
+    assert (stored.channel, stored.peer, stored.order_id) == ("smtp", "127.0.0.1", order.pk)
+    # Its one log line for the message names the order.
+    assert wait_for(lambda: order.order_id in inbound.output(), timeout=10), inbound.output()[-3000:]
+    assert order.order_id in inbound.output(), inbound.output()[-3000:]
 
 
 def test_the_plain_commands_deliver_a_ping_with_one_worker_for_every_queue(

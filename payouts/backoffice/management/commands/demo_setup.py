@@ -74,6 +74,9 @@ class Command(BaseCommand):
         out(
             f"  The walk-through finds the demo event with q={WALKTHROUGH_SEARCH} (section Lower 101, row B)."
         )
+        out(
+            f"  Simulate the seller's ticket transfer for a test order: {manage} send_test_transfer <order_id>"
+        )
         out("")
         staff = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
         if admin_password:
