@@ -16,6 +16,7 @@ class TransfersConfig(AppConfig):
         from . import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
         from .files import on_order_status_changed
         from .platforms import registry
+        from .subscribers import on_order_status_changed as release_waiting_mail
 
         registry()  # a bad platform template stops the service here (ImproperlyConfigured)
 
@@ -23,5 +24,11 @@ class TransfersConfig(AppConfig):
         subscribe(
             "transfers-ticket-file",
             handler=on_order_status_changed,
+            types=[Notification.Type.ORDER_STATUS_CHANGED],
+        )
+        # Mail that arrived before the confirmation is decided as soon as the order awaits its transfer.
+        subscribe(
+            "transfers-waiting-mail",
+            handler=release_waiting_mail,
             types=[Notification.Type.ORDER_STATUS_CHANGED],
         )
