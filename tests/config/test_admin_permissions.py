@@ -27,8 +27,8 @@ from rest_framework.test import APIClient
 from catalog.models import Event, Row
 from catalog.services import row_quantity_adjust
 from orders.models import Order
-from orders.transfers.models import TransferCase
 from orders.services import order_transition
+from orders.transfers.models import TransferCase
 from orders.webhooks.models import WebhookEndpoint
 from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential
