@@ -165,3 +165,11 @@ def mismatch_case(
             message=message,
             details={"fields": match.fields},
         )
+
+
+def detected_order(partner) -> Order:
+    """A ``ticket_received`` order whose transfer was detected by e-mail and not yet accepted on the platform."""
+    from tests.orders.factories import make_order
+
+    order = make_order(partner, status="awaiting_transfer")
+    return state.order_receive(order=order, source="email", actor="system:transfers", reason="test setup")

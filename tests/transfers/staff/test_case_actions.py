@@ -11,13 +11,12 @@ from django.test import Client
 from django.urls import reverse
 
 from orders.models import Notification, Order
-from orders.transfers import state
 from orders.transfers.admin_actions import ACTIONS
 from orders.transfers.models import TransferCase, TransferCaseHistory, TransferStateHistory
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-from .fixtures import ACCEPT_LINK, HOSTILE_HTML, mismatch_case, transfer_mail
+from .fixtures import ACCEPT_LINK, HOSTILE_HTML, detected_order, mismatch_case, transfer_mail
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
@@ -235,12 +234,7 @@ def test_dismiss_and_forged_resolve_and_leave_the_order(order, case, name, resol
 
 
 def test_mark_recalled_sends_a_received_order_back_to_awaiting_transfer(order):
-    order = make_order(
-        make_partner(name="Recall Co", email="r@recall.example").partner, status="ticket_received"
-    )
-    state.transfer_transition(
-        order=order, to="detected", actor="system:transfers", reason_code="transfer_detected"
-    )
+    order = detected_order(make_partner(name="Recall Co", email="r@recall.example").partner)
     case = mismatch_case(order, kind=TransferCase.Kind.RECALLED)
     client = staff("ops", "mark_recalled")
     client.post(url("recalled", case), {"confirmed": "yes", "reason": "seller took them back"})
@@ -251,7 +245,7 @@ def test_mark_recalled_sends_a_received_order_back_to_awaiting_transfer(order):
 
 def test_accepted_on_platform_in_bulk_lists_the_accept_links_and_records_once():
     partner = make_partner(name="Bulk Co", email="b@bulk.example").partner
-    orders = [make_order(partner, status="ticket_received") for _ in range(2)]
+    orders = [detected_order(partner) for _ in range(2)]
     cases = [mismatch_case(o, kind=TransferCase.Kind.UNVERIFIED) for o in orders]
     waiting = make_order(partner, status="awaiting_transfer")
     cases.append(mismatch_case(waiting, kind=TransferCase.Kind.UNVERIFIED))

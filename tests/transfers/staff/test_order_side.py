@@ -17,7 +17,7 @@ from payouts.backoffice.dashboard import staff_dashboard
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-from .fixtures import ACCEPT_LINK, mismatch_case
+from .fixtures import ACCEPT_LINK, detected_order, mismatch_case
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 CHANGELIST = "/admin/orders/order/"
@@ -96,10 +96,7 @@ def test_the_order_list_records_detected_transfers_accepted_on_the_platform_in_b
 
 
 def test_the_order_list_action_needs_its_permission(partner):
-    order = make_order(partner, status="ticket_received")
-    state.transfer_transition(
-        order=order, to="detected", actor="system:transfers", reason_code="transfer_detected"
-    )
+    order = detected_order(partner)
     client = staff("viewer", "mark_received")
     assert 'value="mark_accepted_on_platform"' not in client.get(CHANGELIST).content.decode()
     client.post(
