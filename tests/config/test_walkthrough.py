@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import signal
+import sqlite3
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ class MakeRun:
 
     popen: subprocess.Popen
     port: int
+    smtp: str
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -65,7 +67,7 @@ def make_run(data_dir: Path) -> MakeRun:
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env["DATA_DIR"] = str(data_dir)
     # Like PORT: a free port for the SMTP receiver `make run` starts, so the test never meets a user's.
-    env["INBOUND_SMTP_LISTEN"] = f"127.0.0.1:{free_port()}"
+    smtp = env["INBOUND_SMTP_LISTEN"] = f"127.0.0.1:{free_port()}"
     popen = subprocess.Popen(
         # The suite runs in the installed virtualenv (`make test` installs first): a pyproject.toml newer than
         # its stamp must not start a reinstall in the middle of a test.
@@ -84,7 +86,7 @@ def make_run(data_dir: Path) -> MakeRun:
         text=True,
         start_new_session=True,
     )
-    run = MakeRun(popen, port)
+    run = MakeRun(popen, port, smtp)
     threading.Thread(target=run.collect, daemon=True).start()
     up = wait_for(
         lambda: popen.poll() is not None or _answers(f"http://127.0.0.1:{port}/healthz"),
@@ -185,20 +187,46 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
         assert result.returncode == 0, result.stdout + result.stderr
         answers = [json.loads(line) for line in result.stdout.splitlines()]
         assert answers[0]["data"]["results"][0]["event_name"] == "The Skyline Sessions: Live"
-        order = answers[-2]["data"]
+        order = answers[-3]["data"]
         assert (order["status"], order["livemode"], order["row_name"], order["quantity"]) == (
             "accepted",
             False,
             "B",
             2,
-        ), answers[-2]
-        # The simulated transfer went through the SMTP receiver `make run` started.
-        sent = answers[-1]["data"]
+        ), answers[-3]
+        # The simulated transfer went through the SMTP receiver `make run` started, and moved the order.
+        sent = answers[-2]["data"]
         assert (sent["order_id"], sent["variant"], sent["kind"]) == (
             order["order_id"],
             "match",
             "transfer_offer",
         )
+        received = answers[-1]["data"]
+        assert received["status"] == "ticket_received", received
+        assert received["transfer"]["source"] == "email" and received["transfer"]["state"] == "detected"
+        assert received["transfer"]["quantity_detected"] == 2
+
+        # The README's forged transfer, on a second order made the same way: the order stays, a case waits.
+        ordering = flow[: flow.index('echo "$ORDER"\n') + len('echo "$ORDER"\n')]
+        send = (
+            f"env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL -u TESTING DATA_DIR={data_dir} "
+            f"INBOUND_SMTP_LISTEN={first.smtp} .venv/bin/python manage.py send_test_transfer "
+            '$(echo "$ORDER" | field data.order_id) --variant forged'
+        )
+        result = bash(export_line, ordering + send)
+        assert result.returncode == 0, result.stdout + result.stderr
+        (forged_id,) = [
+            json.loads(line)["data"]["order_id"]
+            for line in result.stdout.splitlines()
+            if line.startswith('{"success":true,"data":{"order_id"')
+        ]
+        with sqlite3.connect(data_dir / "db.sqlite3") as db:
+            cases = db.execute(
+                "SELECT c.kind, c.state, o.status, o.transfer_state FROM transfers_transfercase c "
+                "JOIN orders_order o ON o.id = c.order_id WHERE o.order_id = ?",
+                (forged_id,),
+            ).fetchall()
+        assert cases == [("unverified", "open", "awaiting_transfer", "none")], result.stdout
 
         (walk,) = shell_blocks(INTEGRATING)
         result = bash(export_line, walk)
