@@ -3,11 +3,7 @@
 
 from __future__ import annotations
 
-import base64
-import importlib
 import smtplib
-import sys
-import types
 
 import pytest
 from django.db import connection
@@ -35,52 +31,12 @@ def smtp_client(listen: str) -> smtplib.SMTP:
     return smtplib.SMTP(host, int(port), timeout=30)
 
 
-def _fallback_sandbox_module() -> types.ModuleType:
-    """Until the sandbox signer is part of the tree: the same interface, DKIM with a key made here
-    (d=sandbox.invalid, s=sandbox), so the messages the tests send are really signed."""
-    import dkim
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-    module = types.ModuleType("orders.transfers.sandbox")
-
-    def sandbox_sign(raw: bytes) -> bytes:
-        headers = [b"from", b"to", b"subject", b"date", b"message-id"]
-        return dkim.sign(raw, b"sandbox", b"sandbox.invalid", pem, include_headers=headers) + raw
-
-    public = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    module.sandbox_sign = sandbox_sign
-    module.public_txt = b"v=DKIM1; k=rsa; p=" + base64.b64encode(public)
-    return module
-
-
 @pytest.fixture
-def sandbox_signer(monkeypatch):
-    """``orders.transfers.sandbox.sandbox_sign``: the service's own when present, else the local fallback."""
-    try:
-        module = importlib.import_module("orders.transfers.sandbox")
-    except ImportError:
-        module = _fallback_sandbox_module()
-        monkeypatch.setitem(sys.modules, "orders.transfers.sandbox", module)
-    return module.sandbox_sign
+def sandbox_signer():
+    """``orders.transfers.sandbox.sandbox_sign``: the sandbox platform's signer, its key made on first use."""
+    from orders.transfers.sandbox import sandbox_sign
 
-
-def pipeline_present() -> bool:
-    try:
-        importlib.import_module("orders.transfers.platforms")
-        importlib.import_module("orders.transfers.auth")
-        importlib.import_module("orders.transfers.sandbox")
-    except ImportError:
-        return False
-    return True
+    return sandbox_sign
 
 
 def db_vendor() -> str:

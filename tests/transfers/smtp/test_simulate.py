@@ -22,8 +22,6 @@ from tests.faults.live import ROOT, free_port, production_env
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
 from tests.testmode.test_orders import advance
 
-from .conftest import pipeline_present
-
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
 
@@ -107,9 +105,8 @@ def test_simulate_transfer_sends_a_signed_email_through_the_receiver(
     tags = dict(t.strip().split("=", 1) for t in signature.replace("\r\n", "").split(";") if "=" in t)
     assert tags["d"] == "sandbox.invalid" and tags["s"] == "sandbox" and "l" not in tags
     assert {"from", "to", "subject", "date"} <= {h.strip().lower() for h in tags["h"].split(":")}
-    if pipeline_present():
-        # The whole way: authentic, parsed, matched, the order moved (embedded: processed in-process).
-        assert Order.objects.get(order_id=order["order_id"]).status == "ticket_received"
+    # The whole way: authentic, parsed, matched, the order moved (tasks in-process, as in the embedded default).
+    assert Order.objects.get(order_id=order["order_id"]).status == "ticket_received"
 
 
 def test_the_forged_variant_is_signed_with_a_key_the_sandbox_never_published(
