@@ -20,6 +20,7 @@ ID_ROUTES = {
     "v1/notifications/<str:notification_id>": "tests/testmode/test_isolation.py::"
     "test_another_partners_notification_and_test_order_are_not_found",
     "v1/test/orders/<str:order_id>/advance": "tests/testmode/test_isolation.py (same test)",
+    "v1/test/orders/<str:order_id>/simulate_transfer": "tests/testmode/test_isolation.py (same test)",
     "portal/orders/<str:order_id>": "test_portal_order_page_of_another_partner_is_not_found",
     "v1/webhook_endpoints/<str:endpoint_id>": "tests/webhooks/test_api.py::test_another_partners_endpoint_is_not_found",
     "v1/webhook_endpoints/<str:endpoint_id>/rotate_secret": "tests/webhooks/test_api.py (same test)",

@@ -3,6 +3,7 @@ that returns quotes, orders, notifications or webhook endpoints (docs/partners/t
 
 import pytest
 
+from orders.transfers.models import InboundMessage
 from tests.conftest import assert_error
 
 from .conftest import api_order, api_quote, order_form
@@ -123,4 +124,9 @@ def test_another_partners_notification_and_test_order_are_not_found(
     assert_error(other.get(f"/v1/notifications/{notification['id']}"), 404, "NOTIFICATION_NOT_FOUND")
     response = other.post(f"/v1/test/orders/{order['order_id']}/advance", {"to": "paid"}, format="json")
     assert_error(response, 404, "ORDER_NOT_FOUND")
+    response = other.post(
+        f"/v1/test/orders/{order['order_id']}/simulate_transfer", {"variant": "match"}, format="json"
+    )
+    assert_error(response, 404, "ORDER_NOT_FOUND")
     assert test_client.get(f"/v1/orders/{order['order_id']}").json()["data"]["status"] == "awaiting_transfer"
+    assert not InboundMessage.objects.exists()
