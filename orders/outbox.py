@@ -2,16 +2,18 @@
 
 ``order_notification_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
 and inserts it in the caller's transaction, so there is no change without its notification and no
-notification without its change. After commit ``notification_dispatch`` publishes one delivery task per
-subscriber of ``orders.signals`` (so one failing subscriber never re-runs another) and marks the row
-dispatched once the broker took them all. ``notifications_dispatch_pending`` (beat) publishes again what
-never reached the broker; ``notification_deliver`` skips a subscriber that already handled the
-notification (its ``NotificationReceipt``). Retention: ``notifications_purge`` deletes rows older than
+notification without its change. After commit ``notification_dispatch`` publishes one delivery task for
+the subscribers of ``orders.signals`` that want it (their types and the order's new status) and marks the row
+dispatched once the broker took it. The task runs each subscriber in turn, each receipt written as its handler
+returns; a subscriber that fails for now gets a task of its own with backoff, so one failing subscriber never
+re-runs another. ``notifications_dispatch_pending`` (beat) publishes again what never reached the broker;
+``notification_deliver`` skips a subscriber that already handled the notification (its ``NotificationReceipt``). Retention: ``notifications_purge`` deletes rows older than
 ``NOTIFICATION_RETENTION_DAYS`` in batches.
 """
 
 import json
 import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -155,24 +157,35 @@ def transfer_notification_record(
     return notification
 
 
+def _order_status(payload: dict | None) -> str | None:
+    order = ((payload or {}).get("data") or {}).get("order")
+    return order.get("status") if isinstance(order, dict) else None
+
+
 def notification_dispatch_after_commit(*, notification: Notification) -> None:
     """Hand ``notification`` to the subscribers once the transaction that wrote it commits."""
     pk, notification_type = notification.pk, notification.type
+    status = _order_status(notification.payload)
     transaction.on_commit(
-        lambda: notification_dispatch(notification_pk=pk, notification_type=notification_type)
+        lambda: notification_dispatch(
+            notification_pk=pk, notification_type=notification_type, order_status=status
+        )
     )
 
 
-def notification_dispatch(*, notification_pk: int, notification_type: str) -> bool:
-    """Publish one delivery per subscriber; mark the row dispatched once the broker took every one.
+def notification_dispatch(
+    *, notification_pk: int, notification_type: str, order_status: str | None = None
+) -> bool:
+    """Publish the delivery of a notification to the subscribers that want it (one task for all of them); mark
+    the row dispatched once the broker took it. ``order_status``: the order's status in the notification, which
+    leaves out the subscribers of other statuses (``None``: none is left out, each handler decides).
 
     Returns whether it did. A failed publish leaves the row undispatched for ``notifications_dispatch_pending``.
     """
-    for subscriber in signals.subscribers_for(notification_type):
-        # A failed publish means the broker is down: the others would only wait for it too. The sweep
-        # publishes them all again later (a subscriber that already handled it skips it by its receipt).
-        if not publish("orders.tasks.notification_deliver", notification_pk, subscriber.name):
-            return False
+    names = [subscriber.name for subscriber in signals.subscribers_for(notification_type, order_status)]
+    # A subscriber that already handled it (a publish repeated by the sweep) skips it by its receipt.
+    if names and not publish("orders.tasks.notifications_deliver", notification_pk, names):
+        return False
     Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
         dispatched_at=timezone.now()
     )
@@ -189,14 +202,58 @@ def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = 
     pending = (
         Notification.objects.filter(dispatched_at__isnull=True, created_at__lt=cutoff)
         .order_by("created_at", "id")
-        .values_list("pk", "type")[:limit]
+        .values_list("pk", "type", "payload")[:limit]
     )
     dispatched = 0
-    for pk, notification_type in pending:
-        if not notification_dispatch(notification_pk=pk, notification_type=notification_type):
+    for pk, notification_type, payload in pending:
+        status = _order_status(payload)
+        if not notification_dispatch(
+            notification_pk=pk, notification_type=notification_type, order_status=status
+        ):
             break
         dispatched += 1
     return dispatched
+
+
+def notifications_deliver(
+    *, notification_pk: int, subscriber_names: list[str], on_transient: Callable[[str, BaseException], None]
+) -> list[str]:
+    """Run each named subscriber's handler on one notification, in turn, unless it already did; returns the names
+    of those that ran.
+
+    Each receipt is written as its handler returns. A handler raising one of its subscriber's ``transient`` errors
+    is handed to ``on_transient`` (the task publishes a delivery of its own for it, with backoff) and the others
+    still run; any other error is logged and left to the subscriber's own periodic sweep.
+    """
+    notification = Notification.objects.filter(pk=notification_pk).first()
+    if notification is None:
+        return []  # purged after its retention
+    handled = set(
+        NotificationReceipt.objects.filter(
+            notification_id=notification_pk, subscriber__in=subscriber_names
+        ).values_list("subscriber", flat=True)
+    )
+    ran = []
+    for name in subscriber_names:
+        subscriber = signals.subscriber(name)
+        if subscriber is None:
+            logger.warning("No subscriber %r for notification pk=%s", name, notification_pk)
+            continue
+        if name in handled:
+            continue
+        try:
+            subscriber.handler(notification)
+        except subscriber.transient as exc:
+            on_transient(name, exc)
+            continue
+        except Exception:
+            logger.exception("Subscriber %s failed on notification pk=%s", name, notification_pk)
+            continue
+        NotificationReceipt.objects.bulk_create(
+            [NotificationReceipt(notification_id=notification_pk, subscriber=name)], ignore_conflicts=True
+        )
+        ran.append(name)
+    return ran
 
 
 def notification_deliver(*, notification_pk: int, subscriber_name: str) -> bool:

@@ -36,6 +36,16 @@ class Subscriber:
     types: frozenset[str] | None  # None: every type
     handler: Handler
     transient: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
+    # None: every status. Otherwise only notifications whose order is now in one of these (``data.order.status``):
+    # no delivery is published for the others, so a subscriber that ignores most changes costs them nothing.
+    statuses: frozenset[str] | None = None
+
+    def wants(self, notification_type: str, order_status: str | None = None) -> bool:
+        """Whether a notification of this type, about an order now in ``order_status``, is for this subscriber
+        (``None``: the status is not known here, so any)."""
+        if self.types is not None and notification_type not in self.types:
+            return False
+        return self.statuses is None or order_status is None or order_status in self.statuses
 
 
 _subscribers: dict[str, Subscriber] = {}
@@ -47,16 +57,19 @@ def subscribe(
     handler: Handler,
     types: Iterable[str] | None = None,
     transient: Iterable[type[BaseException]] = (),
+    statuses: Iterable[str] | None = None,
 ) -> None:
     """Register ``handler`` under ``name`` (unique; registering the same name again replaces it).
 
     ``transient``: the subscriber's own errors that mean "try again later", on top of ``TRANSIENT_ERRORS``.
+    ``statuses``: only the notifications whose order is now in one of these statuses reach the handler.
     """
     _subscribers[name] = Subscriber(
         name=name,
         types=frozenset(types) if types is not None else None,
         handler=handler,
         transient=TRANSIENT_ERRORS + tuple(transient),
+        statuses=frozenset(statuses) if statuses is not None else None,
     )
 
 
@@ -64,8 +77,9 @@ def unsubscribe(name: str) -> None:
     _subscribers.pop(name, None)
 
 
-def subscribers_for(notification_type: str) -> list[Subscriber]:
-    return [s for s in _subscribers.values() if s.types is None or notification_type in s.types]
+def subscribers_for(notification_type: str, order_status: str | None = None) -> list[Subscriber]:
+    """The subscribers a notification of this type goes to; with ``order_status``, those that want it too."""
+    return [s for s in _subscribers.values() if s.wants(notification_type, order_status)]
 
 
 def subscriber(name: str) -> Subscriber | None:

@@ -15,7 +15,7 @@ class PayoutsConfig(AppConfig):
         # Payouts reacts to order events; orders never calls into payouts (the layers' direction).
         from config.core.metrics import database_metrics_connect
         from orders import signals
-        from orders.models import Notification
+        from orders.models import Notification, Order
         from partners.portal.access import form_action_origins_register
 
         from .services import order_reactions
@@ -54,5 +54,6 @@ class PayoutsConfig(AppConfig):
             "payouts.refunds",
             handler=order_reactions.on_order_status_changed,
             types=[Notification.Type.ORDER_STATUS_CHANGED],
+            statuses=[Order.Status.CANCELED],
             transient=order_reactions.TRANSIENT,
         )

@@ -10,7 +10,7 @@ class TransfersConfig(AppConfig):
     verbose_name = "Transfers"
 
     def ready(self) -> None:
-        from orders.models import Notification
+        from orders.models import Notification, Order
         from orders.signals import subscribe
 
         from . import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
@@ -25,10 +25,12 @@ class TransfersConfig(AppConfig):
             "transfers-ticket-file",
             handler=on_order_status_changed,
             types=[Notification.Type.ORDER_STATUS_CHANGED],
+            statuses=[Order.Status.AWAITING_TRANSFER],
         )
         # Mail that arrived before the confirmation is decided as soon as the order awaits its transfer.
         subscribe(
             "transfers-waiting-mail",
             handler=release_waiting_mail,
             types=[Notification.Type.ORDER_STATUS_CHANGED],
+            statuses=[Order.Status.AWAITING_TRANSFER],
         )

@@ -193,14 +193,24 @@ def test_a_failing_subscriber_is_retried_without_running_another_again(partner, 
         fail["times"] = 2
         retries = []
         real_retry = tasks.notification_deliver.retry
+        real_apply_async = tasks.notification_deliver.apply_async
 
         def recording_retry(*args, **kwargs):
-            retries.append(kwargs.get("countdown"))
+            retries.append(("retry", kwargs.get("countdown")))
             return real_retry(*args, **kwargs)
 
+        def recording_apply_async(*args, **kwargs):
+            retries.append(("alone", kwargs.get("args"), kwargs.get("countdown")))
+            return real_apply_async(*args, **kwargs)
+
         monkeypatch.setattr(tasks.notification_deliver, "retry", recording_retry)
+        monkeypatch.setattr(tasks.notification_deliver, "apply_async", recording_apply_async)
         outbox.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)
-        assert len(retries) == 2 and retries[0] >= 10  # backoff
+        # The first failure hands the failing subscriber alone to a delivery of its own, after a backoff; its
+        # own failure is retried with backoff again. The other subscriber ran once, in the first delivery.
+        assert len(retries) == 2
+        assert retries[0][:2] == ("alone", (notification.pk, "tests.recorder")) and retries[0][2] >= 10
+        assert retries[1][0] == "retry" and retries[1][1] >= 10
         assert received == [(notification.notification_id, "order.created")]
         assert other == [notification.notification_id]
         notification.refresh_from_db()
@@ -285,3 +295,66 @@ def test_the_order_output_is_the_serializers(partner):
     assert order_output(order) == OrderSerializer(order).data
     order.history_rows = list(order.status_history.order_by("at", "id"))
     assert order_detail_output(order) == OrderDetailSerializer(order).data
+
+
+def test_one_delivery_per_notification_to_the_subscribers_that_want_its_status(
+    partner, monkeypatch, django_capture_on_commit_callbacks
+):
+    got: dict[str, list[str]] = {"awaiting": [], "every": []}
+    signals.subscribe(
+        "tests.awaiting",
+        handler=lambda n: got["awaiting"].append(n.payload["data"]["order"]["status"]),
+        types=["order.status_changed"],
+        statuses=["awaiting_transfer"],
+    )
+    signals.subscribe(
+        "tests.every", handler=lambda n: got["every"].append(n.payload["data"]["order"]["status"])
+    )
+    published: list[tuple[int, list[str]]] = []
+    real_delay = tasks.notifications_deliver.delay
+
+    def recording_delay(notification_pk, names):
+        published.append((notification_pk, list(names)))
+        return real_delay(notification_pk, names)
+
+    monkeypatch.setattr(tasks.notifications_deliver, "delay", recording_delay)
+    try:
+        # The confirmation (in-process here) moves the new order to awaiting_transfer; then it is canceled.
+        with django_capture_on_commit_callbacks(execute=True):
+            order = create_order(partner)
+        order.refresh_from_db()
+        assert order.status == S.AWAITING_TRANSFER
+        with django_capture_on_commit_callbacks(execute=True):
+            order_cancel(order=order, actor="partner:test")
+    finally:
+        signals.unsubscribe("tests.awaiting")
+        signals.unsubscribe("tests.every")
+    notifications = list(Notification.objects.filter(order=order).order_by("id"))
+    # One message per notification, whatever the number of subscribers.
+    assert [pk for pk, _ in published] == [n.pk for n in notifications]
+    names = [set(n) for _, n in published]
+    assert all("tests.every" in n for n in names)
+    assert ["tests.awaiting" in n for n in names] == [False, True, False]
+    assert got == {"awaiting": ["awaiting_transfer"], "every": ["accepted", "awaiting_transfer", "canceled"]}
+    assert not Notification.objects.filter(order=order, dispatched_at__isnull=True).exists()
+
+
+def test_the_sweep_leaves_out_the_subscribers_of_other_statuses_too(partner):
+    got = []
+    signals.subscribe("tests.canceled_only", handler=lambda n: got.append(n.type), statuses=["canceled"])
+    try:
+        order = create_order(partner)  # never dispatched: no on_commit in the test's transaction
+        later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 1)
+        with time_machine.travel(later):
+            assert tasks.notifications_dispatch_pending() == 1
+        assert got == []
+        order_cancel(order=order, actor="partner:test")
+        # The confirmation's awaiting_transfer (written by the delivery above) and the cancel.
+        with time_machine.travel(later + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 1)):
+            assert tasks.notifications_dispatch_pending() == 2
+        assert got == ["order.status_changed"]
+        assert not NotificationReceipt.objects.filter(
+            subscriber="tests.canceled_only", notification__type="order.created"
+        ).exists()
+    finally:
+        signals.unsubscribe("tests.canceled_only")
