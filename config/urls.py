@@ -27,6 +27,8 @@ portal = [
 ]
 
 urlpatterns = [
+    # First: every partner API request is resolved against it before any page's pattern is tried.
+    path("v1/", include(api_v1)),
     path("", views.home, name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", views.healthz, name="healthz"),
@@ -42,7 +44,6 @@ urlpatterns = [
     path("sandbox/", include("payouts.sandbox.urls")),
     # The e-mail providers' inbound webhooks (orders/transfers/urls.py): 404 unless in INBOUND_CHANNELS.
     path("inbound/", include("orders.transfers.urls")),
-    path("v1/", include(api_v1)),
     re_path(r"^v1$", views.api_not_found),
 ]
 

@@ -45,16 +45,11 @@ MIDDLEWARE = [
     "config.api.middleware.ApiBodyLimitMiddleware",
     # Stores the answer of a POST that claimed an Idempotency-Key (the claim: IdempotencyGate below).
     "partners.idempotency.gate.IdempotencyMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django_otp.middleware.OTPMiddleware",
-    "config.core.two_factor.TwoFactorMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    # Last: it answers a locked-out sign-in with the lockout page (django-axes).
-    "axes.middleware.AxesMiddleware",
+    # The pages' own, which the partner API skips (config/core/pages.py): sessions, CSRF, the signed-in user,
+    # two-factor sign-in, messages and, last, django-axes answering a locked-out sign-in with its page.
+    "config.core.pages.PagesMiddleware",
 ]
 
 # django-axes counts failed sign-ins first (see the sign-in security settings in ``config.settings``).
