@@ -125,14 +125,11 @@ DATA_DIR = Path(env.str("DATA_DIR", default="") or BASE_DIR).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend with the pool check of config/deploy/postgresql.
+    DATABASES["default"]["ENGINE"] = "config.deploy.postgresql"
     if env.bool("DATABASE_POOL", default=True):
         # psycopg 3's pool keeps connections open across requests; Django requires CONN_MAX_AGE=0 with it.
         DATABASES["default"]["CONN_MAX_AGE"] = 0
-        # With a pool, Django passes ``check=ConnectionPool.check_connection`` when health checks are on:
-        # every connection is checked (an empty query) as it leaves the pool, so one killed by a
-        # failover, a restart or an idle cut is replaced before a request meets it (config/core/dbretry.py
-        # retries the rare request whose connection dies after the check).
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": env.int("DATABASE_POOL_MIN", default=2),
             "max_size": env.int("DATABASE_POOL_MAX", default=20),
@@ -142,6 +139,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         }
     else:
         DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+    # Every connection is checked before a request uses it, so one the server closed (a failover, a restart, an
+    # idle cut) is replaced before a request meets it; config/core/dbretry.py retries the rare request whose
+    # connection dies after the check. A pooled one as it leaves the pool: the check polls its socket and pings
+    # only one with something to read (config/deploy/postgresql), so a sound connection costs no round trip.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
     if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
         # Server-side binding sends each statement's text apart from its values, so psycopg prepares a
         # statement the connection has run ``prepare_threshold`` times and PostgreSQL stops planning it
@@ -153,8 +155,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
                 "prepare_threshold": env.int("DATABASE_PREPARE_THRESHOLD", default=5),
             }
         )
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN, so two writers
     # queue instead of failing with "database is locked" half-way through a transaction.
     DATABASES["default"].setdefault("OPTIONS", {}).update(

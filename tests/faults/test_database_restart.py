@@ -1,6 +1,8 @@
 """Every connection of the service to PostgreSQL is killed (a failover, a restart, an idle cut): the
 next requests are all served, none answers 5xx (production shape: gunicorn, psycopg pool)."""
 
+import select
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
@@ -82,3 +84,50 @@ def test_no_request_fails_after_every_database_connection_is_killed(processes, r
     failed = [(r.status, r.body) for r in replies if r.status >= 500]
     assert failed == [], f"{len(failed)} of 40 requests failed: {failed[:3]}"
     assert {r.status for r in replies} <= {200, 201}, {r.status for r in replies}
+
+
+def _own_connection() -> psycopg.Connection:
+    return psycopg.connect(database_url_of_tests(), autocommit=True)
+
+
+def test_the_pool_check_lends_a_sound_connection_without_a_round_trip_and_pings_one_the_server_closed(
+    monkeypatch,
+):
+    from psycopg_pool import ConnectionPool
+
+    from config.deploy.postgresql.base import check_connection
+
+    pinged = []
+    real_ping = ConnectionPool.check_connection
+    monkeypatch.setattr(
+        ConnectionPool, "check_connection", lambda conn: pinged.append(conn) or real_ping(conn)
+    )
+    conn = _own_connection()
+    try:
+        pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        check_connection(conn)
+        assert pinged == []  # nothing on its socket: lent as it is
+        with _own_connection() as admin:
+            assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0]
+        deadline = time.monotonic() + 5
+        while not select.select([conn.fileno()], [], [], 0.05)[0] and time.monotonic() < deadline:
+            pass
+        with pytest.raises(psycopg.OperationalError):
+            check_connection(conn)
+        assert pinged == [conn]  # the server's goodbye was there: the ping found it dead
+        with pytest.raises(psycopg.OperationalError):
+            check_connection(conn)  # broken now: refused without a ping
+        assert len(pinged) == 1
+    finally:
+        conn.close()
+
+
+def test_the_service_pool_uses_that_check():
+    from psycopg_pool import ConnectionPool
+
+    from config.deploy.postgresql.base import check_connection
+
+    if connection.vendor != "postgresql" or connection.pool is None:
+        pytest.skip("the pool of the production shape")
+    assert connection.pool._check is check_connection
+    assert ConnectionPool.check_connection is not check_connection
