@@ -179,3 +179,19 @@ def test_limit_holds_across_two_server_processes_sharing_redis(settings):
     assert last_status == 429
     assert last_body["error"]["code"] == "RATE_LIMIT_EXCEEDED"
     assert int(last_headers["Retry-After"]) >= 1
+
+
+@pytest.mark.production
+def test_the_shared_cache_parses_redis_replies_with_hiredis():
+    """Every API request makes a Redis round trip; its reply is parsed by hiredis' C parser, not redis-py's
+    pure-Python one."""
+    from django.core.cache import caches
+    from redis._parsers import _HiredisParser
+
+    backend = caches["default"]
+    client = backend._cache.get_client(write=True)
+    conn = client.connection_pool.get_connection()
+    try:
+        assert isinstance(conn._parser, _HiredisParser)
+    finally:
+        client.connection_pool.release(conn)
