@@ -5,19 +5,18 @@ and inserts it in the caller's transaction, so there is no change without its no
 notification without its change. After commit ``notification_dispatch`` publishes one delivery task for
 the subscribers of ``orders.signals`` that want it (their types and the order's new status) and marks the row
 dispatched once the broker took it. The task runs each subscriber in turn, each receipt written as its handler
-returns; a subscriber that fails for now gets a task of its own with backoff, so one failing subscriber never
-re-runs another. ``notifications_dispatch_pending`` (beat) publishes again what never reached the broker;
-``notification_deliver`` skips a subscriber that already handled the notification (its ``NotificationReceipt``). Retention: ``notifications_purge`` deletes rows older than
-``NOTIFICATION_RETENTION_DAYS`` in batches.
+returns; a subscriber that fails for now has the task retried with backoff, and the ones that already handled
+the notification skip it by their receipt (``NotificationReceipt``), so one failing subscriber never re-runs
+another. ``notifications_dispatch_pending`` (beat) publishes again what never reached the broker. Retention:
+``notifications_purge`` deletes rows older than ``NOTIFICATION_RETENTION_DAYS`` in batches.
 """
 
 import json
 import logging
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -215,15 +214,14 @@ def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = 
     return dispatched
 
 
-def notifications_deliver(
-    *, notification_pk: int, subscriber_names: list[str], on_transient: Callable[[str, BaseException], None]
-) -> list[str]:
+def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) -> list[str]:
     """Run each named subscriber's handler on one notification, in turn, unless it already did; returns the names
     of those that ran.
 
     Each receipt is written as its handler returns. A handler raising one of its subscriber's ``transient`` errors
-    is handed to ``on_transient`` (the task publishes a delivery of its own for it, with backoff) and the others
-    still run; any other error is logged and left to the subscriber's own periodic sweep.
+    stops the delivery there and the error propagates: the task retries it with backoff, and the subscribers that
+    already handled the notification skip it by their receipts. Any other error is logged and left to the
+    subscriber's own periodic sweep; the next subscribers still run.
     """
     notification = Notification.objects.filter(pk=notification_pk).first()
     if notification is None:
@@ -243,11 +241,13 @@ def notifications_deliver(
             continue
         try:
             subscriber.handler(notification)
-        except subscriber.transient as exc:
-            on_transient(name, exc)
-            continue
-        except Exception:
+        except subscriber.transient:
+            raise
+        except Exception as exc:
             logger.exception("Subscriber %s failed on notification pk=%s", name, notification_pk)
+            if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
+                # The next subscriber starts on a fresh connection, not on one the error may have left unusable.
+                connection.close()
             continue
         NotificationReceipt.objects.bulk_create(
             [NotificationReceipt(notification_id=notification_pk, subscriber=name)], ignore_conflicts=True

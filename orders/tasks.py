@@ -6,7 +6,6 @@ import logging
 from celery import shared_task
 
 from config.core.backoff import task_retry_seconds
-from config.core.publish import publish
 
 from . import outbox, services, signals
 
@@ -32,18 +31,22 @@ def notification_deliver(self, notification_pk: int, subscriber_name: str) -> bo
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
 
-@shared_task(name="orders.tasks.notifications_deliver", acks_late=True)
-def notifications_deliver(notification_pk: int, subscriber_names: list[str]) -> list[str]:
+@shared_task(bind=True, name="orders.tasks.notifications_deliver", acks_late=True, max_retries=MAX_RETRIES)
+def notifications_deliver(self, notification_pk: int, subscriber_names: list[str]) -> list[str]:
     """One notification to each of its subscribers, in turn (one message per notification rather than one per
-    subscriber). A subscriber that fails for now is retried with backoff in a task of its own."""
-
-    def retry_alone(name: str, exc: BaseException) -> None:
-        logger.warning("Notification pk=%s to %s failed for now (%r); retrying", notification_pk, name, exc)
-        publish(notification_deliver, notification_pk, name, countdown=task_retry_seconds(0))
-
-    return outbox.notifications_deliver(
-        notification_pk=notification_pk, subscriber_names=subscriber_names, on_transient=retry_alone
+    subscriber). An error that is transient for the database or for the subscriber that raised it retries the
+    delivery with backoff; the subscribers that already handled it skip it then."""
+    transient = tuple(
+        {error for name in subscriber_names if (s := signals.subscriber(name)) for error in s.transient}
+        | set(TRANSIENT_ERRORS)
     )
+    try:
+        return outbox.notifications_deliver(
+            notification_pk=notification_pk, subscriber_names=subscriber_names
+        )
+    except transient as exc:
+        logger.warning("Notification pk=%s failed for now (%r); retrying", notification_pk, exc)
+        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")

@@ -192,25 +192,17 @@ def test_a_failing_subscriber_is_retried_without_running_another_again(partner, 
         notification = Notification.objects.get(order=order)
         fail["times"] = 2
         retries = []
-        real_retry = tasks.notification_deliver.retry
-        real_apply_async = tasks.notification_deliver.apply_async
+        real_retry = tasks.notifications_deliver.retry
 
         def recording_retry(*args, **kwargs):
-            retries.append(("retry", kwargs.get("countdown")))
+            retries.append(kwargs.get("countdown"))
             return real_retry(*args, **kwargs)
 
-        def recording_apply_async(*args, **kwargs):
-            retries.append(("alone", kwargs.get("args"), kwargs.get("countdown")))
-            return real_apply_async(*args, **kwargs)
-
-        monkeypatch.setattr(tasks.notification_deliver, "retry", recording_retry)
-        monkeypatch.setattr(tasks.notification_deliver, "apply_async", recording_apply_async)
+        monkeypatch.setattr(tasks.notifications_deliver, "retry", recording_retry)
         outbox.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)
-        # The first failure hands the failing subscriber alone to a delivery of its own, after a backoff; its
-        # own failure is retried with backoff again. The other subscriber ran once, in the first delivery.
-        assert len(retries) == 2
-        assert retries[0][:2] == ("alone", (notification.pk, "tests.recorder")) and retries[0][2] >= 10
-        assert retries[1][0] == "retry" and retries[1][1] >= 10
+        # Each failure retries the delivery after a backoff; the subscribers that ran before it (the service's
+        # own) skip it by their receipts, and the one after it runs once, when the failing one has passed.
+        assert len(retries) == 2 and retries[0] >= 10
         assert received == [(notification.notification_id, "order.created")]
         assert other == [notification.notification_id]
         notification.refresh_from_db()
@@ -358,3 +350,58 @@ def test_the_sweep_leaves_out_the_subscribers_of_other_statuses_too(partner):
         ).exists()
     finally:
         signals.unsubscribe("tests.canceled_only")
+
+
+def test_a_database_failing_before_the_subscribers_run_retries_the_whole_delivery(
+    partner, recorder, monkeypatch
+):
+    from django.db import OperationalError
+
+    received, _ = recorder
+    order = create_order(partner)
+    notification = Notification.objects.get(order=order)
+    real = outbox.notifications_deliver
+    calls = {"n": 0}
+
+    def flaky(**kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(**kwargs)
+
+    retries = []
+    real_retry = tasks.notifications_deliver.retry
+
+    def recording_retry(*args, **kwargs):
+        retries.append(kwargs.get("countdown"))
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(outbox, "notifications_deliver", flaky)
+    monkeypatch.setattr(tasks.notifications_deliver, "retry", recording_retry)
+    tasks.notifications_deliver.apply(args=[notification.pk, ["tests.recorder"]])
+    assert len(retries) == 1 and retries[0] >= 10
+    assert received == [(notification.notification_id, "order.created")]
+
+
+def test_a_subscriber_failing_for_good_is_logged_and_the_next_ones_still_run(partner, caplog):
+    from django.db import ProgrammingError
+
+    got = []
+
+    def broken(notification):
+        raise ProgrammingError("relation does not exist")
+
+    signals.subscribe("tests.broken", handler=broken)
+    signals.subscribe("tests.after", handler=lambda n: got.append(n.type))
+    try:
+        order = create_order(partner)
+        notification = Notification.objects.get(order=order)
+        ran = tasks.notifications_deliver.apply(args=[notification.pk, ["tests.broken", "tests.after"]]).get()
+        assert ran == ["tests.after"] and got == ["order.created"]
+        assert "Subscriber tests.broken failed" in caplog.text
+        assert not NotificationReceipt.objects.filter(
+            notification=notification, subscriber="tests.broken"
+        ).exists()
+    finally:
+        signals.unsubscribe("tests.broken")
+        signals.unsubscribe("tests.after")
