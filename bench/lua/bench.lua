@@ -5,8 +5,8 @@
 -- Modes
 --   get     GET the paths listed in `paths` (a file, one path per line), round-robin; `tokens` optional.
 --   token   POST /v1/auth/token with the credentials in `creds` (file: one "client_id<TAB>secret" per line).
---   quote   POST /v1/quotes with the JSON bodies in `bodies`; quote ids of 201 answers are kept and
---           returned by done() so that the `order` mode can consume them.
+--   quote   POST /v1/quotes with the JSON bodies in `bodies`; quote ids of 201 answers are kept (as
+--           "thread:quote_id") and returned by done() so that the `order` mode can consume them.
 --   order   POST /v1/orders (multipart) once per quote id listed in `quotes`.
 --   flow    the partner flow: POST /v1/quotes, then POST /v1/orders with the quote it returned.
 --
@@ -157,16 +157,25 @@ function init(args)
       if status == 201 then
         quotes_created = quotes_created + 1
         local qid = body:match('"quote_id"%s*:%s*"([^"]+)"')
-        if qid then table.insert(quote_ids, qid) end
+        -- Tagged with the thread: its token's partner owns the quote, and only that partner may order it.
+        if qid then table.insert(quote_ids, id .. ":" .. qid) end
       end
     end
   elseif mode == "order" then
-    -- Thread k of n takes quote ids k, k+n, k+2n ... so no two threads send the same quote.
+    -- Each thread orders the quotes its own thread of the quote run made (same thread id, same token), so
+    -- no two threads send the same quote and no partner orders another's. Untagged ids: thread k of n takes
+    -- ids k, k+n, k+2n ...
     items = {}
     local nthreads = tonumber(opts.threads or "1")
-    for i, q in ipairs(read_lines(opts.quotes)) do
-      if (i - 1) % nthreads == id then table.insert(items, q) end
+    for i, line in ipairs(read_lines(opts.quotes)) do
+      local tid, q = line:match("^(%d+):(.+)$")
+      if tid then
+        if tonumber(tid) == id then table.insert(items, q) end
+      elseif (i - 1) % nthreads == id then
+        table.insert(items, line)
+      end
     end
+    if #items == 0 then items = { "none" } end  -- a thread whose quote run made none: 4xx, reported
     cursor = 0
     make_request = function()
       cursor = cursor + 1
