@@ -1,8 +1,9 @@
 """Counted, not estimated: the SQL statements, database transactions and Redis round trips of each request.
 
-Installed only when ``BENCH_COUNT=1`` (``make bench`` sets it, see bench/stack.py; config/settings.py adds
-the middleware). Every response then carries ``X-Bench-Queries``, ``X-Bench-Transactions`` and
-``X-Bench-Redis``; the counting pass of ``make bench`` (bench/lua/bench.lua, ``count=1``) sums them.
+Installed only when ``BENCH_COUNT=1`` (config/settings.py adds the middleware): ``make bench`` sets it on the
+one server of its counting pass (bench/run.py), never on the servers it times. Every response then carries
+``X-Bench-Queries``, ``X-Bench-Transactions`` and ``X-Bench-Redis``; the counting pass (bench/lua/bench.lua,
+``count=1``) sums them.
 
 - SQL statements: Django's ``connection.execute_wrapper`` sees every statement the request runs.
 - Transactions: each commit or rollback of the request's connection. psycopg sends ``BEGIN`` and ``COMMIT``

@@ -1,21 +1,29 @@
-"""``make bench``: the service against the framework's ceiling, measured side by side in one run.
+"""``make bench``: the service against the framework's ceiling, in two modes measured in one run.
 
-    .venv/bin/python -m bench.run [--duration 10] [--rounds 3] [--connections 16] [--quick]
+    .venv/bin/python -m bench.run [--mode both|direct|production] [--quick] [--duration 10] [--rounds 3] ...
 
-What it does, on loopback:
-1. a fresh PostgreSQL database (``BENCH_DATABASE_URL``, default ``ps_bench``), Redis (``BENCH_REDIS_URL``,
-   default db 6, flushed), ``migrate``, ``seed_catalog --events 200``,
+The modes (bench/README.md):
+
+- **direct**: the service as ``gunicorn config.wsgi --workers 3 --threads 1`` (sync workers, bound directly, no
+  proxy), one Celery worker as the Procfile's ``worker`` line runs it (``--queues celery --concurrency 4``), and
+  as the ceiling a separate minimal Django project (bench/bare_project) under the same gunicorn flags. wrk
+  ``-t2 -c16``, 8 s runs, 2 interleaved rounds; after each flow run the Celery backlog, and 15 s later; the events
+  list on a big catalog against the small one.
+- **production**: ``gunicorn config.wsgi`` with gthread workers behind nginx (bench/stack.py), one Celery worker,
+  the ceiling a bare view inside the service's own project (bench/baseline.py); the 10 MB PDF's memory and the
+  metrics middleware's cost.
+
+In each mode, on loopback:
+1. a fresh PostgreSQL database (``BENCH_DATABASE_URL``, default ``ps_bench``; ``ps_bench_direct`` for the direct
+   mode), Redis (``BENCH_REDIS_URL``, default db 6, flushed), ``migrate``, ``seed_catalog --events 200``,
    a few partners with payment methods (``create_partner --with-payment-methods``);
-2. the production shape: ``gunicorn config.wsgi`` (DJANGO_ENV=production, gthread workers, see
-   bench/stack.py) and one Celery worker;
-3. rounds of wrk runs, interleaved so that drift on a shared machine hits every scenario alike:
-   the bare Django view (the ceiling), the token endpoint, the events list, the rows endpoint, quote
-   creation, order creation, and the whole quote→order flow;
-4. the events list on a second database seeded with 100,000 events, interleaved with the 200-event one;
-5. the resident memory of a single web worker while it receives a 10 MB PDF;
-6. a counting pass: each scenario once more, briefly, summing the SQL statements, transactions and Redis
-   round trips every response reports (bench/counting.py), per request;
-7. a table on stdout and the full figures as JSON in bench/results/.
+2. rounds of wrk runs, interleaved so that drift on a shared machine hits every scenario alike:
+   the ceiling, the token endpoint, the events list, the rows endpoint, quote creation, order creation,
+   and the whole quote→order flow; each ratio is taken against the ceiling of the same round;
+3. a counting pass against a server of its own (``BENCH_COUNT=1``, bench/counting.py; the timed servers run
+   without it): each scenario once more, summing the SQL statements, transactions and Redis round trips every
+   response reports, per request;
+4. one table with both modes side by side on stdout, and the full figures as JSON in bench/results/.
 Rate limits are set out of reach (see bench/stack.py); the limiter still counts every request.
 """
 
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -41,6 +50,7 @@ from bench.stack import (
     ROOT,
     PeakRss,
     Stack,
+    children,
     cpu_seconds,
     flush_redis,
     rss_kib,
@@ -56,6 +66,22 @@ TARGETS = {
     "flow": ("orders_per_s", 0.07),
 }
 LIST_LATENCY_TARGET = 1.2
+# The direct mode: the service as `gunicorn config.wsgi --workers 3` (sync workers, bound directly), a Celery
+# worker as the Procfile's `worker` line runs it, a bare Django project (bench/bare_project) as the ceiling.
+DIRECT_WORKERS = 3
+DIRECT_CELERY_CONCURRENCY = 4  # the Procfile's default CELERY_CONCURRENCY
+BARE_PROJECT_PATH = "/events"
+# After each flow run of the direct mode the Celery backlog is read again this much later: it must have drained.
+BACKLOG_WAIT_SECONDS = 15
+# The broker's queues (config/celery.py QUEUES): kombu's Redis transport keeps each as a list named after it, and
+# one more per priority step (``name\x06\x16N``); the messages a worker took and has not acknowledged yet (reserved
+# or running: CELERY_TASK_ACKS_LATE) are in the ``unacked`` hash.
+BROKER_QUEUES = (
+    "celery",
+    os.environ.get("WEBHOOK_QUEUE", "webhooks"),
+    os.environ.get("WEBHOOK_SLOW_QUEUE", "webhooks_slow"),
+)
+PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 MEMORY_TARGET_MIB = 5.0
 # The HTTP metrics middleware (config/core/metrics.py) may cost the events list at most this share.
 METRICS_COST_TARGET = 0.05
@@ -104,11 +130,26 @@ def machine_info(stack: Stack) -> dict:
 
 
 class Bench:
-    def __init__(self, args: argparse.Namespace) -> None:
+    """One mode's run: ``production`` (nginx in front of gthread workers, the ceiling a bare view of the
+    service's own project) or ``direct`` (sync workers bound directly, the ceiling a separate bare project)."""
+
+    def __init__(self, args: argparse.Namespace, mode: str = "production", stamp: str | None = None) -> None:
         self.args = args
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        self.run_dir = RESULTS / f"run-{stamp}"
+        self.mode = mode
+        stamp = stamp or datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.run_dir = RESULTS / f"run-{stamp}" / mode
         self.stamp = stamp
+        if mode == "direct":
+            self.duration, self.rounds = args.direct_duration, args.direct_rounds
+            self.wrk_threads = args.direct_wrk_threads
+        else:
+            self.duration, self.rounds, self.wrk_threads = args.duration, args.rounds, args.wrk_threads
+        # As long as a timed run, so that the counted requests meet the caches in their steady state.
+        self.count_duration = args.count_duration or self.duration
+        self.backlog: list[dict] = []  # direct mode: the Celery backlog after each flow run
+        self.celery_pid: int | None = (
+            None  # direct mode: the Celery worker's main process (its pool: children)
+        )
         self.notes: list[str] = []
         self.results: dict[str, list[WrkResult]] = {}
         self.available: dict[str, bool] = {}
@@ -168,9 +209,9 @@ class Bench:
         result = run_wrk(
             scenario,
             url,
-            duration=kwargs.pop("duration", self.args.duration),
+            duration=kwargs.pop("duration", self.duration),
             connections=kwargs.pop("connections", self.args.connections),
-            threads=self.args.wrk_threads,
+            threads=self.wrk_threads,
             **kwargs,
         )
         used = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
@@ -189,6 +230,86 @@ class Bench:
 
     def run(self) -> dict:
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        return self.run_direct() if self.mode == "direct" else self.run_production()
+
+    def run_direct(self) -> dict:
+        """The service as ``gunicorn config.wsgi --workers 3`` (sync, no proxy), a Celery worker as the Procfile's
+        ``worker`` line runs it, and a bare Django project under the same gunicorn flags as the ceiling."""
+        args = self.args
+        base_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ps_bench")
+        redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6")
+        name = (urlsplit(base_url).path.lstrip("/") or "ps_bench") + "_direct"
+        flush_redis(redis_url)
+        shape = {
+            "workers": DIRECT_WORKERS,
+            "threads": 1,
+            "worker_class": "sync",
+            "gunicorn_extra": [],
+            "through_nginx": False,
+        }
+        stack = Stack(
+            database=name,
+            base_database_url=base_url,
+            redis_url=redis_url,
+            run_dir=self.run_dir / "main",
+            cache_prefix="benchdirect",
+            **shape,
+        )
+        big = Stack(
+            database=f"{name}_big",
+            base_database_url=base_url,
+            redis_url=redis_url,
+            run_dir=self.run_dir / "big",
+            cache_prefix="benchdirectbig",
+            **shape,
+        )
+        report: dict = {
+            "mode": "direct",
+            "started_at": self.stamp,
+            "settings": {
+                "duration_s": self.duration,
+                "rounds": self.rounds,
+                "connections": args.connections,
+                "wrk_threads": self.wrk_threads,
+                "gunicorn": f"gunicorn config.wsgi --workers {DIRECT_WORKERS} --threads 1 (sync, no proxy)",
+                "ceiling": f"gunicorn bench.bare_project.wsgi --workers {DIRECT_WORKERS} --threads 1: "
+                f"a bare Django project, GET {BARE_PROJECT_PATH}",
+                "celery": f"celery -A config worker --queues celery --loglevel=WARNING "
+                f"--concurrency {DIRECT_CELERY_CONCURRENCY}",
+                "rate_limits": "RATE_LIMIT_PER_MINUTE and TOKEN_RATE_LIMIT_PER_MINUTE = 1e9 (limiter on, never trips)",
+            },
+        }
+        try:
+            with stack:
+                info = self.setup_stack(stack, events=args.small_events, partners=4, label="direct")
+                report["machine"] = machine_info(stack)
+                web = stack.start_web()
+                self.worker_pids[web.url] = web.worker_pids()
+                bare = stack.start_bare()
+                self.worker_pids[bare.url] = bare.worker_pids()
+                celery = stack.start_worker(
+                    concurrency=DIRECT_CELERY_CONCURRENCY, queues="celery", as_procfile=True
+                )
+                self.celery_pid = celery.pid
+                log(
+                    f"direct: gunicorn on {web.url}, the bare project on {bare.url} ({DIRECT_WORKERS} sync workers "
+                    f"each), celery --concurrency {DIRECT_CELERY_CONCURRENCY}"
+                )
+                self.measure_main(stack, web.url, info, bare_url=bare.url)
+                report["events_in_small_catalog"] = self.count_events(stack)
+                if args.scale_mode == "direct" and not args.skip_scale and info["seeded"]:
+                    with big:
+                        report["scale"] = self.measure_scale(stack, web.url, info, big)
+        finally:
+            stack.stop()
+            big.stop()
+        report["load_average_at_end"] = os.getloadavg()
+        report["scenarios"] = self.summarise()
+        report["backlog"] = self.backlog
+        report["notes"] = self.notes
+        return report
+
+    def run_production(self) -> dict:
         args = self.args
         base_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ps_bench")
         redis_url = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/6")
@@ -206,25 +327,29 @@ class Bench:
             gunicorn_extra=args.gunicorn_extra.split(),
         )
         big = Stack(
-            database=f"{name}_100k",
+            database=f"{name}_big",
             base_database_url=base_url,
             redis_url=redis_url,
             run_dir=self.run_dir / "big",
-            cache_prefix="bench100k",
+            cache_prefix="benchbig",
             workers=args.workers,
             threads=args.threads,
             worker_class=args.worker_class,
             gunicorn_extra=args.gunicorn_extra.split(),
         )
         report: dict = {
+            "mode": "production",
             "started_at": self.stamp,
             "settings": {
-                "duration_s": args.duration,
-                "rounds": args.rounds,
+                "duration_s": self.duration,
+                "rounds": self.rounds,
                 "connections": args.connections,
-                "wrk_threads": args.wrk_threads,
-                "gunicorn": f"--workers {args.workers} --worker-class {args.worker_class} --threads {args.threads}"
-                + (f" {args.gunicorn_extra}" if args.gunicorn_extra else ""),
+                "wrk_threads": self.wrk_threads,
+                "gunicorn": f"gunicorn config.wsgi --workers {args.workers} --worker-class {args.worker_class} "
+                f"--threads {args.threads}"
+                + (f" {args.gunicorn_extra}" if args.gunicorn_extra else "")
+                + " behind nginx",
+                "ceiling": "a bare view of the service's own project (bench/baseline.py, GET /bench/bare)",
                 "celery": "one worker, --concurrency 1",
                 "rate_limits": "RATE_LIMIT_PER_MINUTE and TOKEN_RATE_LIMIT_PER_MINUTE = 1e9 (limiter on, never trips)",
             },
@@ -245,7 +370,7 @@ class Bench:
                     report["metrics_cost"] = self.measure_metrics_cost(main, web.url)
                 if not args.skip_memory:
                     report["memory"] = self.measure_memory(main, info)
-                if not args.skip_scale and info["seeded"]:
+                if args.scale_mode == "production" and not args.skip_scale and info["seeded"]:
                     with big:
                         report["scale"] = self.measure_scale(main, web.url, info, big)
         finally:
@@ -256,7 +381,7 @@ class Bench:
         report["notes"] = self.notes
         return report
 
-    def measure_main(self, stack: Stack, url: str, info: dict) -> None:
+    def measure_main(self, stack: Stack, url: str, info: dict, *, bare_url: str | None = None) -> None:
         creds = info["creds"]
         clients = [
             PartnerClient(url, client_id=c["client_id"], client_secret=c["client_secret"]) for c in creds
@@ -264,10 +389,12 @@ class Bench:
         tokens = [c.authenticate() for c in clients]
         tokens_file = self.write_lines("tokens.txt", tokens)
         creds_file = self.write_lines("creds.txt", [f"{c['client_id']}\t{c['client_secret']}" for c in creds])
-        bare_file = self.write_lines("bare.txt", ["/bench/bare"])
+        # The ceiling: the bare view of our own project, or (bare_url) the bare project on a server of its own.
+        bare_path = BARE_PROJECT_PATH if bare_url else "/bench/bare"
+        bare_file = self.write_lines("bare.txt", [bare_path])
         events_file = self.write_lines("events.txt", [EVENTS_PATH])
 
-        self.probe("bare", requests.get(url + "/bench/bare", timeout=10), 200)
+        self.probe("bare", requests.get((bare_url or url) + bare_path, timeout=10), 200)
         self.probe("token", requests.post(url + "/v1/auth/token", json={
             "client_id": creds[0]["client_id"], "client_secret": creds[0]["client_secret"],
             "grant_type": "client_credentials"}, timeout=10), 200)  # fmt: skip
@@ -294,8 +421,9 @@ class Bench:
             for name in ("rows", "quotes", "orders", "flow"):
                 self.available.setdefault(name, False)
 
+        # A scenario with "url" runs against another server than the service's (the bare project).
         plan: list[tuple[str, dict]] = [
-            ("bare", {"mode": "get", "paths": bare_file}),
+            ("bare", {"mode": "get", "paths": bare_file, **({"url": bare_url} if bare_url else {})}),
             ("token", {"mode": "token", "creds": creds_file}),
             ("events", {"mode": "get", "paths": events_file, "tokens": tokens_file}),
         ]
@@ -311,30 +439,142 @@ class Bench:
         if self.args.profile:
             self.profile(url, plan, stack)
             return
-        log(f"warm-up ({', '.join(n for n, _ in plan)})")
+        log(f"{self.mode}: warm-up ({', '.join(n for n, _ in plan)})")
         quote_ids: list[str] = []
         for name, kw in plan:
             kw = dict(kw)
+            target = kw.pop("url", url)
             if name == "orders":
                 kw["quotes"] = self.write_lines("quote_ids.txt", quote_ids or ["none"])
-            r = run_wrk(name, url, duration=2, connections=self.args.connections, **kw)
+            r = run_wrk(
+                name, target, duration=2, connections=self.args.connections, threads=self.wrk_threads, **kw
+            )
             if name == "quotes":
                 quote_ids = r.quote_ids
-        for round_no in range(1, self.args.rounds + 1):
-            log(f"round {round_no}/{self.args.rounds}")
+        direct = self.mode == "direct"
+        if direct:
+            # The warm-up's orders leave the worker busy for a while: the first ceiling run must not share the CPU.
+            self.wait_for_idle_worker(stack)
+        for round_no in range(1, self.rounds + 1):
+            log(f"{self.mode}: round {round_no}/{self.rounds}")
             for name, kw in plan:
                 kw = dict(kw)
+                target = kw.pop("url", url)
                 if name == "orders":
                     # Orders consume the quotes the quote run of this round has just made.
                     kw["quotes"] = self.write_lines("quote_ids.txt", quote_ids or ["none"])
-                result = self.wrk(name, url, **kw)
+                if name == "flow" and direct:
+                    # The backlog after the flow run is the flow's own: what earlier runs queued is done first.
+                    self.wait_for_idle_worker(stack)
+                started, celery_cpu = time.time(), self.celery_cpu()
+                result = self.wrk(name, target, **kw)
                 if name == "quotes":
                     quote_ids = result.quote_ids
                 if name == "orders" and result.orders_created >= len(quote_ids) > 0:
                     self.notes.append(
                         f"round {round_no}: the order run used up all {len(quote_ids)} quotes of the quote run."
                     )
-        self.count(url, plan)
+                if name == "flow" and direct:
+                    self.backlog.append(
+                        self.measure_backlog(stack, since=started, run=result, celery_cpu=celery_cpu)
+                    )
+        # The counting pass runs against a server of its own (one worker): the timed ones carry no counting
+        # middleware. Same database and Redis; the other project's ceiling has nothing of ours to count.
+        counting = stack.start_web("web-count", workers=1, env={"BENCH_COUNT": "1"})
+        self.count(counting.url, [(n, kw) for n, kw in plan if "url" not in kw])
+
+    def broker_backlog(self, stack: Stack) -> dict[str, int]:
+        """Messages waiting in the broker's queues, and those a worker took and has not acknowledged yet."""
+        import redis
+
+        client = redis.Redis.from_url(stack.redis_url)
+        with client.pipeline(transaction=False) as pipe:
+            for queue in BROKER_QUEUES:
+                for suffix in PRIORITY_SUFFIXES:
+                    pipe.llen(f"{queue}{suffix}")
+            pipe.hlen("unacked")
+            *lengths, unacked = pipe.execute()
+        waiting = {
+            queue: sum(lengths[i * len(PRIORITY_SUFFIXES) : (i + 1) * len(PRIORITY_SUFFIXES)])
+            for i, queue in enumerate(BROKER_QUEUES)
+        }
+        return {**waiting, "unacked": unacked, "total": sum(waiting.values()) + unacked}
+
+    def wait_for_idle_worker(self, stack: Stack, timeout: float = 180) -> None:
+        started = time.monotonic()
+        while self.broker_backlog(stack)["total"] and time.monotonic() - started < timeout:
+            time.sleep(0.5)
+        waited = time.monotonic() - started
+        if waited >= 1:
+            log(f"  (waited {waited:.0f} s for the Celery worker to finish the earlier runs' tasks)")
+
+    def celery_cpu(self) -> float:
+        """CPU seconds of the Celery worker so far, its pool processes included."""
+        if self.celery_pid is None:
+            return 0.0
+        return sum(cpu_seconds(pid) for pid in (self.celery_pid, *children(self.celery_pid)))
+
+    def measure_backlog(self, stack: Stack, *, since: float, run: WrkResult, celery_cpu: float) -> dict:
+        """The broker's backlog as the flow run ends and 15 s later, and the confirmation latency of the orders
+        the run created (their creation history row to the row of their move out of ``accepted``) by then."""
+        at_end = self.broker_backlog(stack)
+        drained_after = 0.0 if at_end["total"] == 0 else None
+        started = time.monotonic()
+        later = at_end
+        while time.monotonic() - started < BACKLOG_WAIT_SECONDS:
+            time.sleep(0.25)
+            later = self.broker_backlog(stack)
+            if later["total"] == 0 and drained_after is None:
+                drained_after = round(time.monotonic() - started, 1)
+        import psycopg
+
+        with psycopg.connect(stack.database_url) as conn:
+            rows = conn.execute(
+                """
+                SELECT EXTRACT(EPOCH FROM (moved.at - created.at))
+                FROM orders_orderstatushistory created
+                LEFT JOIN orders_orderstatushistory moved
+                  ON moved.order_id = created.order_id AND moved.from_status = 'accepted'
+                WHERE created.from_status = '' AND created.at >= to_timestamp(%s)
+                """,
+                [since],
+            ).fetchall()
+        # Orders still unconfirmed count as slower than any confirmed one: a p95 they reach is "not measured".
+        latencies = sorted(float(r[0]) if r[0] is not None else float("inf") for r in rows)
+        unconfirmed = sum(1 for r in rows if r[0] is None)
+
+        def percentile(q: float) -> float | None:
+            if not latencies:
+                return None
+            value = latencies[max(0, math.ceil(q * len(latencies)) - 1)]
+            return round(value, 3) if math.isfinite(value) else None
+
+        result = {
+            "orders": run.orders_created,
+            "orders_per_s": round(run.orders_per_s, 2),
+            "backlog_at_end": at_end["total"],
+            "backlog_at_end_detail": at_end,
+            "backlog_later": later["total"],
+            "backlog_later_detail": later,
+            "later_s": BACKLOG_WAIT_SECONDS,
+            "drained_after_s": drained_after,
+            "drained": drained_after is not None,
+            "orders_in_database": len(rows),
+            "unconfirmed": unconfirmed,
+            "confirmation_p50_s": percentile(0.50),
+            "confirmation_p95_s": percentile(0.95),
+            # From the flow run's start until the wait ends: the work the flow's orders gave the worker.
+            "celery_cpu_ms_per_order": round(1000 * (self.celery_cpu() - celery_cpu) / len(rows), 2)
+            if rows
+            else None,
+        }
+        log(
+            f"  Celery backlog {at_end['total']} messages at the end of the flow run ({at_end['unacked']} taken), "
+            f"{later['total']} {BACKLOG_WAIT_SECONDS} s later (drained after {drained_after} s); confirmation "
+            f"p50 {result['confirmation_p50_s']} s, p95 {result['confirmation_p95_s']} s, {unconfirmed} of "
+            f"{len(rows)} orders not confirmed"
+        )
+        return result
 
     def count(self, url: str, plan: list[tuple[str, dict]]) -> None:
         """Each scenario once more, briefly, summing what every response reports it cost."""
@@ -344,8 +584,8 @@ class Bench:
             kw = dict(kw)
             if name == "orders":
                 kw["quotes"] = self.write_lines("quote_ids.txt", quote_ids or ["none"])
-            r = run_wrk(name, url, duration=self.args.count_duration, connections=self.args.connections,
-                        count=1, **kw)  # fmt: skip
+            r = run_wrk(name, url, duration=self.count_duration, connections=self.args.connections,
+                        threads=self.wrk_threads, count=1, **kw)  # fmt: skip
             if name == "quotes":
                 quote_ids = r.quote_ids
             per_request = r.per_request()
@@ -366,38 +606,41 @@ class Bench:
         if name not in wanted:
             raise SystemExit(f"scenario {name!r} is not available: {sorted(wanted)}")
         kw = dict(wanted[name])
+        url = kw.pop("url", url)
         if name == "orders":
-            quotes = run_wrk("quotes", url, duration=self.args.duration + 2, connections=self.args.connections,
-                             **wanted["quotes"])  # fmt: skip
+            quotes = run_wrk("quotes", url, duration=self.duration + 2, connections=self.args.connections,
+                             threads=self.wrk_threads, **wanted["quotes"])  # fmt: skip
             kw["quotes"] = self.write_lines("quote_ids.txt", quotes.quote_ids)
         else:
-            run_wrk(name, url, duration=2, connections=self.args.connections, **kw)  # warm-up
+            run_wrk(name, url, duration=2, connections=self.args.connections, threads=self.wrk_threads, **kw)
         out = self.run_dir / f"profile-{name}.txt"
         pids = stack.servers[0].worker_pids()
-        with record(pids, out, duration=self.args.duration, gil=self.args.gil):
+        with record(pids, out, duration=self.duration, gil=self.args.gil):
             self.wrk(name, url, **kw)
         print(summarise(out))
         log(f"raw stacks: {out.relative_to(ROOT)}")
 
     def measure_scale(self, main: Stack, small_url: str, info: dict, big: Stack) -> dict:
-        """The events list on the small catalog and on 100,000 events, interleaved.
+        """The events list on the small catalog and on the big one (``--big-events``, 20,000), interleaved.
 
         Three variants: the first page as deployed (the catalog cache answers most requests), the
         first page with the catalog caches off (every request runs the database query), and a page
         from the middle of the catalog (a cursor half-way through), caches off.
         """
         args = self.args
-        big_info = self.setup_stack(big, events=args.big_events, partners=1, label="100k")
+        big_info = self.setup_stack(
+            big, events=args.big_events, partners=1, label=f"{args.big_events} events"
+        )
         events_big = self.count_events(big)
         events_small = self.count_events(main)
         no_cache = {"CATALOG_CACHE_SECONDS": "0", "CATALOG_LOCAL_CACHE_SECONDS": "0"}
         servers = {
             ("small", "cached"): small_url,
-            ("big", "cached"): big.start_web("web-100k").url,
+            ("big", "cached"): big.start_web("web-big").url,
             ("small", "uncached"): main.start_web("web-nocache", env=no_cache).url,
-            ("big", "uncached"): big.start_web("web-100k-nocache", env=no_cache).url,
+            ("big", "uncached"): big.start_web("web-big-nocache", env=no_cache).url,
         }
-        for stack, name in ((big, "web-100k"), (main, "web-nocache"), (big, "web-100k-nocache")):
+        for stack, name in ((big, "web-big"), (main, "web-nocache"), (big, "web-big-nocache")):
             server = next(s for s in stack.servers if s.name == name)
             self.worker_pids[server.url] = server.worker_pids()
         c = big_info["creds"][0]
@@ -408,7 +651,7 @@ class Bench:
                                      client_secret=info["creds"][0]["client_secret"])  # fmt: skip
         tokens = {
             "small": self.write_lines("tokens_small.txt", [small_client.authenticate()]),
-            "big": self.write_lines("tokens_100k.txt", [big_client.authenticate()]),
+            "big": self.write_lines("tokens_big.txt", [big_client.authenticate()]),
         }
         first = self.write_lines("events.txt", [EVENTS_PATH])
         middle = {
@@ -425,10 +668,11 @@ class Bench:
         log(f"list latency: {events_small} events vs {events_big} events")
         for _, cache, paths in variants:
             for size in ("small", "big"):
-                run_wrk("warm", servers[(size, cache)], duration=2, connections=args.connections, mode="get",
+                run_wrk("warm", servers[(size, cache)], duration=2, connections=args.connections,
+                        threads=self.wrk_threads, mode="get",
                         paths=paths[size], tokens=tokens[size])  # fmt: skip
-        for round_no in range(1, args.rounds + 1):
-            log(f"scale round {round_no}/{args.rounds}")
+        for round_no in range(1, self.rounds + 1):
+            log(f"scale round {round_no}/{self.rounds}")
             for label, cache, paths in variants:
                 for size in ("small", "big"):
                     self.wrk(f"list {size}: {label}", servers[(size, cache)], mode="get", paths=paths[size],
@@ -467,7 +711,7 @@ class Bench:
         run_wrk("events", off.url, duration=2, connections=self.args.connections, **kw)  # warm-up
         log("metrics middleware cost on the events list (interleaved: on, off)")
         on_runs, off_runs = [], []
-        for _ in range(self.args.rounds):
+        for _ in range(self.rounds):
             on_runs.append(self.wrk("events, metrics on", url, **kw))
             off_runs.append(self.wrk("events, metrics off", off.url, **kw))
         rps_on, rps_off = median([r.rps for r in on_runs]), median([r.rps for r in off_runs])
@@ -603,7 +847,26 @@ LABELS = {
 }
 
 
+FOOTNOTES = (
+    "cpu ms: CPU time of the web workers per request (independent of other load on the machine)",
+    "SQL / db rt / Redis: per request, counted in the counting pass on a server of its own (bench/counting.py): SQL "
+    "statements, database round trips (statements + BEGIN and COMMIT), Redis round trips (a pipeline is one)",
+)
+
+
+def _rate(name: str, entry: dict) -> str:
+    return f"{entry.get('orders_per_s', 0):.1f}o/s" if name == "flow" else f"{entry['rps']:.0f}"
+
+
+def _counted(entry: dict) -> str:
+    per = entry.get("per_request")
+    if not per:
+        return ""
+    return f"{per['queries']:.2f} / {per['db_round_trips']:.2f} / {per['redis_round_trips']:.2f}"
+
+
 def render_table(report: dict) -> str:
+    """One mode's table, with latencies (kept in the JSON of the run)."""
     lines = []
     header = (
         f"{'scenario':<36} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'cpu ms':>7} {'SQL':>5} {'db rt':>5} "
@@ -620,7 +883,6 @@ def render_table(report: dict) -> str:
             continue
         ratio = entry.get("ratio_to_bare")
         target = entry.get("target")
-        rps = f"{entry.get('orders_per_s', 0):.1f}o/s" if name == "flow" else f"{entry['rps']:.0f}"
         result = "" if target is None else ("met" if entry["met"] else "MISSED")
         if entry["failed_requests"]:
             result += f" ({entry['failed_requests']} failed: {entry['codes']})"
@@ -631,14 +893,25 @@ def render_table(report: dict) -> str:
             for k in ("queries", "db_round_trips", "redis_round_trips")
         )
         lines.append(
-            f"{label:<36} {rps:>9} {entry['p50_ms']:>8.2f} {entry['p99_ms']:>8.2f} "
+            f"{label:<36} {_rate(name, entry):>9} {entry['p50_ms']:>8.2f} {entry['p99_ms']:>8.2f} "
             f"{(f'{cpu:.2f}' if cpu else ''):>7} {trips} "
             f"{(f'{ratio:.3f}' if ratio is not None else ''):>7} {(f'≥ {target}' if target else ''):>8}  {result}"
         )
+    lines += render_extras(report)
+    lines += FOOTNOTES
+    return "\n".join(lines)
+
+
+def render_extras(report: dict) -> list[str]:
+    """What a mode measured besides the scenarios: the list latency at scale, the metrics middleware's cost,
+    the memory of a 10 MB PDF, the Celery backlog after the flow runs, the machine's load."""
+    mode = report.get("mode", "production")
+    lines = []
     scale = report.get("scale")
     if scale:
         lines.append(
-            f"events list p50, {scale['events_big']} vs {scale['events_small']} events (target ≤ {scale['target']}×):"
+            f"{mode}: events list p50, {scale['events_big']} vs {scale['events_small']} events "
+            f"(target ≤ {scale['target']}×):"
         )
         for v in scale["variants"]:
             lines.append(
@@ -648,26 +921,101 @@ def render_table(report: dict) -> str:
     metrics_cost = report.get("metrics_cost")
     if metrics_cost and "cost" in metrics_cost:
         lines.append(
-            f"events list with / without the metrics middleware: {metrics_cost['rps_on']} / "
+            f"{mode}: events list with / without the metrics middleware: {metrics_cost['rps_on']} / "
             f"{metrics_cost['rps_off']} req/s = {metrics_cost['ratio']} (cost {metrics_cost['cost']:.1%}, "
             f"target ≤ {metrics_cost['target']:.0%}; cpu {metrics_cost['cpu_ms_on']} / "
             f"{metrics_cost['cpu_ms_off']} ms/req) {'met' if metrics_cost['met'] else 'MISSED'}"
         )
     elif metrics_cost:
-        lines.append(f"metrics cost: {metrics_cost.get('skipped')}")
+        lines.append(f"{mode}: metrics cost: {metrics_cost.get('skipped')}")
     memory = report.get("memory")
     if memory and "growth_mib" in memory:
         lines.append(
-            f"web worker RSS growth while receiving a 10 MB PDF: {memory['growth_mib']} MiB "
+            f"{mode}: web worker RSS growth while receiving a 10 MB PDF: {memory['growth_mib']} MiB "
             f"(target < {memory['target_mib']} MiB) {'met' if memory['met'] else 'MISSED'}"
         )
     elif memory:
-        lines.append(f"memory: {memory.get('skipped')}")
-    lines.append("cpu ms: CPU time of the web workers per request (independent of other load on the machine)")
+        lines.append(f"{mode}: memory: {memory.get('skipped')}")
+    for i, b in enumerate(report.get("backlog") or [], 1):
+        detail = b["backlog_at_end_detail"]
+        waiting = ", ".join(f"{q} {n}" for q, n in detail.items() if q not in ("total", "unacked") and n)
+        confirmation = (
+            f"confirmation p50 {b['confirmation_p50_s']} s, p95 "
+            + (
+                f"{b['confirmation_p95_s']} s"
+                if b["confirmation_p95_s"] is not None
+                else f"> {b['later_s']} s"
+            )
+            + f" ({b['orders_in_database'] - b['unconfirmed']} of {b['orders_in_database']} confirmed); "
+            f"Celery CPU {b['celery_cpu_ms_per_order']} ms per order"
+        )
+        lines.append(
+            f"{mode}: flow run {i} ({b['orders']} orders, {b['orders_per_s']} orders/s): Celery backlog at its "
+            f"end {b['backlog_at_end']} (waiting: {waiting or 'none'}; taken by the worker: {detail['unacked']}), "
+            f"{b['later_s']} s later {b['backlog_later']}: "
+            + (
+                f"drained after {b['drained_after_s']} s, met"
+                if b["drained"]
+                else f"not drained within {b['later_s']} s, MISSED"
+            )
+            + f"; {confirmation}"
+        )
+    if "machine" in report and "load_average_at_end" in report:
+        lines.append(
+            f"{mode}: load average (1 min) at start {report['machine']['load_average_at_start'][0]:.1f}, "
+            f"at end {report['load_average_at_end'][0]:.1f} on {report['machine']['cores']} cores"
+        )
+    return lines
+
+
+def render_side_by_side(reports: dict[str, dict]) -> str:
+    """The scenarios of every mode run, side by side: requests per second, the ratio to the mode's ceiling in
+    the same rounds, the web CPU per request and the counted statements and round trips. The targets are
+    judged on the direct mode when it ran (on the production mode otherwise)."""
+    modes = list(reports)
+    judged = "direct" if "direct" in reports else modes[0]
+    cell = f"{'req/s':>9} {'ratio':>6} {'cpu ms':>6} {'SQL / db rt / Redis':>19}"
+    width = len(cell)
+    title = f"{'':<36}  " + "   ".join(f"{m + ' mode':^{width}}" for m in modes)
+    header = f"{'scenario':<36}  " + "   ".join(cell for _ in modes) + f"  {'target':>7}  {judged}"
+    lines = [title, header, "-" * len(header)]
+    failures = []
+    for name, label in LABELS.items():
+        cells = []
+        for mode in modes:
+            entry = reports[mode]["scenarios"].get(name)
+            if not entry or entry.get("skipped"):
+                cells.append(f"{'not measured':>{width}}")
+                continue
+            ratio, cpu = entry.get("ratio_to_bare"), entry.get("web_cpu_ms_per_request")
+            cells.append(
+                f"{_rate(name, entry):>9} {(f'{ratio:.3f}' if ratio is not None else ''):>6} "
+                f"{(f'{cpu:.2f}' if cpu else ''):>6} {_counted(entry):>19}"
+            )
+            if entry.get("failed_requests"):
+                failures.append(
+                    f"{mode}: {label}: {entry['failed_requests']} failed requests {entry['codes']}"
+                )
+        target = TARGETS.get(name, (None, None))[1]
+        judged_entry = reports[judged]["scenarios"].get(name) or {}
+        result = ""
+        if target is not None and not judged_entry.get("skipped"):
+            result = "met" if judged_entry.get("met") else "MISSED"
+        lines.append(
+            f"{label:<36}  " + "   ".join(cells) + f"  {(f'≥ {target}' if target else ''):>7}  {result}"
+        )
     lines.append(
-        "SQL, db rt, redis: per request, counted in the counting pass (bench/counting.py): SQL statements, "
-        "database round trips (statements + BEGIN and COMMIT), Redis round trips (a pipeline is one)"
+        "ratio: req/s (flow: orders/s) over the ceiling's req/s in the same round, median of the rounds; ceilings: "
+        + "; ".join(f"{m}: {reports[m]['settings'].get('ceiling', '')}" for m in modes)
     )
+    for mode in modes:
+        lines.append(
+            f"{mode}: {reports[mode]['settings']['gunicorn']}; {reports[mode]['settings']['celery']}"
+        )
+    lines += failures
+    for mode in modes:
+        lines += render_extras(reports[mode])
+    lines += FOOTNOTES
     return "\n".join(lines)
 
 
@@ -675,10 +1023,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
-    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
-    parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument(
+        "--mode",
+        choices=("both", "direct", "production"),
+        default="both",
+        help="direct: sync workers bound directly, a separate bare project as the ceiling; production: gthread "
+        "workers behind nginx, a bare view of the project as the ceiling; both (default): direct, then production",
+    )
+    parser.add_argument("--duration", type=int, default=10, help="seconds per wrk run (production mode)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (production mode)")
+    parser.add_argument("--wrk-threads", type=int, default=1, help="wrk threads (production mode)")
+    parser.add_argument("--direct-duration", type=int, default=8, help="seconds per wrk run (direct mode)")
+    parser.add_argument("--direct-rounds", type=int, default=2, help="interleaved rounds (direct mode)")
+    parser.add_argument("--direct-wrk-threads", type=int, default=2, help="wrk threads (direct mode)")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections (both modes)")
+    # The production mode's gunicorn (the direct mode's is fixed: 3 sync workers, no options).
     parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKERS", 4)))
     parser.add_argument("--threads", type=int, default=int(os.environ.get("THREADS", 4)))
     parser.add_argument("--worker-class", default=os.environ.get("WORKER_CLASS", "gthread"))
@@ -686,41 +1045,54 @@ def main(argv: list[str] | None = None) -> int:
         "--gunicorn-extra", default=os.environ.get("GUNICORN_EXTRA", " ".join(DEFAULT_GUNICORN_EXTRA))
     )
     parser.add_argument("--small-events", type=int, default=200)
-    parser.add_argument("--big-events", type=int, default=100_000)
-    parser.add_argument("--targets", type=int, default=200, help="rows used by rows/quotes/orders")
-    parser.add_argument("--count-duration", type=int, help="seconds per counting run (default: --duration)")
-    parser.add_argument("--skip-scale", action="store_true")
-    parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument(
-        "--skip-metrics-cost", action="store_true", help="skip the metrics middleware's on/off comparison"
+        "--big-events", type=int, default=20_000, help="the big catalog of the list latency at scale"
+    )
+    parser.add_argument("--targets", type=int, default=200, help="rows used by rows/quotes/orders")
+    parser.add_argument(
+        "--count-duration", type=int, help="seconds per counting run (default: the mode's timed run)"
+    )
+    parser.add_argument(
+        "--skip-scale", action="store_true", help="skip the list latency at scale (direct mode, if it runs)"
+    )
+    parser.add_argument(
+        "--skip-memory", action="store_true", help="skip the 10 MB PDF's memory (production mode)"
+    )
+    parser.add_argument(
+        "--skip-metrics-cost",
+        action="store_true",
+        help="skip the metrics middleware's on/off comparison (production mode)",
     )
     parser.add_argument("--profile", metavar="SCENARIO", help="profile one scenario with py-spy instead")
     parser.add_argument("--gil", action="store_true", help="with --profile: sample only GIL holders (CPU)")
-    parser.add_argument("--quick", action="store_true", help="1 round of 3 s, no 100k catalog")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 round of 3 s in each mode, no list latency at scale"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.duration, args.rounds, args.skip_scale = 3, 1, True
+        args.direct_duration, args.direct_rounds = 3, 1
     if args.profile:
         args.skip_scale = args.skip_memory = args.skip_metrics_cost = True
-    # As long as a timed run, so that the counted requests meet the caches in their steady state.
-    args.count_duration = args.count_duration or args.duration
-    bench = Bench(args)
-    report = bench.run()
-    table = render_table(report)
-    if "machine" in report:
-        table += (
-            f"\nload average (1 min) at start {report['machine']['load_average_at_start'][0]:.1f}, "
-            f"at end {report['load_average_at_end'][0]:.1f} on {report['machine']['cores']} cores"
-        )
+    modes = ("direct", "production") if args.mode == "both" else (args.mode,)
+    # The list latency at scale is measured once: in the direct mode when it runs.
+    args.scale_mode = modes[0]
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    reports = {mode: Bench(args, mode, stamp).run() for mode in modes}
+    for report in reports.values():
+        report["table"] = render_table(report)
+    table = render_side_by_side(reports)
     print()
     print(table)
-    for note in report["notes"]:
-        print(f"note: {note}")
-    report["table"] = table
+    for mode, report in reports.items():
+        for note in report["notes"]:
+            print(f"note ({mode}): {note}")
+    combined = {"started_at": stamp, "modes": reports, "table": table}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = bench.run_dir / "bench.json"
-    out.write_text(json.dumps(report, indent=2, default=str))
-    (RESULTS / "latest.json").write_text(json.dumps(report, indent=2, default=str))
+    out = RESULTS / f"run-{stamp}" / "bench.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(combined, indent=2, default=str))
+    (RESULTS / "latest.json").write_text(json.dumps(combined, indent=2, default=str))
     print(f"\nfull figures: {out.relative_to(ROOT)} (and bench/results/latest.json)")
     return 0
 

@@ -1,5 +1,6 @@
 """The production shape on loopback: a fresh PostgreSQL database, Redis, nginx in front of gunicorn (as the
-Procfile's ``web`` runs them, config/deploy/serve.py) and one Celery worker.
+Procfile's ``web`` runs them, config/deploy/serve.py) and one Celery worker; with ``through_nginx=False``
+gunicorn bound directly, and ``start_bare()`` the bare Django project (bench/bare_project) as a ceiling.
 
 Used by ``make bench`` (bench/run.py) and ``make soak`` (bench/soak.py). Everything it starts it stops,
 by process group id, when the ``with`` block ends.
@@ -182,8 +183,8 @@ class Stack:
                 "RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
                 "TOKEN_RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
                 "BENCH_BASELINE": "1",
-                # Each response carries its SQL statements and Redis round trips (bench/counting.py).
-                "BENCH_COUNT": "1",
+                # No BENCH_COUNT: the timed servers carry no counting middleware (bench/counting.py); the counting
+                # pass starts a server of its own with env={"BENCH_COUNT": "1"}.
                 "MEDIA_ROOT": str(self.run_dir / "media"),
                 "STATIC_ROOT": str(self.run_dir / "static"),
                 # Four slashes: django-environ drops the first one of the path ("filemail:///x" is "x").
@@ -307,6 +308,34 @@ class Stack:
         self._wait_ready(server, workers)
         return server
 
+    def start_bare(self, name: str = "bare", *, workers: int | None = None) -> Server:
+        """The bare Django project (bench/bare_project) under the same gunicorn flags as the service, never
+        behind nginx: the direct mode's ceiling."""
+        port = free_port()
+        workers = workers or self.workers
+        args = [
+            str(VENV_BIN / "gunicorn"),
+            "bench.bare_project.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--worker-class",
+            self.worker_class,
+            "--threads",
+            str(self.threads),
+            "--backlog",
+            "2048",
+            "--log-level",
+            "warning",
+            *self.gunicorn_extra,
+        ]
+        log = self.run_dir / f"{name}.log"
+        server = Server(name=name, port=port, process=self._spawn(args, log), log=log)
+        self.servers.append(server)
+        self._wait_ready(server, workers)
+        return server
+
     def _start_nginx(self, name: str, *, listen: int, upstream: int) -> subprocess.Popen:
         from config.deploy import nginx
 
@@ -333,22 +362,29 @@ class Stack:
         raise RuntimeError(f"gunicorn {server.name} did not answer within {timeout}s; see {server.log}")
 
     def start_worker(
-        self, *, concurrency: int = 1, beat: bool = False, name: str = "celery"
+        self,
+        *,
+        concurrency: int = 1,
+        beat: bool = False,
+        name: str = "celery",
+        queues: str | None = None,
+        as_procfile: bool = False,
     ) -> subprocess.Popen:
+        """A Celery worker. ``as_procfile``: exactly the Procfile's ``worker`` line (``--queues`` and
+        ``--concurrency`` as given, log level WARNING), without the bench's own gossip, mingle and host name flags."""
         args = [
             str(VENV_BIN / "celery"),
             "-A",
             "config",
             "worker",
-            "--concurrency",
-            str(concurrency),
+            *(["--queues", queues] if queues else []),
             "--loglevel",
             "WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--hostname",
-            f"{name}-{os.getpid()}@%h",
+            "--concurrency",
+            str(concurrency),
         ]
+        if not as_procfile:
+            args += ["--without-gossip", "--without-mingle", "--hostname", f"{name}-{os.getpid()}@%h"]
         if beat:
             args += ["--beat", "--schedule", str(self.run_dir / "celerybeat-schedule")]
         process = self._spawn(args, self.run_dir / f"{name}.log")
