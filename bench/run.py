@@ -452,10 +452,13 @@ class Bench:
             if name == "quotes":
                 quote_ids = r.quote_ids
         direct = self.mode == "direct"
-        if direct:
-            # The warm-up's orders leave the worker busy for a while: the first ceiling run must not share the CPU.
-            self.wait_for_idle_worker(stack)
+        # The warm-up's orders leave the worker busy for a while: the first ceiling run must not share the CPU.
+        self.wait_for_idle_worker(stack)
         for round_no in range(1, self.rounds + 1):
+            if round_no > 1:
+                # The last round's orders leave the worker confirming them: the next ceiling run must not share
+                # the CPU with it, or every ratio of the round comes out too high.
+                self.wait_for_idle_worker(stack)
             log(f"{self.mode}: round {round_no}/{self.rounds}")
             for name, kw in plan:
                 kw = dict(kw)
