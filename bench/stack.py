@@ -264,25 +264,9 @@ class Stack:
         workers = workers or self.workers
         threads = threads or self.threads
         worker_class = worker_class or self.worker_class
-        args = [
-            str(VENV_BIN / "gunicorn"),
-            "config.wsgi",
-            "--bind",
-            f"127.0.0.1:{upstream}",
-            "--workers",
-            str(workers),
-            "--worker-class",
-            worker_class,
-            "--threads",
-            str(threads),
-            "--backlog",
-            "2048",
-            "--timeout",
-            "60",
-            "--log-level",
-            "warning",
-            *self.gunicorn_extra,
-        ]
+        args = self._gunicorn(
+            "config.wsgi", port=upstream, workers=workers, threads=threads, worker_class=worker_class
+        )
         log = self.run_dir / f"{name}.log"
         env = dict(env or {})
         # As in production: every worker writes its metrics to a directory of its server (multiprocess mode).
@@ -308,28 +292,40 @@ class Stack:
         self._wait_ready(server, workers)
         return server
 
-    def start_bare(self, name: str = "bare", *, workers: int | None = None) -> Server:
-        """The bare Django project (bench/bare_project) under the same gunicorn flags as the service, never
-        behind nginx: the direct mode's ceiling."""
-        port = free_port()
-        workers = workers or self.workers
-        args = [
+    def _gunicorn(self, app: str, *, port: int, workers: int, threads: int, worker_class: str) -> list[str]:
+        """The gunicorn command line of every server the bench starts: the service's and the bare project's."""
+        return [
             str(VENV_BIN / "gunicorn"),
-            "bench.bare_project.wsgi",
+            app,
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",
             str(workers),
             "--worker-class",
-            self.worker_class,
+            worker_class,
             "--threads",
-            str(self.threads),
+            str(threads),
             "--backlog",
             "2048",
+            "--timeout",
+            "60",
             "--log-level",
             "warning",
             *self.gunicorn_extra,
         ]
+
+    def start_bare(self, name: str = "bare", *, workers: int | None = None) -> Server:
+        """The bare Django project (bench/bare_project) under the same gunicorn flags as the service, never
+        behind nginx: the direct mode's ceiling."""
+        port = free_port()
+        workers = workers or self.workers
+        args = self._gunicorn(
+            "bench.bare_project.wsgi",
+            port=port,
+            workers=workers,
+            threads=self.threads,
+            worker_class=self.worker_class,
+        )
         log = self.run_dir / f"{name}.log"
         server = Server(name=name, port=port, process=self._spawn(args, log), log=log)
         self.servers.append(server)
