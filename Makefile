@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
+.PHONY: install run test test-passes test-dates test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
 	transfer-corpus
 
 $(VENV)/.installed: pyproject.toml
@@ -66,10 +66,32 @@ beat: $(VENV)/.installed
 # on the embedded default. The test database is created fresh every run (`--create-db`), whatever
 # PYTEST_ARGS says: CI runs this.
 test: install
+	@$(MAKE) --no-print-directory test-passes
+
+test-passes: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-embedded
+
+# Both passes of `make test` with every process's clock moved to DATE (YYYY-MM-DD, 10:00 UTC) by libfaketime
+# (Debian's faketime): `make test-dates DATE=2028-01-01`. The offset is the same for every process the tests start;
+# PostgreSQL and Redis keep the real clock, so no test may compare its clock with theirs. Monotonic clocks stay real.
+DATE ?=
+test-dates: $(VENV)/.installed .faketime-installed
+	@test -n "$(DATE)" || { echo "usage: make test-dates DATE=YYYY-MM-DD"; exit 2; }
+	@offset=$$(( $$(date -u -d "$(DATE) 10:00:00" +%s) - $$(date -u +%s) )) && \
+	  echo "test-dates: the clock moved to $(DATE) 10:00 UTC ($${offset} s)" && \
+	  FAKETIME_DONT_FAKE_MONOTONIC=1 faketime -f "$$( [ $$offset -ge 0 ] && echo +)$${offset}" \
+	    $(MAKE) --no-print-directory test-passes
+
+.faketime-installed:
+	@if ! command -v faketime >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null; \
+	  else echo "Install Debian's faketime (apt-get install faketime) for make test-dates"; exit 1; fi; \
+	fi
+	@touch $@
 
 # Local runs: the test database of the last run is kept (`--reuse-db`; new migrations are still applied),
 # which saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part, on
@@ -151,4 +173,4 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed db.sqlite3 media staticfiles
+	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed db.sqlite3 media staticfiles

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import time_machine
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
@@ -64,6 +65,19 @@ def _isolated_environment(settings, tmp_path):
     yield
     celery_app.conf.task_always_eager = previous
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _clock_of_the_test(request):
+    """``@pytest.mark.clock(when)``, on a test or in a module's ``pytestmark``: the test runs on a clock that starts
+    at ``when`` (before any other fixture: tokens, orders and sessions are made on it) and ticks on. Data written for
+    given days, and pages that show "today", then mean the same whatever day the suite runs on."""
+    marker = request.node.get_closest_marker("clock")
+    if marker is None:
+        yield
+        return
+    with time_machine.travel(marker.args[0], tick=True):
+        yield
 
 
 @dataclass

@@ -40,7 +40,7 @@ SELECT = rawsql.Select(
 
 @pytest.fixture
 def event():
-    starts_at = datetime(2031, 6, 14, 23, 30, 15, 250000, tzinfo=UTC)
+    starts_at = datetime(2021, 6, 14, 23, 30, 15, 250000, tzinfo=UTC)
     event = EventFactory(starts_at=starts_at)
     floor = SectionFactory(event=event, name="Floor", general_admission=True)
     RowFactory(section=floor, name="A", offer_price=Decimal("142.25"), restrictions=["Obstructed view"])
@@ -53,7 +53,7 @@ def test_select_answers_the_orms_types(event):
     first, second = SELECT.fetchall([event.pk])
     starts_at, event_date, canceled_at, general, offer, restrictions, available = first
     assert isinstance(starts_at, datetime) and starts_at.utcoffset() == timedelta(0)
-    assert starts_at == datetime(2031, 6, 14, 23, 30, 15, 250000, tzinfo=UTC)
+    assert starts_at == datetime(2021, 6, 14, 23, 30, 15, 250000, tzinfo=UTC)
     assert event_date == event.event_date
     assert canceled_at is None
     assert general is True and second[3] is False

@@ -1,7 +1,8 @@
 """Fields a partner may not set (prices, statuses, ownership, ids) are ignored when sent anyway."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
+import pytest
 from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -12,6 +13,9 @@ from quotes.models import Quote
 from tests.conftest import assert_error
 
 from .conftest import ORDER_FORM, quote_body
+
+# The forged expiry lies decades after the clock of these tests.
+pytestmark = pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
 
 FORGED_QUOTE = {
     "offer_price": "0.01",

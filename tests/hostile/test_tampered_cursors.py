@@ -23,9 +23,9 @@ FORGED = {
     "nulls": _b64({"o": ["starts_at", "id"], "v": [None, None]}),
     "string id": _b64({"o": ["name", "id"], "v": ["A", "not-an-id"]}),
     "orders nulls": _b64({"o": ["-created_at", "-id"], "v": [None, None]}),
-    "orders string id": _b64({"o": ["-created_at", "-id"], "v": [{"dt": "2026-01-01T00:00:00+00:00"}, "x"]}),
-    "object value": _b64({"o": ["starts_at", "id"], "v": [{"dt": "2026-01-01T00:00:00+00:00"}, {"x": 1}]}),
-    "garbage signature": _b64({"o": ["starts_at", "id"], "v": [{"dt": "2026-01-01T00:00:00+00:00"}, 1]})
+    "orders string id": _b64({"o": ["-created_at", "-id"], "v": [{"dt": "2021-01-01T00:00:00+00:00"}, "x"]}),
+    "object value": _b64({"o": ["starts_at", "id"], "v": [{"dt": "2021-01-01T00:00:00+00:00"}, {"x": 1}]}),
+    "garbage signature": _b64({"o": ["starts_at", "id"], "v": [{"dt": "2021-01-01T00:00:00+00:00"}, 1]})
     + ".AAAAAAAAAAAAAAAAAAAAAA",
 }
 

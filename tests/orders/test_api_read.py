@@ -157,7 +157,7 @@ def test_list_filters_by_status_event_and_creation_time(auth_client, partner):
         ({"created_to": ""}, "created_to"),
         ({"created_from": "yesterday"}, "created_from"),
         ({"created_to": "2026-13-01"}, "created_to"),
-        ({"created_from": "2026-01-01T10:00:00"}, "created_from"),  # no zone
+        ({"created_from": "2021-01-01T10:00:00"}, "created_from"),  # no zone
         ({"limit": 0}, "limit"),
         ({"limit": 101}, "limit"),
         ({"cursor": "garbage!"}, "cursor"),

@@ -136,7 +136,7 @@ def test_orders_updated_from_filters_on_the_last_status_change(auth_client, part
     ] == [moved.order_id]  # at or after: inclusive
 
 
-@pytest.mark.parametrize("value", ["2026-11-21", "2026-11-21T10:00:00", "yesterday", ""])
+@pytest.mark.parametrize("value", ["2021-11-21", "2021-11-21T10:00:00", "yesterday", ""])
 def test_orders_updated_from_needs_a_datetime_with_a_zone(auth_client, value):
     error = assert_error(auth_client.get("/v1/orders", {"updated_from": value}), 400, "VALIDATION_ERROR")
     assert error["details"]["field"] == "updated_from"

@@ -20,7 +20,11 @@ from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_on
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.embedded,
+    pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
+]
 
 
 def test_orders_csv_has_a_header_a_dated_file_name_and_every_column(ready_portal):

@@ -14,11 +14,12 @@ from payouts.backoffice.dashboard import staff_dashboard
 from payouts.models import Charge, Payout
 from tests.orders.factories import make_order
 
-pytestmark = pytest.mark.embedded
-
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)  # a Wednesday
 TODAY = NOW.date()
 MONDAY = date(2026, 11, 16)
+
+# The data set is a week of known days: the service's clock is on that Wednesday too.
+pytestmark = [pytest.mark.embedded, pytest.mark.clock(NOW)]
 
 
 def _at(day: date, hour: int = 12) -> datetime:

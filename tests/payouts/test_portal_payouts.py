@@ -18,14 +18,14 @@ def test_payouts_csv_under_the_state_filter_and_only_the_own_partner(ready_porta
     paid = make_order(ready_portal.partner, status="paid", partner_reference="P")
     failed = make_order(ready_portal.partner, status="ticket_received")
     theirs = make_order(other_portal.partner, status="paid")
-    payout_on(paid, paid_at=datetime(2026, 5, 2, 12, 0, tzinfo=UTC))
+    payout_on(paid, paid_at=datetime(2021, 5, 2, 12, 0, tzinfo=UTC))
     payout_on(
         failed,
         status="failed",
-        scheduled_for=datetime(2026, 5, 3, tzinfo=UTC),
+        scheduled_for=datetime(2021, 5, 3, tzinfo=UTC),
         failure_reason="=account closed",
     )
-    payout_on(theirs, paid_at=datetime(2026, 5, 2, 12, 0, tzinfo=UTC))
+    payout_on(theirs, paid_at=datetime(2021, 5, 2, 12, 0, tzinfo=UTC))
     response = ready_portal.client.get("/portal/payouts.csv")
     assert response["Content-Disposition"].startswith('attachment; filename="payouts-')
     rows = csv_rows(response)
@@ -38,12 +38,12 @@ def test_payouts_csv_under_the_state_filter_and_only_the_own_partner(ready_porta
         "currency": "USD",
         "status": "paid",
         "scheduled_for": "",
-        "paid_at": "2026-05-02T12:00:00+00:00",
+        "paid_at": "2021-05-02T12:00:00+00:00",
         "account_description": "Sandbox Test Bank ••••6789 (ACH)",
         "failure_reason": "",
     }
     assert by_order[failed.order_id]["failure_reason"] == "'=account closed"
-    assert by_order[failed.order_id]["scheduled_for"] == "2026-05-03T00:00:00+00:00"
+    assert by_order[failed.order_id]["scheduled_for"] == "2021-05-03T00:00:00+00:00"
     assert [
         r["order_id"] for r in csv_rows(ready_portal.client.get("/portal/payouts.csv", {"status": "failed"}))
     ] == [failed.order_id]

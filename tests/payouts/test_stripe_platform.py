@@ -392,7 +392,7 @@ def test_payout_states_map_onto_the_interface(stripe, fake_stripe, stripe_status
     assert state.status == status
     assert fake_stripe.requests[0]["headers"]["stripe-account"] == "acct_9"
     if status == "scheduled":
-        assert state.scheduled_for == datetime(2027, 1, 1, tzinfo=UTC)
+        assert state.scheduled_for == datetime.fromtimestamp(1798761600, tz=UTC)  # the arrival_date above
     if status == "failed":
         assert state.failure_reason == "The bank account has been closed."
 

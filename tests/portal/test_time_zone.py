@@ -26,6 +26,13 @@ NEW_YORK_EVENING = datetime(2026, 11, 28, 1, 0, tzinfo=UTC)
 VENUE_START = "Nov 27, 2026 20:00 EST"
 
 
+@pytest.fixture(autouse=True)
+def _a_week_before_the_evening(time_machine):
+    """The pages' own "today" (the admin's date filter, the dashboard's coming events) is a day of this module's
+    clock, not of the calendar the suite happens to run on: after the orders below, before the evening."""
+    time_machine.move_to(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
+
+
 def test_pages_show_times_in_the_partner_zone_and_the_api_stays_utc(ready_portal):
     order = order_at(ready_portal.partner, datetime(2026, 1, 15, 15, 0, tzinfo=UTC), partner_reference="TZ")
     client = ready_portal.client

@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from html import escape
 
 import dkim
@@ -121,7 +121,7 @@ def transfer_email(
     sender: str = SANDBOX_FROM,
     event: str = "Skyline Festival",
     venue: str = "Harbor Arena",
-    starts: str = "2026-12-12 20:00",
+    starts: str | None = None,
     section: str = "Lower 101",
     row: str = "A",
     seats: list[str] | None = ("1", "2"),
@@ -136,6 +136,8 @@ def transfer_email(
     """The sandbox platform's transfer e-mail (unsigned, CRLF), in the format of docs/partners/test-mode.md.
     ``seats=None`` is general admission (no Seats line). ``extra_headers`` are added after the usual ones.
     ``html=True`` makes it multipart/alternative: the same lines as text and as an HTML table."""
+    # An evening a month ahead unless the test names its order's start.
+    starts = starts or (timezone.now() + timedelta(days=30)).strftime("%Y-%m-%d 20:00")
     seats = list(seats) if seats is not None else None
     quantity = quantity if quantity is not None else (len(seats) if seats else 2)
     domain = sender.rpartition("@")[2].rstrip(">").strip() or "sandbox.invalid"

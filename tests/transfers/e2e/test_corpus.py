@@ -7,7 +7,7 @@ processed after its commit. What it does to the order is the decision the corpus
 import json
 import re
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -29,6 +29,23 @@ pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "transfer_mail" / "sandbox"
 FIXTURES = sorted(CORPUS.glob("*.eml"))
+
+
+def _two_weeks_before_the_first_event() -> datetime:
+    """The corpus was captured for real events on real dates: its orders are made, and its mail arrives, on a
+    clock two weeks before the earliest of them, whatever day the suite runs on."""
+    starts = [
+        datetime.strptime(meta["order"]["starts_at_local"], "%Y-%m-%d %H:%M").replace(
+            tzinfo=ZoneInfo(meta["order"].get("timezone", "America/New_York"))
+        )
+        for meta in (json.loads(eml.with_suffix(".json").read_text(encoding="utf-8")) for eml in FIXTURES)
+    ]
+    return min(starts) - timedelta(days=14)
+
+
+@pytest.fixture(autouse=True)
+def _clock_of_the_corpus(time_machine):
+    time_machine.move_to(_two_weeks_before_the_first_event())
 
 
 def corpus_order(shop, spec: dict) -> Order:

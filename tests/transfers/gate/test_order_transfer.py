@@ -16,7 +16,11 @@ from orders.transfers.models import TransferCase
 
 from .conftest import awaiting_order, received_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.embedded,
+    pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
+]
 
 TS = Order.TransferState
 NONE = {"state": "none", "quantity_detected": 0, "source": None, "detected_at": None, "accepted_at": None}

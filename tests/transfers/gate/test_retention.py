@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 def _mail(subject: str, *to: str) -> bytes:
     return (
         f"From: Sandbox Tickets <transfers@sandbox.invalid>\r\nTo: {', '.join(to)}\r\nSubject: {subject}\r\n"
-        "Date: Wed, 25 Nov 2026 05:00:00 +0000\r\nMessage-ID: <x@sandbox.invalid>\r\n\r\nEvent: Skyline\r\n"
+        "Date: Thu, 25 Nov 2021 05:00:00 +0000\r\nMessage-ID: <x@sandbox.invalid>\r\n\r\nEvent: Skyline\r\n"
     ).encode()
 
 

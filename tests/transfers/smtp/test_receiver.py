@@ -25,7 +25,7 @@ def message_for(address: str, body: str = "Tickets: 2") -> bytes:
         "From: Sandbox Tickets <transfers@sandbox.invalid>\r\n"
         f"To: {address}\r\n"
         "Subject: You've been sent 2 tickets to Skyline Festival\r\n"
-        "Date: Wed, 25 Nov 2026 05:00:00 +0000\r\n"
+        "Date: Thu, 25 Nov 2021 05:00:00 +0000\r\n"
         "Message-ID: <abc123@sandbox.invalid>\r\n"
         "Content-Type: text/plain; charset=utf-8\r\n"
         "\r\n"

@@ -59,7 +59,7 @@ def transfer_mail(order: Order, *, row: str = "B", html: str | None = None, text
     msg["Message-ID"] = make_msgid(domain="sandbox.invalid")
     seats = ", ".join(str(i) for i in range(1, order.quantity + 1))
     body = (
-        "Event: Skyline Festival\nVenue: Harbor Arena\nDate: 2026-12-12 20:00\nSection: Lower 101\n"
+        f"Event: Skyline Festival\nVenue: Harbor Arena\nDate: {timezone.now().year + 1}-12-12 20:00\nSection: Lower 101\n"
         f"Row: {row}\nSeats: {seats}\nTickets: {order.quantity}\n"
         f"Accept your tickets: {ACCEPT_LINK.format(order.order_id)}\n"
     )
