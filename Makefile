@@ -39,7 +39,16 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-install: $(VENV)/.installed .browser-installed .nginx-installed
+# Debian's prometheus ships promtool, which checks the alerting rules (tests/config/test_observability.py).
+.prometheus-installed:
+	@if ! command -v promtool >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
+	  else echo "Install Debian's prometheus (apt-get install prometheus) for promtool"; exit 1; fi; \
+	fi
+	@touch $@
+
+install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
@@ -173,4 +182,4 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed db.sqlite3 media staticfiles
+	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed db.sqlite3 media staticfiles

@@ -73,12 +73,13 @@ def test_the_alert_rules_have_prometheus_structure_and_cover_the_operator_alerts
     operations = (OBSERVABILITY.parents[2] / "docs/operations.md").read_text()
     for name in alerts:
         assert name in operations, f"docs/operations.md says nothing about {name}"
+    # Debian's `prometheus` package ships promtool; `make install` installs it.
     promtool = shutil.which("promtool")
-    if promtool:  # Debian's `prometheus` package ships it; the structure check above runs regardless
-        result = subprocess.run(  # noqa: S603
-            [promtool, "check", "rules", str(OBSERVABILITY / "alerts.yml")], capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
+    assert promtool, "promtool is missing: make install installs Debian's prometheus package"
+    result = subprocess.run(  # noqa: S603
+        [promtool, "check", "rules", str(OBSERVABILITY / "alerts.yml")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_every_metric_the_rules_and_the_dashboard_name_is_one_the_service_exports(client, db):

@@ -1,5 +1,5 @@
 """Fixtures of the pipeline tests: orders of the sandbox platform's event, signed sandbox mail, delivery through
-the one intake entry point, and the authentication (the service's own when present, else ``mail.verifier``)."""
+the one intake entry point, and the service's own authentication."""
 
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -9,6 +9,7 @@ import pytest
 from catalog.services import local_event_date
 from orders.services import order_create, order_transition
 from orders.transfers import intake, process
+from orders.transfers.sandbox import sandbox_sign
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 from tests.orders.factories import PATH
 from tests.quotes.factories import QuoteFactory, quote_token
@@ -54,23 +55,14 @@ def transfer_order(
 
 
 class Kit:
-    """Signs sandbox mail and delivers it to the intake; ``real`` says whether the service's authentication runs."""
+    """Signs mail with the sandbox platform's key and delivers it to the intake; the service's own
+    authentication decides it."""
 
     def __init__(self, monkeypatch):
-        self.real = mail.real_auth_available()
-        if self.real:
-            from orders.transfers.sandbox import sandbox_sign
-
-            self._sign = sandbox_sign
-            monkeypatch.setattr(process, "AUTHENTICATE", None)
-        else:
-            signer = mail.Signer()
-            self._sign = signer.sign
-            self.signer = signer
-            monkeypatch.setattr(process, "AUTHENTICATE", mail.verifier({signer.record_name: signer.txt}))
+        monkeypatch.setattr(process, "AUTHENTICATE", None)
 
     def sign(self, raw: bytes) -> bytes:
-        return self._sign(raw)
+        return sandbox_sign(raw)
 
     def offer(self, order, **fields) -> bytes:
         return self.sign(mail.compose(order, "transfer_offer", **fields))

@@ -1,26 +1,19 @@
 """Transfer e-mails of the sandbox platform for the pipeline tests, DKIM-signed for real.
 
-``Signer`` holds an RSA key made in the test and answers its own DNS record; ``verify`` is a DKIM
-verification (dkimpy over the raw bytes) with the contract's header checks, used where the tests need a DNS
-that fails for now (``temperror``). When the service's own authentication (``orders.transfers.auth``) and
-the sandbox signer are present, ``sandbox_signing`` signs with the sandbox key and the real authentication
-runs (``process.AUTHENTICATE = None``).
+``Signer`` holds an RSA key made in the test, with the DKIM TXT record a resolver of the test publishes (or
+fails to give, for ``temperror``); the service's own authentication verifies every message.
 """
 
 from __future__ import annotations
 
-import email
-import importlib.util
 import uuid
 from email.message import EmailMessage
-from email.utils import format_datetime, parseaddr
+from email.utils import format_datetime
 
 import dkim
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.utils import timezone
-
-from orders.transfers.verdicts import AuthVerdict
 
 SUBJECTS = {
     "transfer_offer": "You've been sent {n} ticket{s} to {event}",
@@ -28,13 +21,6 @@ SUBJECTS = {
     "transfer_canceled": "Ticket transfer canceled: {event}",
 }
 SIGNED = [b"from", b"to", b"subject", b"date", b"message-id"]
-
-
-def real_auth_available() -> bool:
-    return (
-        importlib.util.find_spec("orders.transfers.auth") is not None
-        and importlib.util.find_spec("orders.transfers.sandbox") is not None
-    )
 
 
 def order_body(
@@ -100,55 +86,3 @@ class Signer:
             raw, self.selector.encode(), self.domain.encode(), self.private_pem, include_headers=SIGNED
         )
         return signature + raw
-
-
-class TempDnsError(Exception):
-    pass
-
-
-def verifier(records: dict[str, bytes], *, failing: bool = False):
-    """An authenticator over dkimpy: the signature valid over the raw bytes with the key of ``records`` (or, with
-    ``failing``, a DNS that fails for now), h= covering from/to/subject/date, d= the From's domain, the signed
-    To holding the order's transfer address."""
-
-    def dnsfunc(name, timeout=5):
-        if failing:
-            raise TempDnsError(name)
-        key = name.decode() if isinstance(name, bytes) else name
-        return records.get(key.rstrip("."), b"")
-
-    def authenticate(raw: bytes, *, message, order) -> AuthVerdict:
-        parsed = email.message_from_bytes(raw)
-        header_from = parseaddr(str(parsed.get("from", "")))[1]
-        verdict = AuthVerdict(
-            authentic=False,
-            header_from=header_from,
-            header_to=str(parsed.get("to", "")),
-            header_subject=str(parsed.get("subject", "")),
-            message_id=str(parsed.get("message-id", "")),
-        )
-        d = dkim.DKIM(raw)
-        try:
-            ok = d.verify(dnsfunc=dnsfunc)
-        except TempDnsError as exc:
-            verdict.temperror = True
-            verdict.failures.append(f"DNS lookup failed for now: {exc}")
-            return verdict
-        domain = (d.domain or b"").decode()
-        verdict.dkim = {"d": domain, "result": "pass" if ok else "fail"}
-        signed = {h.lower() for h in (d.include_headers or [])}
-        if not ok:
-            verdict.failures.append("DKIM signature invalid")
-        if not {b"from", b"to", b"subject", b"date"} <= signed:
-            verdict.failures.append("h= does not cover from, to, subject and date")
-        if header_from.rpartition("@")[2].lower() != domain.lower():
-            verdict.failures.append("d= is not the From domain")
-        if order.transfer_address not in verdict.header_to:
-            verdict.failures.append("the signed To is not the order's transfer address")
-        verdict.authentic = not verdict.failures
-        verdict.case_kind = "" if verdict.authentic else "unverified"
-        verdict.sandbox = domain == "sandbox.invalid"
-        verdict.platform = "sandbox" if verdict.sandbox else ""
-        return verdict
-
-    return authenticate

@@ -6,17 +6,14 @@ import pytest
 from django.test import Client
 
 from orders.models import Order
+from orders.transfers import process, sandbox
 from orders.transfers.intake import message_receive
 from orders.transfers.models import InboundMessage, TransferCase
+from tests.transfers.pipeline import conftest as pipeline
+from tests.transfers.pipeline import mail
 
 from .conftest import BUCKET, PREFIX
 from .signed import basic_auth, mailgun_form, multipart, postmark_json, ses_received, sns_envelope
-
-process = pytest.importorskip("orders.transfers.process")
-sandbox = pytest.importorskip("orders.transfers.sandbox")
-pytest.importorskip("orders.transfers.auth")
-pipeline = pytest.importorskip("tests.transfers.pipeline.conftest")
-mail = pytest.importorskip("tests.transfers.pipeline.mail")
 
 S, TS = Order.Status, Order.TransferState
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
