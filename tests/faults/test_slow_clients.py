@@ -17,8 +17,10 @@ from .live import http, production_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SLOW_CLIENTS = 40
-TRICKLE_SECONDS = 8  # each slow client sends one byte every 2 s for this long
-PROMPT = 2.0  # every normal request meanwhile answers within this
+TRICKLE_SECONDS = 12  # each slow client sends one byte every 2 s for this long
+# Had the slow clients reached gunicorn (16 threads for 40 of them), a normal request would wait for the trickle to
+# end; each one meanwhile answering within half of it tells the two apart, however busy the machine is.
+PROMPT = TRICKLE_SECONDS / 2
 
 
 def _slow_client(url: str) -> socket.socket:

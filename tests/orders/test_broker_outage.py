@@ -67,7 +67,9 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
     elapsed = time.monotonic() - started
 
     assert response.status_code == 201, response.content
-    assert elapsed < 3.0, elapsed  # the failed publish is logged, not waited on
+    # The failed publish is logged, not waited on: it gives up within about 2 s (one retry of a 1 s connect),
+    # where an unbounded one would retry for good. The margin is for a busy machine.
+    assert elapsed < 10, elapsed
     order = Order.objects.get(order_id=response.json()["data"]["order_id"])
     assert order.status == Order.Status.ACCEPTED
     assert order.confirmation_started_at is None

@@ -16,10 +16,11 @@ import uuid
 import pytest
 import redis
 from django.conf import settings
+from django.utils import timezone
 
 from config.celery import app as celery_app
 from orders.webhooks import services
-from orders.webhooks.models import WebhookAttempt
+from orders.webhooks.models import WebhookAttempt, WebhookDelivery
 from tests.conftest import make_partner
 from tests.faults.conftest import processes  # noqa: F401  (fixture)
 from tests.faults.live import BIN, production_env, wait_for
@@ -118,8 +119,16 @@ def test_slow_endpoints_of_one_partner_never_delay_another_partners_first_attemp
         services.notification_fan_out(order_notification(noisy))  # 8 deliveries, published on commit
         limit = settings.WEBHOOK_PARTNER_MAX_IN_FLIGHT
         assert wait_for(lambda: dripping.connections >= limit, timeout=30), fast.output()[-3000:]
-        # The rest of the slow partner's deliveries have been claimed and deferred by now.
-        time.sleep(1.5)
+
+        # The rest of the slow partner's deliveries are claimed, or deferred to after the attempts in flight.
+        def claimed_or_deferred():
+            now = timezone.now()
+            deliveries = WebhookDelivery.objects.filter(endpoint__partner=noisy)
+            return all(
+                d.attempts_count > 0 or (d.next_attempt_at and d.next_attempt_at > now) for d in deliveries
+            )
+
+        assert wait_for(claimed_or_deferred, timeout=30), fast.output()[-3000:]
 
         delays = []
         for round_ in range(2):
@@ -141,7 +150,14 @@ def test_slow_endpoints_of_one_partner_never_delay_another_partners_first_attemp
                     ),
                     timeout=30,
                 ), fast.output()[-3000:]
-                time.sleep(6)  # the retries (5 s) are being sent, on the slow lane
+                # The second round pings while their retries (after 5 s) are being sent, on the slow lane.
+                assert wait_for(
+                    lambda: WebhookAttempt.objects.filter(
+                        endpoint__partner=noisy, number=2, status="pending"
+                    ).exists(),
+                    timeout=60,
+                    interval=0.05,
+                ), fast.output()[-3000:]
         print(f"\nhealthy endpoint's first attempt after its notification, {WORKERS} slow endpoints: "
               + ", ".join(f"{d:.2f} s" for d in delays))  # fmt: skip
         assert all(delay < 5 for delay in delays), delays

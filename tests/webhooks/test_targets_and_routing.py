@@ -158,7 +158,8 @@ def test_a_slow_endpoint_does_not_hold_up_the_order_side(partner, receiver):
     finally:
         celery_app.conf.task_always_eager = True
         client.delete("webhooks")
-    assert elapsed < 1.0
+    # Waiting on the endpoint would take its 5 s; no request reached it, the attempt is on the webhooks queue.
+    assert elapsed < 5
     assert queued == 1
     assert in_default == []
     assert receiver.requests == []

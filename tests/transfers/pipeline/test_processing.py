@@ -81,7 +81,9 @@ def test_temporary_dns_failure_is_retried_then_opens_auth_temperror(partner, mon
     # A live platform's mail (its sender domain listed for the order's site) whose key DNS cannot give for now.
     order = transfer_order(partner, quantity=2, livemode=True)
     site = order.event.primary_site
-    monkeypatch.setattr(auth, "platform_sender_domains", lambda s: {"tickets.example"} if s == site else set())
+    monkeypatch.setattr(
+        auth, "platform_sender_domains", lambda s: {"tickets.example"} if s == site else set()
+    )
     signer = mail.Signer(domain="tickets.example", selector="k1")
     raw = mail.compose(order, seats=[1, 2]).replace(
         b"From: Sandbox Tickets <transfers@sandbox.invalid>", b"From: Tickets <transfers@tickets.example>"
