@@ -57,9 +57,34 @@ def test_rotation_shows_the_new_secret_once_and_revokes_old_tokens(ready_portal)
     issue_token(APIClient(), ready_portal.creds)
 
 
+def _token_request(creds):
+    return APIClient().post(
+        "/v1/auth/token",
+        {
+            "client_id": creds.client_id,
+            "client_secret": creds.client_secret,
+            "grant_type": "client_credentials",
+        },
+        format="json",
+    )
+
+
 def test_rotation_touches_only_the_own_partner(ready_portal, other_portal):
-    ready_portal.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
-    issue_token(APIClient(), other_portal.creds)
+    own_token = issue_token(APIClient(), ready_portal.creds)
+    other_token = issue_token(APIClient(), other_portal.creds)
+    posted = ready_portal.client.post("/portal/settings/api-credentials", {"password": PASSWORD})
+    assert posted.status_code == 302
+
+    # The own partner's old secret and token are refused ...
+    assert_error(_token_request(ready_portal.creds), 401, "INVALID_CREDENTIALS")
+    own = APIClient()
+    own.credentials(HTTP_AUTHORIZATION=f"Bearer {own_token}")
+    assert_error(own.get("/v1/events"), 401, "UNAUTHORIZED")
+    # ... the other partner's secret and token work as before.
+    assert _token_request(other_portal.creds).status_code == 200
+    other = APIClient()
+    other.credentials(HTTP_AUTHORIZATION=f"Bearer {other_token}")
+    assert other.get("/v1/events").status_code == 200
 
 
 def test_a_new_partner_sees_utc(ready_portal):
