@@ -53,6 +53,13 @@ def redis_url_via(port: int) -> str:
     return urlunsplit(parts._replace(netloc=f"127.0.0.1:{port}"))
 
 
+def real_clock_env() -> dict[str, str]:
+    """This process's environment for a server of the tests' own that stands in for infrastructure (a redis-server):
+    on the machine's real clock, like the shared PostgreSQL and Redis, even when `make test-dates` moves the
+    clock of every other process (libfaketime's preload also breaks redis-server)."""
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("FAKETIME")}
+
+
 def production_env(**overrides: str) -> dict[str, str]:
     """Environment of the production shape (DJANGO_ENV=production) against the test database."""
     env = {k: v for k, v in os.environ.items() if k not in ("TESTING", "DJANGO_SETTINGS_MODULE")}

@@ -13,7 +13,7 @@ from django.db import connection
 
 from partners import services as partner_services
 
-from .live import free_port, http, production_env
+from .live import free_port, http, production_env, real_clock_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -42,11 +42,15 @@ def own_redis(tmp_path, settings):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        env=real_clock_env(),
     )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 10
     while (
-        subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True).stdout.strip() != b"PONG"
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "ping"], capture_output=True, env=real_clock_env(), timeout=5
+        ).stdout.strip()
+        != b"PONG"
     ):
         assert time.monotonic() < deadline, "redis-server did not start"
         time.sleep(0.05)
