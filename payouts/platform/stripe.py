@@ -13,7 +13,7 @@ Mapping onto ``PaymentPlatform``:
 - payout: a Transfer to the connected account, then a Payout on that account to its bank; the payout's
   ``pending → in_transit (arrival_date) → paid | failed`` maps to in process → scheduled → paid | failed.
 
-One ``StripeClient`` per process and configuration (``stripe_client``): the API version of the settings on every
+One ``StripeClient`` per process and configuration (``stripe_client.stripe_client``): the API version of the settings on every
 call, the library's own retries of network faults, 409s and 5xx (``STRIPE_MAX_NETWORK_RETRIES``), and on every
 POST an ``Idempotency-Key`` derived from the service's own ids, so a retried call never charges or pays twice.
 Every call's parameters are typed with the library's own ``TypedDict`` s (``make lint`` runs mypy, strict here).
@@ -23,18 +23,12 @@ a key Stripe refuses: a configuration to fix, never a partner's failure), ``Plat
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from urllib.parse import urlencode, urlsplit
 
 import stripe
-from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from stripe.checkout import Session as CheckoutSession
 from stripe.params import (
     AccountExternalAccountListParams,
@@ -46,7 +40,7 @@ from stripe.params import (
 )
 from stripe.params.checkout import SessionCreateParams, SessionRetrieveParams
 
-from ..errors import AuthorizationFailed, PlatformError, PlatformUnavailable
+from ..errors import AuthorizationFailed, PlatformError
 from .base import (
     CHARGE_FAILED,
     CHARGE_SUCCEEDED,
@@ -64,6 +58,7 @@ from .base import (
     RefundResult,
     SavedCard,
 )
+from .stripe_client import StripeConfig, stripe_client, stripe_errors
 
 logger = logging.getLogger(__name__)
 
@@ -89,84 +84,6 @@ def _timestamp(value: int | None) -> datetime | None:
 
 def _with_query(url: str, query: str) -> str:
     return url + ("&" if "?" in url else "?") + query
-
-
-# --- the client ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StripeConfig:
-    """Everything a ``StripeClient`` is built from; one client per distinct configuration and process."""
-
-    secret_key: str
-    connect_client_id: str
-    api_version: str
-    api_base: str = stripe.DEFAULT_API_BASE
-    connect_base: str = stripe.DEFAULT_CONNECT_API_BASE
-    max_network_retries: int = 2
-    timeout: float = 10.0
-
-    @classmethod
-    def from_settings(cls) -> StripeConfig:
-        if not settings.STRIPE_SECRET_KEY or not settings.STRIPE_CONNECT_CLIENT_ID:
-            raise ImproperlyConfigured(
-                "PAYMENT_PLATFORM=stripe needs STRIPE_SECRET_KEY and STRIPE_CONNECT_CLIENT_ID."
-            )
-        return cls(
-            secret_key=str(settings.STRIPE_SECRET_KEY),
-            connect_client_id=str(settings.STRIPE_CONNECT_CLIENT_ID),
-            api_version=str(settings.STRIPE_API_VERSION),
-            api_base=str(settings.STRIPE_API_BASE),
-            connect_base=str(settings.STRIPE_CONNECT_BASE),
-            max_network_retries=int(settings.STRIPE_MAX_NETWORK_RETRIES),
-            timeout=float(settings.PAYMENT_PLATFORM_TIMEOUT_SECONDS),
-        )
-
-
-def default_http_client(timeout: float) -> stripe.HTTPClient:
-    """The library's own HTTP client, with the service's timeout instead of the library's 80 seconds."""
-    return stripe.RequestsClient(timeout=timeout)
-
-
-# The factory of the HTTP client new ``StripeClient`` s get: tests put a recording client here.
-http_client_factory: Callable[[float], stripe.HTTPClient] = default_http_client
-
-
-@functools.cache
-def stripe_client(config: StripeConfig) -> stripe.StripeClient:
-    """The process's ``StripeClient`` for ``config`` (built once: it keeps its HTTP connections)."""
-    for base in (config.api_base, config.connect_base):
-        if urlsplit(base).scheme not in ("https", "http"):
-            raise ImproperlyConfigured(f"Stripe endpoint {base!r} must be an http(s) URL.")
-    return stripe.StripeClient(
-        config.secret_key,
-        client_id=config.connect_client_id,
-        stripe_version=config.api_version,
-        base_addresses={"api": config.api_base.rstrip("/"), "connect": config.connect_base.rstrip("/")},
-        max_network_retries=config.max_network_retries,
-        http_client=http_client_factory(config.timeout),
-    )
-
-
-def _message(exc: stripe.StripeError) -> str:
-    return str(exc.user_message or "") or f"Stripe refused the request (HTTP {exc.http_status or '?'})."
-
-
-@contextmanager
-def stripe_errors() -> Iterator[None]:
-    """Stripe's typed errors as the interface's: passing trouble → ``PlatformUnavailable``, a refusal →
-    ``PlatformError`` (the library has already retried what it retries)."""
-    try:
-        yield
-    except (stripe.APIConnectionError, stripe.RateLimitError, stripe.APIError) as exc:
-        # No connection or a timeout, rate limited, 409 (the same key still being processed) or 5xx.
-        raise PlatformUnavailable(
-            "Stripe is not answering right now. Please try again in a few minutes."
-        ) from exc
-    except stripe.AuthenticationError as exc:
-        # Our key: a configuration to fix. Retried until then, never a partner's failed payment.
-        logger.error("Stripe refused the service's API key: %s", _message(exc))
-        raise PlatformUnavailable("The payment platform refused the service's credentials.") from exc
-    except stripe.StripeError as exc:
-        raise PlatformError(_message(exc)) from exc
 
 
 def payout_state(payout: stripe.Payout) -> PayoutState:

@@ -72,7 +72,7 @@ def test_every_call_carries_the_key_and_the_pinned_api_version(stripe, recording
 
 
 def test_one_client_per_process_and_configuration(recording_stripe, settings):  # noqa: F811
-    from payouts.platform.stripe import StripeConfig, stripe_client
+    from payouts.platform.stripe_client import StripeConfig, stripe_client
 
     first, second = get_platform("stripe"), get_platform("stripe")
     assert first.backend.client is second.backend.client
