@@ -9,7 +9,7 @@ import functools
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import stripe
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 class StripeConfig:
     """Everything a ``StripeClient`` is built from; one client per distinct configuration and process."""
 
-    secret_key: str
+    secret_key: str = field(repr=False)  # never in a log line or an error report
     connect_client_id: str
     api_version: str
     api_base: str = stripe.DEFAULT_API_BASE

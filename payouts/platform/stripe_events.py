@@ -74,6 +74,8 @@ def _major_units(minor: int) -> Decimal:
 def verify_event(*, payload: bytes, signature: str, secrets: Sequence[str], tolerance: int) -> VerifiedEvent:
     """The event in ``payload`` if ``signature`` is Stripe's for one of ``secrets`` (the platform's and the
     Connect endpoint's, or an old and a new one during a roll); ``EventRefused`` otherwise."""
+    if not secrets:
+        raise EventRefused("STRIPE_WEBHOOK_SECRET is not set: no Stripe event can be verified.")
     event: stripe.Event | None = None
     for secret in secrets:
         try:

@@ -135,6 +135,14 @@ def test_an_event_signed_within_the_tolerance_is_accepted(payout_in_flight):
 
 
 @pytest.mark.django_db
+def test_without_a_webhook_secret_every_event_is_refused(payout_in_flight, settings, caplog):
+    settings.STRIPE_WEBHOOK_SECRET = []
+    assert deliver(payout_event("payout.paid", "paid")).status_code == 400
+    assert "STRIPE_WEBHOOK_SECRET is not set" in caplog.text
+    assert not PlatformEvent.objects.exists()
+
+
+@pytest.mark.django_db
 def test_either_endpoint_secret_verifies(payout_in_flight, settings):
     # The platform's endpoint and the Connect endpoint each have their own secret.
     settings.STRIPE_WEBHOOK_SECRET = ["whsec_platform_endpoint", s.WEBHOOK_SECRET]
