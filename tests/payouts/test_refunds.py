@@ -33,7 +33,6 @@ from payouts.services.refunds import refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
 from tests.payouts import stripe_recording as stripe_objects
-from tests.payouts.stripe_recording import recording_stripe  # noqa: F401  (fixture)
 from tests.quotes.factories import QuoteFactory, quote_token
 
 pytestmark = pytest.mark.embedded
@@ -629,13 +628,13 @@ def test_portal_order_page_shows_a_failed_refund(django_capture_on_commit_callba
 
 # --- the Stripe backend, through Stripe's library with a recording HTTP client ---------------------------------------
 @pytest.fixture
-def stripe(recording_stripe):  # noqa: F811
+def stripe(recording_stripe):
     return get_platform("stripe")
 
 
 def test_stripe_refund_is_a_refund_of_the_payment_intent_with_the_idempotency_key(
     stripe,
-    recording_stripe,  # noqa: F811
+    recording_stripe,
     settings,
 ):
     recording_stripe.answer("POST", "/v1/refunds", (200, stripe_objects.refund("re_1", status="succeeded")))
@@ -677,7 +676,7 @@ def test_stripe_refund_is_a_refund_of_the_payment_intent_with_the_idempotency_ke
 )
 def test_stripe_refund_states_map_onto_the_interface(
     stripe,
-    recording_stripe,  # noqa: F811
+    recording_stripe,
     stripe_status,
     failure,
     status,
@@ -693,7 +692,7 @@ def test_stripe_refund_states_map_onto_the_interface(
     assert recording_stripe.requests[0].method == "GET"
 
 
-def test_stripe_refund_errors_are_transient_or_permanent(stripe, recording_stripe):  # noqa: F811
+def test_stripe_refund_errors_are_transient_or_permanent(stripe, recording_stripe):
     refund = {
         "charge_id": "pi_1",
         "amount": Decimal("5"),
@@ -722,7 +721,7 @@ def test_stripe_refund_errors_are_transient_or_permanent(stripe, recording_strip
 
 @pytest.mark.django_db
 def test_cancel_on_stripe_refunds_the_payment_intent_that_charged_the_order(
-    recording_stripe,  # noqa: F811
+    recording_stripe,
     auth_client,
     partner,
     django_capture_on_commit_callbacks,

@@ -25,7 +25,6 @@ from tests.payouts.stripe_recording import (
     oauth_token,
     payment_intent,
     payout,
-    recording_stripe,  # noqa: F401  (fixture)
     refund,
     setup_intent,
     transfer,
@@ -35,7 +34,7 @@ pytestmark = pytest.mark.embedded
 
 
 @pytest.fixture
-def stripe(recording_stripe) -> StripePlatform:  # noqa: F811
+def stripe(recording_stripe) -> StripePlatform:
     platform = get_platform("stripe")
     assert platform.name == "stripe"
     return platform
@@ -61,7 +60,7 @@ def test_the_api_version_sent_is_the_one_the_pinned_library_is_typed_for():
     assert stripe_library.api_version == django_settings.STRIPE_API_VERSION
 
 
-def test_every_call_carries_the_key_and_the_pinned_api_version(stripe, recording_stripe, settings):  # noqa: F811
+def test_every_call_carries_the_key_and_the_pinned_api_version(stripe, recording_stripe, settings):
     recording_stripe.answer("GET", "/v1/payouts/po_1", (200, payout("po_1", status="paid")))
     stripe.get_payout(account_id="acct_1", payout_id="po_1")
     [request] = recording_stripe.requests
@@ -71,7 +70,7 @@ def test_every_call_carries_the_key_and_the_pinned_api_version(stripe, recording
     assert request.headers["stripe-account"] == "acct_1"
 
 
-def test_one_client_per_process_and_configuration(recording_stripe, settings):  # noqa: F811
+def test_one_client_per_process_and_configuration(recording_stripe, settings):
     from payouts.platform.stripe_client import StripeConfig, stripe_client
 
     first, second = get_platform("stripe"), get_platform("stripe")
@@ -81,7 +80,7 @@ def test_one_client_per_process_and_configuration(recording_stripe, settings):  
     assert stripe_client(StripeConfig.from_settings()).__class__ is stripe_library.StripeClient
 
 
-def test_authorize_url_is_connect_oauth_with_state(stripe, recording_stripe):  # noqa: F811
+def test_authorize_url_is_connect_oauth_with_state(stripe, recording_stripe):
     url = stripe.authorize_url(
         state="st_1", return_url="https://p.example/portal/cb", account_reference="ptn_1", email="a@b.c"
     )
@@ -98,7 +97,7 @@ def test_authorize_url_is_connect_oauth_with_state(stripe, recording_stripe):  #
     assert recording_stripe.requests == []  # building the URL calls nothing
 
 
-def test_complete_authorization_exchanges_code_and_reads_the_bank_account(stripe, recording_stripe):  # noqa: F811
+def test_complete_authorization_exchanges_code_and_reads_the_bank_account(stripe, recording_stripe):
     recording_stripe.answer("POST", "/oauth/token", (200, oauth_token("acct_9")))
     recording_stripe.answer("GET", "/v1/accounts/acct_9/external_accounts", (200, bank_accounts("acct_9")))
     account = stripe.complete_authorization(code="ac_code", idempotency_key="ptn_1:authorize:x")
@@ -116,7 +115,7 @@ def test_complete_authorization_exchanges_code_and_reads_the_bank_account(stripe
     assert bank_call.query == [("object", "bank_account"), ("limit", "1")]
 
 
-def test_oauth_error_becomes_authorization_failed(stripe, recording_stripe):  # noqa: F811
+def test_oauth_error_becomes_authorization_failed(stripe, recording_stripe):
     recording_stripe.answer(
         "POST",
         "/oauth/token",
@@ -126,7 +125,7 @@ def test_oauth_error_becomes_authorization_failed(stripe, recording_stripe):  # 
         stripe.complete_authorization(code="ac_old", idempotency_key="k")
 
 
-def test_card_setup_creates_customer_and_checkout_session_in_setup_mode(stripe, recording_stripe):  # noqa: F811
+def test_card_setup_creates_customer_and_checkout_session_in_setup_mode(stripe, recording_stripe):
     recording_stripe.answer("POST", "/v1/customers", (200, customer("cus_1", email="a@b.c")))
     recording_stripe.answer("POST", "/v1/checkout/sessions", (200, checkout_session("cs_1", status="open")))
     url = stripe.card_setup_url(
@@ -152,7 +151,7 @@ def test_card_setup_creates_customer_and_checkout_session_in_setup_mode(stripe, 
     assert session.headers["idempotency-key"] == "ptn_1:card-setup:st_2:session"
 
 
-def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, recording_stripe):  # noqa: F811
+def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, recording_stripe):
     recording_stripe.answer("POST", "/v1/checkout/sessions", (200, checkout_session("cs_2", status="open")))
     stripe.card_setup_url(
         state="s",
@@ -165,7 +164,7 @@ def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, recording_st
     assert recording_stripe.requests[0].params["customer"] == "cus_7"
 
 
-def test_complete_card_setup_reads_brand_last4_expiry(stripe, recording_stripe):  # noqa: F811
+def test_complete_card_setup_reads_brand_last4_expiry(stripe, recording_stripe):
     recording_stripe.answer(
         "GET", "/v1/checkout/sessions/cs_1", (200, checkout_session(setup_intent=setup_intent()))
     )
@@ -188,7 +187,7 @@ def test_complete_card_setup_reads_brand_last4_expiry(stripe, recording_stripe):
         checkout_session(setup_intent=setup_intent(method={**card_payment_method(), "card": None})),
     ],
 )
-def test_an_unfinished_checkout_session_is_refused(stripe, recording_stripe, session):  # noqa: F811
+def test_an_unfinished_checkout_session_is_refused(stripe, recording_stripe, session):
     recording_stripe.answer("GET", "/v1/checkout/sessions/cs_1", (200, session))
     with pytest.raises(AuthorizationFailed):
         stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
@@ -204,14 +203,14 @@ def test_an_unfinished_checkout_session_is_refused(stripe, recording_stripe, ses
         {**checkout_session(setup_intent=setup_intent()), "client_reference_id": None, "metadata": {}},
     ],
 )
-def test_a_checkout_session_started_by_another_partner_is_refused(stripe, recording_stripe, session):  # noqa: F811
+def test_a_checkout_session_started_by_another_partner_is_refused(stripe, recording_stripe, session):
     recording_stripe.answer("GET", "/v1/checkout/sessions/cs_1", (200, session))
     with pytest.raises(AuthorizationFailed, match="another account"):
         stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
 
 
 @pytest.mark.django_db
-def test_a_partner_returning_with_another_partners_session_stores_nothing(recording_stripe):  # noqa: F811
+def test_a_partner_returning_with_another_partners_session_stores_nothing(recording_stripe):
     from payouts.models import CreditCard
     from payouts.services.methods import credit_card_save
     from tests.conftest import make_partner
@@ -239,7 +238,7 @@ def test_a_partner_returning_with_another_partners_session_stores_nothing(record
     assert card.platform_card_token == "cus_victim:pm_1"
 
 
-def test_charge_is_an_off_session_payment_intent_with_the_orders_idempotency_key(stripe, recording_stripe):  # noqa: F811
+def test_charge_is_an_off_session_payment_intent_with_the_orders_idempotency_key(stripe, recording_stripe):
     recording_stripe.answer("POST", "/v1/payment_intents", (200, payment_intent("pi_1", amount=12030)))
     result = charge(stripe)
     assert (result.charge_id, result.status) == ("pi_1", "succeeded")
@@ -257,7 +256,7 @@ def test_charge_is_an_off_session_payment_intent_with_the_orders_idempotency_key
     }
 
 
-def test_card_error_is_a_failed_charge_with_stripes_message(stripe, recording_stripe):  # noqa: F811
+def test_card_error_is_a_failed_charge_with_stripes_message(stripe, recording_stripe):
     recording_stripe.answer("POST", "/v1/payment_intents", (402, card_error(intent_id="pi_2", amount=500)))
     result = charge(stripe, key="ord_2", amount="5")
     assert (result.charge_id, result.status, result.failure_reason) == (
@@ -268,7 +267,7 @@ def test_card_error_is_a_failed_charge_with_stripes_message(stripe, recording_st
     assert len(recording_stripe.requests) == 1  # a decline is an answer: never retried
 
 
-def test_a_network_fault_is_retried_with_the_same_idempotency_key_and_charges_once(stripe, recording_stripe):  # noqa: F811
+def test_a_network_fault_is_retried_with_the_same_idempotency_key_and_charges_once(stripe, recording_stripe):
     recording_stripe.answer(
         "POST",
         "/v1/payment_intents",
@@ -293,7 +292,7 @@ def test_a_network_fault_is_retried_with_the_same_idempotency_key_and_charges_on
         (429, error("invalid_request_error", "Too many requests", code="rate_limit")),
     ],
 )
-def test_what_passes_is_unavailable_once_the_retries_are_spent(stripe, recording_stripe, settings, answer):  # noqa: F811
+def test_what_passes_is_unavailable_once_the_retries_are_spent(stripe, recording_stripe, settings, answer):
     recording_stripe.answer("POST", "/v1/payment_intents", answer)
     with pytest.raises(PlatformUnavailable):
         charge(stripe, key="ord_4")
@@ -303,7 +302,7 @@ def test_what_passes_is_unavailable_once_the_retries_are_spent(stripe, recording
     assert {r.headers["idempotency-key"] for r in recording_stripe.requests} == {"ord_4"}
 
 
-def test_a_refused_api_key_is_unavailable_not_a_partners_failure(stripe, recording_stripe, caplog):  # noqa: F811
+def test_a_refused_api_key_is_unavailable_not_a_partners_failure(stripe, recording_stripe, caplog):
     recording_stripe.answer(
         "POST", "/v1/payment_intents", (401, error("invalid_request_error", "Invalid API Key"))
     )
@@ -312,7 +311,7 @@ def test_a_refused_api_key_is_unavailable_not_a_partners_failure(stripe, recordi
     assert "refused the service's API key" in caplog.text
 
 
-def test_invalid_request_is_a_permanent_platform_error(stripe, recording_stripe):  # noqa: F811
+def test_invalid_request_is_a_permanent_platform_error(stripe, recording_stripe):
     recording_stripe.answer(
         "POST",
         "/v1/payment_intents",
@@ -331,7 +330,7 @@ def test_invalid_request_is_a_permanent_platform_error(stripe, recording_stripe)
     assert not isinstance(raised.value, PlatformUnavailable)
 
 
-def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, recording_stripe):  # noqa: F811
+def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, recording_stripe):
     recording_stripe.answer(
         "POST", "/v1/transfers", (200, transfer("tr_1", amount=19990, destination="acct_9"))
     )
@@ -363,7 +362,7 @@ def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, rec
         ("canceled", "failed"),
     ],
 )
-def test_payout_states_map_onto_the_interface(stripe, recording_stripe, stripe_status, status):  # noqa: F811
+def test_payout_states_map_onto_the_interface(stripe, recording_stripe, stripe_status, status):
     recording_stripe.answer(
         "GET",
         "/v1/payouts/po_1",
@@ -385,7 +384,9 @@ def test_payout_states_map_onto_the_interface(stripe, recording_stripe, stripe_s
         assert state.failure_reason == "The bank account has been closed."
 
 
-def test_every_post_the_backend_makes_carries_an_idempotency_key_of_our_ids(stripe, recording_stripe):  # noqa: F811
+def test_every_post_the_backend_makes_carries_an_idempotency_key_of_our_ids(
+    stripe, recording_stripe, settings
+):
     recording_stripe.answer("POST", "/oauth/token", (200, oauth_token("acct_9")))
     recording_stripe.answer("GET", "/v1/accounts/acct_9/external_accounts", (200, bank_accounts("acct_9")))
     recording_stripe.answer("POST", "/v1/customers", (200, customer("cus_1")))
@@ -411,6 +412,7 @@ def test_every_post_the_backend_makes_carries_an_idempotency_key_of_our_ids(stri
         idempotency_key="ord_1:payout:1",
         description="x",
     )
+    assert {r.headers["stripe-version"] for r in recording_stripe.requests} == {settings.STRIPE_API_VERSION}
     assert [(r.path, r.headers.get("idempotency-key")) for r in recording_stripe.posts()] == [
         ("/oauth/token", "ptn_1:authorize:a"),
         ("/v1/customers", "ptn_1:cs:customer"),
