@@ -175,6 +175,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:django -W ignore::pytest.PytestConfigWarning --confcutdir=tests/house tests/house
 
 format: $(VENV)/.installed

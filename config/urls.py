@@ -42,6 +42,8 @@ urlpatterns = [
     path("portal/settings/webhooks/", include("orders.webhooks.portal_urls")),
     path("portal/", include((portal, "portal"))),
     path("sandbox/", include("payouts.sandbox.urls")),
+    # Stripe's events (payouts/stripe_views.py): signed by Stripe; 404 unless PAYMENT_PLATFORM is stripe.
+    path("payments/stripe/", include("payouts.stripe_urls")),
     # The e-mail providers' inbound webhooks (orders/transfers/urls.py): 404 unless in INBOUND_CHANNELS.
     path("inbound/", include("orders.transfers.urls")),
     re_path(r"^v1$", views.api_not_found),

@@ -21,7 +21,7 @@ from orders.models import Order
 from orders.transfers.models import TransferCase
 from orders.webhooks.models import WebhookEndpoint
 
-from ..models import Charge, Payout
+from ..models import Charge, Dispute, Payout
 from ..selectors import money_figures
 
 S = Order.Status
@@ -119,6 +119,7 @@ def _queues(*, today: date) -> list[Queue]:
     declined = Charge.objects.filter(status=Charge.Status.FAILED).count()
     failed_refunds = Charge.objects.filter(refund_status=Charge.RefundStatus.FAILED).count()
     failed_payouts = Payout.objects.filter(status=Payout.Status.FAILED).count()
+    open_disputes = Dispute.objects.filter(status=Dispute.Status.OPEN).count()
     disabled_endpoints = WebhookEndpoint.objects.live().filter(status=WebhookEndpoint.Status.DISABLED).count()
     return [
         Queue(
@@ -164,6 +165,13 @@ def _queues(*, today: date) -> list[Queue]:
             "Payouts the platform refused: check the account and retry.",
             failed_payouts,
             _changelist("payouts_payout", status__exact=Payout.Status.FAILED),
+        ),
+        Queue(
+            "Open disputes",
+            "Card charges the partner's bank disputes: answer with the evidence in the payment platform's "
+            "dashboard before the due date; the platform's verdict closes the case.",
+            open_disputes,
+            _changelist("payouts_dispute", status__exact=Dispute.Status.OPEN),
         ),
         Queue(
             "Disabled webhook endpoints",

@@ -1,5 +1,6 @@
 from .methods import CreditCard, PayoutAccount
 from .money import Charge, ChargeStatusHistory, Payout, PayoutStatusHistory, RefundStatusHistory
+from .platform_events import Dispute, DisputeStatusHistory, PlatformEvent
 
 __all__ = [
     "Charge",
@@ -8,5 +9,8 @@ __all__ = [
     "PayoutStatusHistory",
     "RefundStatusHistory",
     "CreditCard",
+    "Dispute",
+    "DisputeStatusHistory",
+    "PlatformEvent",
     "PayoutAccount",
 ]

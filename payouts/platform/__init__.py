@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -56,6 +57,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("payouts.platform")
+T = TypeVar("T")
 
 # Arguments that are safe to put in a log line: identifiers and amounts, never card or bank data.
 _LOGGED_ARGS = (
@@ -80,6 +82,7 @@ class LoggedPlatform(PaymentPlatform):
     def authorize_url(self, *, state: str, return_url: str, account_reference: str, email: str = "") -> str:
         return self._call(
             "authorize_url",
+            self.backend.authorize_url,
             state=state,
             return_url=return_url,
             account_reference=account_reference,
@@ -87,7 +90,12 @@ class LoggedPlatform(PaymentPlatform):
         )
 
     def complete_authorization(self, *, code: str, idempotency_key: str) -> ConnectedAccount:
-        return self._call("complete_authorization", code=code, idempotency_key=idempotency_key)
+        return self._call(
+            "complete_authorization",
+            self.backend.complete_authorization,
+            code=code,
+            idempotency_key=idempotency_key,
+        )
 
     def card_setup_url(
         self,
@@ -101,6 +109,7 @@ class LoggedPlatform(PaymentPlatform):
     ) -> str:
         return self._call(
             "card_setup_url",
+            self.backend.card_setup_url,
             state=state,
             return_url=return_url,
             customer_reference=customer_reference,
@@ -110,13 +119,19 @@ class LoggedPlatform(PaymentPlatform):
         )
 
     def complete_card_setup(self, *, setup_id: str, customer_reference: str) -> SavedCard:
-        return self._call("complete_card_setup", setup_id=setup_id, customer_reference=customer_reference)
+        return self._call(
+            "complete_card_setup",
+            self.backend.complete_card_setup,
+            setup_id=setup_id,
+            customer_reference=customer_reference,
+        )
 
     def charge_card(
         self, *, card_token: str, amount: Decimal, currency: str, idempotency_key: str, description: str
     ) -> ChargeResult:
         return self._call(
             "charge_card",
+            self.backend.charge_card,
             card_token=card_token,
             amount=amount,
             currency=currency,
@@ -129,6 +144,7 @@ class LoggedPlatform(PaymentPlatform):
     ) -> RefundResult:
         return self._call(
             "refund_charge",
+            self.backend.refund_charge,
             charge_id=charge_id,
             amount=amount,
             currency=currency,
@@ -137,13 +153,14 @@ class LoggedPlatform(PaymentPlatform):
         )
 
     def get_refund(self, *, refund_id: str) -> RefundResult:
-        return self._call("get_refund", refund_id=refund_id)
+        return self._call("get_refund", self.backend.get_refund, refund_id=refund_id)
 
     def create_payout(
         self, *, account_id: str, amount: Decimal, currency: str, idempotency_key: str, description: str
     ) -> PayoutState:
         return self._call(
             "create_payout",
+            self.backend.create_payout,
             account_id=account_id,
             amount=amount,
             currency=currency,
@@ -152,13 +169,14 @@ class LoggedPlatform(PaymentPlatform):
         )
 
     def get_payout(self, *, account_id: str, payout_id: str) -> PayoutState:
-        return self._call("get_payout", account_id=account_id, payout_id=payout_id)
+        return self._call("get_payout", self.backend.get_payout, account_id=account_id, payout_id=payout_id)
 
     def create_test_methods(
         self, *, reference: str, holder_name: str, card_number: str, account_number: str
     ) -> TestPaymentMethods:
         return self._call(
             "create_test_methods",
+            self.backend.create_test_methods,
             reference=reference,
             holder_name=holder_name,
             card_number=card_number,
@@ -171,8 +189,7 @@ class LoggedPlatform(PaymentPlatform):
     def form_action_origins(self) -> list[str]:
         return self.backend.form_action_origins()
 
-    def _call(self, operation: str, **kwargs: Any) -> Any:
-        target = getattr(self.backend, operation)
+    def _call(self, operation: str, target: Callable[..., T], **kwargs: Any) -> T:
         fields = {k: str(kwargs[k]) for k in _LOGGED_ARGS if k in kwargs}
         started = time.monotonic()
         outcome = "ok"

@@ -87,7 +87,7 @@ class SandboxPlatform(PaymentPlatform):
                 exp_month=12,
                 exp_year=timezone.now().year + 4,
             )
-        return card.token
+        return str(card.token)
 
     def create_test_methods(
         self, *, reference: str, holder_name: str, card_number: str, account_number: str
@@ -128,7 +128,7 @@ class SandboxPlatform(PaymentPlatform):
 
     def authorize_url(self, *, state: str, return_url: str, account_reference: str, email: str = "") -> str:
         query = {"client_reference": account_reference, "state": state, "redirect_uri": return_url}
-        return reverse("sandbox:authorize") + "?" + urlencode(query)
+        return str(reverse("sandbox:authorize")) + "?" + urlencode(query)
 
     def complete_authorization(self, *, code: str, idempotency_key: str) -> ConnectedAccount:
         grant = SandboxAuthorizationCode.objects.select_related("account").filter(code=code).first()
@@ -160,7 +160,7 @@ class SandboxPlatform(PaymentPlatform):
         idempotency_key: str,
     ) -> str:
         query = {"customer": customer_reference, "state": state, "redirect_uri": return_url}
-        return reverse("sandbox:card") + "?" + urlencode(query)
+        return str(reverse("sandbox:card")) + "?" + urlencode(query)
 
     def complete_card_setup(self, *, setup_id: str, customer_reference: str) -> SavedCard:
         setup = SandboxCardSetup.objects.select_related("card").filter(setup_id=setup_id).first()

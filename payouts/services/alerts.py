@@ -1,5 +1,5 @@
 """E-mail alerts to the partner's contact address when its money did not move: a declined card charge, a
-failed payout, a failed refund.
+failed payout, a failed refund; and when its bank disputes a card charge.
 
 The failure's writer calls ``payment_alert_enqueue`` in the transaction that records the failure, so the
 task is published only once that write is committed (and never for a write that rolled back). The task runs
@@ -24,13 +24,14 @@ from django.utils import timezone
 from config.core.mail import send_templated_mail
 from config.core.publish import publish_on_commit
 
-from ..models import Charge, Payout
+from ..models import Charge, Dispute, Payout
 
 logger = logging.getLogger(__name__)
 
 CHARGE_DECLINED = "charge_declined"
 PAYOUT_FAILED = "payout_failed"
 REFUND_FAILED = "refund_failed"
+CHARGE_DISPUTED = "charge_disputed"
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,13 @@ KINDS: dict[str, AlertKind] = {
         still_failed={"refund_status": Charge.RefundStatus.FAILED},
         template="alert_refund_failed",
         subject="Refund failed for order {order_id}: our team is on it",
+    ),
+    CHARGE_DISPUTED: AlertKind(
+        model=Dispute,
+        stamp="partner_alerted_at",
+        still_failed={"status": Dispute.Status.OPEN},
+        template="alert_charge_disputed",
+        subject="Card charge disputed for order {order_id}: our team is on it",
     ),
 }
 
@@ -100,6 +108,10 @@ def _context(kind: str, record: Any) -> dict[str, Any]:
         context["account"] = record.account_description
         context["fix_url"] = _portal_url("portal:payment-methods")
         context["payouts_url"] = _portal_url("portal:payouts", query="status=failed")
+    elif kind == CHARGE_DISPUTED:
+        context["reason"] = record.reason.replace("_", " ") or "The bank gave no reason."
+        context["evidence_due_by"] = record.evidence_due_by
+        context["fix_url"] = context["order_url"]
     else:
         context["reason"] = record.refund_failure_reason or "The platform refused the refund."
         context["card"] = f"{record.card_brand} ••••{record.card_last4}" if record.card_last4 else ""

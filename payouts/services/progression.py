@@ -238,6 +238,28 @@ def payout_refresh(*, payout_pk: int) -> PayoutStep | None:
         return _apply(payout, state, {})
 
 
+def payout_follow_platform(*, platform: str, state: pf.PayoutState) -> PayoutStep | None:
+    """The platform told us (an event) how a payout it holds is doing: record it and move the order on, as
+    ``payout_refresh`` does with what it asks. ``None`` when no payout of ours is at the platform under that id
+    (not created here, or finished already): nothing moves, and the poll reconciles anything missed."""
+    with transaction.atomic():
+        # Race: the minute poll refreshing the same payout — the row lock orders the two; the later one finds
+        # the state already recorded and moves nothing.
+        payout = (
+            Payout.objects.select_for_update(of=("self",))
+            .select_related("order")
+            .filter(
+                platform=platform,
+                platform_payout_id=state.payout_id,
+                status__in=Payout.AT_PLATFORM_STATUSES,
+            )
+            .first()
+        )
+        if payout is None or not state.payout_id:
+            return None
+        return _apply(payout, state, {})
+
+
 def _fail(payout: Payout, reason: str, changes: Mapping[str, Any] | None = None) -> PayoutStep:
     payout_transition(
         payout=payout,

@@ -198,6 +198,33 @@ def refund_for_order(*, order) -> Charge | None:
     return charge
 
 
+def refund_follow_platform(*, platform: str, charge_id: str) -> str:
+    """The platform told us (an event) that the charge ``charge_id`` was refunded: settle its owed refund now,
+    through ``refund_for_order`` (which asks the platform about the refund under the charge's lock), instead
+    of at the next sweep. Returns what happened, for the event's record."""
+    charge = (
+        Charge.objects.select_related("order")
+        .filter(platform=platform, platform_charge_id=charge_id, status=Charge.Status.SUCCEEDED)
+        .first()
+    )
+    if charge is None or not charge_id:
+        return "no charge of ours"
+    if charge.refund_status != R.PENDING:
+        if charge.refund_status == R.NONE:
+            # Refunded at the platform by hand, for an order not canceled here: staff must know.
+            logger.warning(
+                "charge refunded at the platform without a refund owed here",
+                extra={"order_id": charge.order.order_id, "charge": charge_id},
+            )
+            return "refunded at the platform, no refund owed here"
+        return f"refund {charge.refund_status} already"
+    try:
+        charge = refund_for_order(order=charge.order) or charge
+    except PlatformUnavailable:
+        return "refund pending: the platform is unavailable, the sweep asks again"
+    return f"refund {charge.refund_status}"
+
+
 def _refund_may_be_owed(charge: Charge) -> bool:
     return charge.status == Charge.Status.SUCCEEDED and charge.refund_status in (R.NONE, R.PENDING)
 

@@ -45,6 +45,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 groups_migration = importlib.import_module("payouts.migrations.0010_staff_groups")
 histories_migration = importlib.import_module("payouts.migrations.0012_staff_groups_status_histories")
 transfers_migration = importlib.import_module("payouts.migrations.0013_staff_groups_transfers")
+disputes_migration = importlib.import_module("payouts.migrations.0015_staff_groups_disputes")
 
 # Django's own pages of a model admin; everything else a model admin serves is one of its custom views.
 STANDARD_VIEWS = {"changelist", "add", "history", "delete", "change"}
@@ -316,6 +317,7 @@ def shipped_groups() -> tuple[Group, Group]:
     groups_migration.create_staff_groups(apps, SimpleNamespace(connection=connection))
     histories_migration.add_history_views(apps, SimpleNamespace(connection=connection))
     transfers_migration.add_transfer_permissions(apps, SimpleNamespace(connection=connection))
+    disputes_migration.add_dispute_views(apps, SimpleNamespace(connection=connection))
     return Group.objects.get(name="Support (read only)"), Group.objects.get(name="Operations")
 
 

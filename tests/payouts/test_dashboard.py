@@ -11,7 +11,7 @@ from orders.models import Order
 from orders.transfers.state import case_move, case_open
 from orders.webhooks.models import WebhookEndpoint
 from payouts.backoffice.dashboard import staff_dashboard
-from payouts.models import Charge, Payout
+from payouts.models import Charge, Dispute, Payout
 from tests.orders.factories import make_order
 
 NOW = datetime(2026, 11, 18, 15, 0, tzinfo=UTC)  # a Wednesday
@@ -94,7 +94,7 @@ def data_set(partner):
     )
 
     _charge(today_paid, status="succeeded", created=_at(TODAY, 9))
-    _charge(today_open, status="succeeded", created=_at(TODAY, 10))
+    disputed = _charge(today_open, status="succeeded", created=_at(TODAY, 10))
     _charge(
         today_canceled,
         status="succeeded",
@@ -112,7 +112,18 @@ def data_set(partner):
     case_open(order=monday, kind="partial_overdue", summary="Half the seats, the in-hand date is near.")
     done = case_open(order=last_week, kind="mismatch", summary="Row differs.")
     case_move(case=done, to="resolved", actor="staff:test", reason="asked", resolution="asked_seller")
-    return {"today_paid": today_paid, "monday": monday, "gone_endpoint": gone}
+    # One open card dispute (the partner's bank disputes today's open order's charge), one closed.
+    for dispute_id, status in (("dp_open", "open"), ("dp_closed", "closed")):
+        Dispute.objects.create(
+            charge=disputed,
+            order=today_open,
+            partner=partner,
+            platform_dispute_id=dispute_id,
+            amount=disputed.amount,
+            reason="fraudulent",
+            status=status,
+        )
+    return {"today_paid": today_paid, "today_open": today_open, "monday": monday, "gone_endpoint": gone}
 
 
 @pytest.mark.django_db
@@ -141,6 +152,7 @@ def test_queues_count_what_needs_doing(data_set):
         "Declined charges": 1,
         "Failed refunds": 1,
         "Failed payouts": 1,
+        "Open disputes": 1,
         "Disabled webhook endpoints": 1,
     }
 
@@ -212,6 +224,7 @@ def test_admin_index_shows_the_dashboard_and_queue_links_open_filtered_lists(
         "Transfer cases": {data_set["monday"].order_id},
         "Declined charges": {data_set["monday"].order_id},
         "Failed payouts": {Order.objects.get(status="ticket_received").order_id},
+        "Open disputes": {data_set["today_open"].order_id},
         "Disabled webhook endpoints": {data_set["gone_endpoint"].endpoint_id},
     }
     for queue in dashboard.queues:

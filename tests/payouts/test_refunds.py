@@ -26,14 +26,13 @@ from payouts import tasks
 from payouts.errors import PlatformError, PlatformUnavailable
 from payouts.models import Charge, CreditCard
 from payouts.platform import get_platform
-from payouts.platform.stripe import StripePlatform
 from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
 from payouts.services.methods import payment_methods_create_sandbox
 from payouts.services.order_reactions import order_confirm
 from payouts.services.refunds import refund_request, refunds_sweep
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
-from tests.payouts.test_stripe_platform import FakeStripe
+from tests.payouts import stripe_recording as stripe_objects
 from tests.quotes.factories import QuoteFactory, quote_token
 
 pytestmark = pytest.mark.embedded
@@ -627,27 +626,18 @@ def test_portal_order_page_shows_a_failed_refund(django_capture_on_commit_callba
     assert "Refund failed" in body and "did not go through" in body
 
 
-# --- the Stripe backend, against a local fake Stripe (no patching) ---------------------------------------------------
+# --- the Stripe backend, through Stripe's library with a recording HTTP client ---------------------------------------
 @pytest.fixture
-def fake_stripe():
-    fake = FakeStripe()
-    yield fake
-    fake.stop()
+def stripe(recording_stripe):
+    return get_platform("stripe")
 
 
-@pytest.fixture
-def stripe(fake_stripe):
-    return StripePlatform(
-        secret_key="sk_test_abc",
-        connect_client_id="ca_123",
-        api_base=fake_stripe.url,
-        connect_base=fake_stripe.url,
-        timeout=2,
-    )
-
-
-def test_stripe_refund_is_a_refund_of_the_payment_intent_with_the_idempotency_key(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/refunds")] = (200, {"id": "re_1", "status": "succeeded"})
+def test_stripe_refund_is_a_refund_of_the_payment_intent_with_the_idempotency_key(
+    stripe,
+    recording_stripe,
+    settings,
+):
+    recording_stripe.answer("POST", "/v1/refunds", (200, stripe_objects.refund("re_1", status="succeeded")))
     result = stripe.refund_charge(
         charge_id="pi_1",
         amount=Decimal("120.30"),
@@ -656,13 +646,13 @@ def test_stripe_refund_is_a_refund_of_the_payment_intent_with_the_idempotency_ke
         reason="Order ord_1 canceled",
     )
     assert (result.refund_id, result.status, result.failure_reason) == ("re_1", "succeeded", "")
-    [request] = fake_stripe.requests
-    assert (request["method"], request["path"]) == ("POST", "/v1/refunds")
-    assert request["headers"]["idempotency-key"] == "ord_1:refund"
-    assert request["headers"]["authorization"] == "Bearer sk_test_abc"
-    assert request["headers"]["content-type"] == "application/x-www-form-urlencoded"
-    assert request["headers"]["stripe-version"] == "2024-06-20"
-    assert request["form"] == [
+    [request] = recording_stripe.requests
+    assert (request.method, request.url) == ("POST", "https://api.stripe.com/v1/refunds")
+    assert request.headers["idempotency-key"] == "ord_1:refund"
+    assert request.headers["authorization"] == "Bearer sk_test_recording"
+    assert request.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert request.headers["stripe-version"] == settings.STRIPE_API_VERSION
+    assert request.form == [
         ("payment_intent", "pi_1"),
         ("amount", "12030"),
         ("metadata[idempotency_key]", "ord_1:refund"),
@@ -671,26 +661,38 @@ def test_stripe_refund_is_a_refund_of_the_payment_intent_with_the_idempotency_ke
 
 
 @pytest.mark.parametrize(
-    ("stripe_refund", "status", "reason"),
+    ("stripe_status", "failure", "status", "reason"),
     [
-        ({"id": "re_2", "status": "pending"}, "pending", ""),
-        ({"id": "re_2", "status": "requires_action"}, "pending", ""),
+        ("pending", None, "pending", ""),
+        ("requires_action", None, "pending", ""),
         (
-            {"id": "re_2", "status": "failed", "failure_reason": "expired_or_canceled_card"},
+            "failed",
+            "expired_or_canceled_card",
             "failed",
             "Stripe reported the refund as failed: expired or canceled card.",
         ),
-        ({"id": "re_2", "status": "canceled"}, "failed", "Stripe reported the refund as canceled: canceled."),
+        ("canceled", None, "failed", "Stripe reported the refund as canceled: canceled."),
     ],
 )
-def test_stripe_refund_states_map_onto_the_interface(stripe, fake_stripe, stripe_refund, status, reason):
-    fake_stripe.routes[("GET", "/v1/refunds/re_2")] = (200, stripe_refund)
+def test_stripe_refund_states_map_onto_the_interface(
+    stripe,
+    recording_stripe,
+    stripe_status,
+    failure,
+    status,
+    reason,
+):
+    recording_stripe.answer(
+        "GET",
+        "/v1/refunds/re_2",
+        (200, stripe_objects.refund("re_2", status=stripe_status, failure_reason=failure)),
+    )
     result = stripe.get_refund(refund_id="re_2")
     assert (result.refund_id, result.status, result.failure_reason) == ("re_2", status, reason)
-    assert fake_stripe.requests[0]["method"] == "GET"
+    assert recording_stripe.requests[0].method == "GET"
 
 
-def test_stripe_refund_errors_are_transient_or_permanent(stripe, fake_stripe):
+def test_stripe_refund_errors_are_transient_or_permanent(stripe, recording_stripe):
     refund = {
         "charge_id": "pi_1",
         "amount": Decimal("5"),
@@ -698,18 +700,20 @@ def test_stripe_refund_errors_are_transient_or_permanent(stripe, fake_stripe):
         "idempotency_key": "k",
         "reason": "",
     }
-    fake_stripe.routes[("POST", "/v1/refunds")] = (503, {"error": {"type": "api_error", "message": "down"}})
+    recording_stripe.answer("POST", "/v1/refunds", (503, stripe_objects.error("api_error", "down")))
     with pytest.raises(PlatformUnavailable):
         stripe.refund_charge(**refund)
-    fake_stripe.routes[("POST", "/v1/refunds")] = (
-        400,
-        {
-            "error": {
-                "type": "invalid_request_error",
-                "code": "charge_already_refunded",
-                "message": "Charge ch_1 has already been refunded.",
-            }
-        },
+    recording_stripe.answer(
+        "POST",
+        "/v1/refunds",
+        (
+            400,
+            stripe_objects.error(
+                "invalid_request_error",
+                "Charge ch_1 has already been refunded.",
+                code="charge_already_refunded",
+            ),
+        ),
     )
     with pytest.raises(PlatformError, match="already been refunded"):
         stripe.refund_charge(**refund)
@@ -717,15 +721,16 @@ def test_stripe_refund_errors_are_transient_or_permanent(stripe, fake_stripe):
 
 @pytest.mark.django_db
 def test_cancel_on_stripe_refunds_the_payment_intent_that_charged_the_order(
-    settings, fake_stripe, auth_client, partner, django_capture_on_commit_callbacks
+    recording_stripe,
+    auth_client,
+    partner,
+    django_capture_on_commit_callbacks,
 ):
-    settings.PAYMENT_PLATFORM = "stripe"
-    settings.STRIPE_SECRET_KEY = "sk_test_settings"
-    settings.STRIPE_CONNECT_CLIENT_ID = "ca_settings"
-    settings.STRIPE_API_BASE = fake_stripe.url
     CreditCard.objects.filter(partner=partner).update(platform="stripe", platform_card_token="cus_1:pm_1")
-    fake_stripe.routes[("POST", "/v1/payment_intents")] = (200, {"id": "pi_9", "status": "succeeded"})
-    fake_stripe.routes[("POST", "/v1/refunds")] = (200, {"id": "re_9", "status": "pending"})
+    recording_stripe.answer("POST", "/v1/payment_intents", (200, stripe_objects.payment_intent("pi_9")))
+    recording_stripe.answer(
+        "POST", "/v1/refunds", (200, stripe_objects.refund("re_9", status="pending", intent_id="pi_9"))
+    )
     order = make_order(partner)
     order_confirm(order_pk=order.pk)
     assert Charge.objects.get(order=order).platform == "stripe"
@@ -735,16 +740,18 @@ def test_cancel_on_stripe_refunds_the_payment_intent_that_charged_the_order(
 
     charge = Charge.objects.get(order=order)
     assert (charge.refund_status, charge.platform_refund_id) == ("pending", "re_9")  # Stripe is not done yet
-    refund_call = [r for r in fake_stripe.requests if r["path"] == "/v1/refunds"]
+    refund_call = [r for r in recording_stripe.requests if r.path == "/v1/refunds"]
     assert len(refund_call) == 1
-    assert refund_call[0]["headers"]["idempotency-key"] == f"{order.order_id}:refund"
-    assert dict(refund_call[0]["form"])["payment_intent"] == "pi_9"
-    assert dict(refund_call[0]["form"])["amount"] == str(int(order.total_price * 100))
+    assert refund_call[0].headers["idempotency-key"] == f"{order.order_id}:refund"
+    assert refund_call[0].params["payment_intent"] == "pi_9"
+    assert refund_call[0].params["amount"] == str(int(order.total_price * 100))
 
     # Stripe finishes it; the sweep asks about that refund (it does not create another one).
-    fake_stripe.routes[("GET", "/v1/refunds/re_9")] = (200, {"id": "re_9", "status": "succeeded"})
+    recording_stripe.answer(
+        "GET", "/v1/refunds/re_9", (200, stripe_objects.refund("re_9", status="succeeded", intent_id="pi_9"))
+    )
     with time_machine.travel(timezone.now() + timedelta(minutes=11)):
         assert refunds_sweep().refunded == 1
     assert Charge.objects.get(order=order).refund_status == "succeeded"
-    assert [r["path"] for r in fake_stripe.requests].count("/v1/refunds") == 1
-    assert fake_stripe.requests[-1]["path"] == "/v1/refunds/re_9"
+    assert [r.path for r in recording_stripe.requests].count("/v1/refunds") == 1
+    assert recording_stripe.requests[-1].path == "/v1/refunds/re_9"

@@ -1,121 +1,105 @@
-"""The Stripe backend's requests, checked against a local fake Stripe started by the test (no patching)."""
+"""The Stripe backend through Stripe's own library, its HTTP client replaced by a recording one: the requests the
+library builds (endpoints, parameters, API version, idempotency keys, connected account), its retries and its
+typed errors as the platform interface's."""
 
-import json
-import threading
 from datetime import UTC, datetime
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, parse_qsl, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import stripe as stripe_library
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 
 from payouts.errors import AuthorizationFailed, PlatformError, PlatformUnavailable
 from payouts.platform import get_platform
 from payouts.platform.stripe import StripePlatform, to_minor_units
-from payouts.platform.stripe_http import encode_params
+from tests.payouts.stripe_recording import (
+    NETWORK_FAULT,
+    bank_accounts,
+    card_error,
+    card_payment_method,
+    checkout_session,
+    customer,
+    error,
+    oauth_token,
+    payment_intent,
+    payout,
+    refund,
+    setup_intent,
+    transfer,
+)
 
 pytestmark = pytest.mark.embedded
 
 
-class FakeStripe:
-    """Records every request; answers from ``routes[(method, path)] = (status, body)``."""
-
-    def __init__(self) -> None:
-        self.routes: dict[tuple[str, str], tuple[int, dict]] = {}
-        self.requests: list[dict] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _serve(self) -> None:
-                parts = urlsplit(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length).decode() if length else ""
-                fake.requests.append(
-                    {
-                        "method": self.command,
-                        "path": parts.path,
-                        "query": parse_qsl(parts.query),
-                        "headers": {k.lower(): v for k, v in self.headers.items()},
-                        "form": parse_qsl(body),
-                    }
-                )
-                status, payload = fake.routes.get(
-                    (self.command, parts.path),
-                    (404, {"error": {"type": "invalid_request_error", "message": "No such route"}}),
-                )
-                raw = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            do_GET = do_POST = _serve
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def fake_stripe():
-    fake = FakeStripe()
-    yield fake
-    fake.stop()
+def stripe(recording_stripe) -> StripePlatform:
+    platform = get_platform("stripe")
+    assert platform.name == "stripe"
+    return platform
 
 
-@pytest.fixture
-def stripe(fake_stripe):
-    return StripePlatform(
-        secret_key="sk_test_abc",
-        connect_client_id="ca_123",
-        api_base=fake_stripe.url,
-        connect_base=fake_stripe.url,
-        timeout=2,
+def charge(platform, key: str = "ord_1", amount: str = "120.30"):
+    return platform.charge_card(
+        card_token="cus_1:pm_1",
+        amount=Decimal(amount),
+        currency="USD",
+        idempotency_key=key,
+        description=f"Order {key}",
     )
 
 
-def test_form_encoding_follows_stripe_conventions():
-    assert encode_params(
-        {"amount": 1050, "metadata": {"order_id": "ord_1"}, "expand": ["a.b"], "confirm": True, "skip": None}
-    ) == [("amount", "1050"), ("metadata[order_id]", "ord_1"), ("expand[]", "a.b"), ("confirm", "true")]
+def test_minor_units_round_half_up():
     assert to_minor_units(Decimal("120.30")) == 12030
     assert to_minor_units(Decimal("0.005")) == 1
 
 
-def test_authorize_url_is_connect_oauth_with_state(stripe, fake_stripe):
+def test_the_api_version_sent_is_the_one_the_pinned_library_is_typed_for():
+    # Upgrading the package without the version (or the other way round) fails here, not at Stripe.
+    assert stripe_library.api_version == django_settings.STRIPE_API_VERSION
+
+
+def test_every_call_carries_the_key_and_the_pinned_api_version(stripe, recording_stripe, settings):
+    recording_stripe.answer("GET", "/v1/payouts/po_1", (200, payout("po_1", status="paid")))
+    stripe.get_payout(account_id="acct_1", payout_id="po_1")
+    [request] = recording_stripe.requests
+    assert request.url == "https://api.stripe.com/v1/payouts/po_1"
+    assert request.headers["authorization"] == "Bearer sk_test_recording"
+    assert request.headers["stripe-version"] == settings.STRIPE_API_VERSION
+    assert request.headers["stripe-account"] == "acct_1"
+
+
+def test_one_client_per_process_and_configuration(recording_stripe, settings):
+    from payouts.platform.stripe_client import StripeConfig, stripe_client
+
+    first, second = get_platform("stripe"), get_platform("stripe")
+    assert first.backend.client is second.backend.client
+    settings.STRIPE_SECRET_KEY = "sk_test_rotated"
+    assert get_platform("stripe").backend.client is not first.backend.client
+    assert stripe_client(StripeConfig.from_settings()).__class__ is stripe_library.StripeClient
+
+
+def test_authorize_url_is_connect_oauth_with_state(stripe, recording_stripe):
     url = stripe.authorize_url(
         state="st_1", return_url="https://p.example/portal/cb", account_reference="ptn_1", email="a@b.c"
     )
     parts = urlsplit(url)
-    assert url.startswith(f"{fake_stripe.url}/oauth/authorize?")
+    assert f"{parts.scheme}://{parts.netloc}{parts.path}" == "https://connect.stripe.com/oauth/authorize"
     assert parse_qs(parts.query) == {
         "response_type": ["code"],
-        "client_id": ["ca_123"],
+        "client_id": ["ca_recording"],
         "scope": ["read_write"],
         "state": ["st_1"],
         "redirect_uri": ["https://p.example/portal/cb"],
         "stripe_user[email]": ["a@b.c"],
     }
-    assert fake_stripe.requests == []  # building the URL calls nothing
+    assert recording_stripe.requests == []  # building the URL calls nothing
 
 
-def test_complete_authorization_exchanges_code_and_reads_the_bank_account(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/oauth/token")] = (200, {"stripe_user_id": "acct_9", "scope": "read_write"})
-    fake_stripe.routes[("GET", "/v1/accounts/acct_9/external_accounts")] = (
-        200,
-        {"data": [{"id": "ba_1", "bank_name": "STRIPE TEST BANK", "last4": "6789"}]},
-    )
+def test_complete_authorization_exchanges_code_and_reads_the_bank_account(stripe, recording_stripe):
+    recording_stripe.answer("POST", "/oauth/token", (200, oauth_token("acct_9")))
+    recording_stripe.answer("GET", "/v1/accounts/acct_9/external_accounts", (200, bank_accounts("acct_9")))
     account = stripe.complete_authorization(code="ac_code", idempotency_key="ptn_1:authorize:x")
     assert (account.account_id, account.method, account.bank_name, account.last4) == (
         "acct_9",
@@ -123,31 +107,27 @@ def test_complete_authorization_exchanges_code_and_reads_the_bank_account(stripe
         "STRIPE TEST BANK",
         "6789",
     )
-    token_call, bank_call = fake_stripe.requests
-    assert token_call["method"] == "POST"
-    assert token_call["form"] == [("grant_type", "authorization_code"), ("code", "ac_code")]
-    assert token_call["headers"]["authorization"] == "Bearer sk_test_abc"
-    assert token_call["headers"]["idempotency-key"] == "ptn_1:authorize:x"
-    assert token_call["headers"]["content-type"] == "application/x-www-form-urlencoded"
-    assert bank_call["query"] == [("object", "bank_account"), ("limit", "1")]
-    assert bank_call["headers"]["stripe-version"] == "2024-06-20"
+    token_call, bank_call = recording_stripe.requests
+    assert token_call.url == "https://connect.stripe.com/oauth/token"
+    assert token_call.params == {"grant_type": "authorization_code", "code": "ac_code"}
+    assert token_call.headers["idempotency-key"] == "ptn_1:authorize:x"
+    assert token_call.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert bank_call.query == [("object", "bank_account"), ("limit", "1")]
 
 
-def test_oauth_error_becomes_authorization_failed(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/oauth/token")] = (
-        400,
-        {"error": "invalid_grant", "error_description": "Authorization code expired"},
+def test_oauth_error_becomes_authorization_failed(stripe, recording_stripe):
+    recording_stripe.answer(
+        "POST",
+        "/oauth/token",
+        (400, {"error": "invalid_grant", "error_description": "Authorization code expired: ac_old"}),
     )
     with pytest.raises(AuthorizationFailed, match="Authorization code expired"):
-        stripe.complete_authorization(code="old", idempotency_key="k")
+        stripe.complete_authorization(code="ac_old", idempotency_key="k")
 
 
-def test_card_setup_creates_customer_and_checkout_session_in_setup_mode(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/customers")] = (200, {"id": "cus_1"})
-    fake_stripe.routes[("POST", "/v1/checkout/sessions")] = (
-        200,
-        {"id": "cs_1", "url": "https://checkout.stripe.com/c/pay/cs_1"},
-    )
+def test_card_setup_creates_customer_and_checkout_session_in_setup_mode(stripe, recording_stripe):
+    recording_stripe.answer("POST", "/v1/customers", (200, customer("cus_1", email="a@b.c")))
+    recording_stripe.answer("POST", "/v1/checkout/sessions", (200, checkout_session("cs_1", status="open")))
     url = stripe.card_setup_url(
         state="st_2",
         return_url="https://p.example/portal/card",
@@ -156,23 +136,23 @@ def test_card_setup_creates_customer_and_checkout_session_in_setup_mode(stripe, 
         idempotency_key="ptn_1:card-setup:st_2",
     )
     assert url == "https://checkout.stripe.com/c/pay/cs_1"
-    customer, session = fake_stripe.requests
-    assert customer["headers"]["idempotency-key"] == "ptn_1:card-setup:st_2:customer"
-    assert ("metadata[partner_id]", "ptn_1") in customer["form"]
-    form = dict(session["form"])
-    assert form["mode"] == "setup"
-    assert form["customer"] == "cus_1"
-    assert form["payment_method_types[]"] == "card"
-    assert form["success_url"] == "https://p.example/portal/card?state=st_2&setup_id={CHECKOUT_SESSION_ID}"
-    assert form["cancel_url"] == "https://p.example/portal/card?state=st_2&error=canceled"
-    assert session["headers"]["idempotency-key"] == "ptn_1:card-setup:st_2:session"
-
-
-def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/checkout/sessions")] = (
-        200,
-        {"id": "cs_2", "url": "https://checkout.stripe.com/x"},
+    created, session = recording_stripe.requests
+    assert created.headers["idempotency-key"] == "ptn_1:card-setup:st_2:customer"
+    assert created.params["metadata[partner_id]"] == "ptn_1"
+    assert created.params["email"] == "a@b.c"
+    assert session.params["mode"] == "setup"
+    assert session.params["customer"] == "cus_1"
+    assert session.params["allowed_payment_method_types[0]"] == "card"
+    assert (
+        session.params["success_url"]
+        == "https://p.example/portal/card?state=st_2&setup_id={CHECKOUT_SESSION_ID}"
     )
+    assert session.params["cancel_url"] == "https://p.example/portal/card?state=st_2&error=canceled"
+    assert session.headers["idempotency-key"] == "ptn_1:card-setup:st_2:session"
+
+
+def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, recording_stripe):
+    recording_stripe.answer("POST", "/v1/checkout/sessions", (200, checkout_session("cs_2", status="open")))
     stripe.card_setup_url(
         state="s",
         return_url="https://p/portal/c",
@@ -180,33 +160,14 @@ def test_card_setup_reuses_the_customer_of_the_card_on_file(stripe, fake_stripe)
         existing_card_token="cus_7:pm_1",
         idempotency_key="k",
     )
-    assert [r["path"] for r in fake_stripe.requests] == ["/v1/checkout/sessions"]
-    assert dict(fake_stripe.requests[0]["form"])["customer"] == "cus_7"
+    assert [r.path for r in recording_stripe.requests] == ["/v1/checkout/sessions"]
+    assert recording_stripe.requests[0].params["customer"] == "cus_7"
 
 
-def _completed_session(
-    session_id: str = "cs_1", *, partner_id: str = "ptn_1", customer: str = "cus_1"
-) -> dict:
-    """A finished Checkout session in setup mode, as card_setup_url started it for ``partner_id``."""
-    return {
-        "id": session_id,
-        "status": "complete",
-        "customer": customer,
-        "client_reference_id": partner_id,
-        "metadata": {"partner_id": partner_id},
-        "setup_intent": {
-            "id": "seti_1",
-            "status": "succeeded",
-            "payment_method": {
-                "id": "pm_1",
-                "card": {"brand": "visa", "last4": "4242", "exp_month": 12, "exp_year": 2030},
-            },
-        },
-    }
-
-
-def test_complete_card_setup_reads_brand_last4_expiry(stripe, fake_stripe):
-    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_1")] = (200, _completed_session())
+def test_complete_card_setup_reads_brand_last4_expiry(stripe, recording_stripe):
+    recording_stripe.answer(
+        "GET", "/v1/checkout/sessions/cs_1", (200, checkout_session(setup_intent=setup_intent()))
+    )
     card = stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
     assert (card.card_token, card.brand, card.last4, card.exp_month, card.exp_year) == (
         "cus_1:pm_1",
@@ -215,14 +176,19 @@ def test_complete_card_setup_reads_brand_last4_expiry(stripe, fake_stripe):
         12,
         2030,
     )
-    assert fake_stripe.requests[0]["query"] == [("expand[]", "setup_intent.payment_method")]
+    assert recording_stripe.requests[0].query == [("expand[0]", "setup_intent.payment_method")]
 
 
-def test_incomplete_checkout_session_is_refused(stripe, fake_stripe):
-    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_1")] = (
-        200,
-        {"id": "cs_1", "status": "open", "setup_intent": None},
-    )
+@pytest.mark.parametrize(
+    "session",
+    [
+        checkout_session(status="open", setup_intent=None),
+        checkout_session(setup_intent=setup_intent(status="requires_payment_method")),
+        checkout_session(setup_intent=setup_intent(method={**card_payment_method(), "card": None})),
+    ],
+)
+def test_an_unfinished_checkout_session_is_refused(stripe, recording_stripe, session):
+    recording_stripe.answer("GET", "/v1/checkout/sessions/cs_1", (200, session))
     with pytest.raises(AuthorizationFailed):
         stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
 
@@ -230,35 +196,39 @@ def test_incomplete_checkout_session_is_refused(stripe, fake_stripe):
 @pytest.mark.parametrize(
     "session",
     [
-        _completed_session(partner_id="ptn_other", customer="cus_other"),
+        checkout_session(partner_id="ptn_other", customer_id="cus_other", setup_intent=setup_intent()),
         # Either mark of another partner is enough to refuse it.
-        {**_completed_session(), "client_reference_id": "ptn_other"},
-        {**_completed_session(), "metadata": {"partner_id": "ptn_other"}},
-        {**_completed_session(), "client_reference_id": None, "metadata": {}},
+        {**checkout_session(setup_intent=setup_intent()), "client_reference_id": "ptn_other"},
+        {**checkout_session(setup_intent=setup_intent()), "metadata": {"partner_id": "ptn_other"}},
+        {**checkout_session(setup_intent=setup_intent()), "client_reference_id": None, "metadata": {}},
     ],
 )
-def test_a_checkout_session_started_by_another_partner_is_refused(stripe, fake_stripe, session):
-    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_1")] = (200, session)
+def test_a_checkout_session_started_by_another_partner_is_refused(stripe, recording_stripe, session):
+    recording_stripe.answer("GET", "/v1/checkout/sessions/cs_1", (200, session))
     with pytest.raises(AuthorizationFailed, match="another account"):
         stripe.complete_card_setup(setup_id="cs_1", customer_reference="ptn_1")
 
 
 @pytest.mark.django_db
-def test_a_partner_returning_with_another_partners_session_stores_nothing(settings, fake_stripe):
+def test_a_partner_returning_with_another_partners_session_stores_nothing(recording_stripe):
     from payouts.models import CreditCard
     from payouts.services.methods import credit_card_save
     from tests.conftest import make_partner
 
-    settings.PAYMENT_PLATFORM = "stripe"
-    settings.STRIPE_SECRET_KEY = "sk_test_settings"
-    settings.STRIPE_CONNECT_CLIENT_ID = "ca_settings"
-    settings.STRIPE_API_BASE = fake_stripe.url
-    settings.STRIPE_CONNECT_BASE = fake_stripe.url
     mallory = make_partner(name="Mallory", payment_methods=False, email="m@mallory.example")
     victim = make_partner(name="Victim", payment_methods=False, email="v@victim.example")
-    fake_stripe.routes[("GET", "/v1/checkout/sessions/cs_victim")] = (
-        200,
-        _completed_session("cs_victim", partner_id=victim.partner.public_id, customer="cus_victim"),
+    recording_stripe.answer(
+        "GET",
+        "/v1/checkout/sessions/cs_victim",
+        (
+            200,
+            checkout_session(
+                "cs_victim",
+                partner_id=victim.partner.public_id,
+                customer_id="cus_victim",
+                setup_intent=setup_intent(),
+            ),
+        ),
     )
     with pytest.raises(AuthorizationFailed):
         credit_card_save(partner=mallory.partner, setup_id="cs_victim")
@@ -268,89 +238,103 @@ def test_a_partner_returning_with_another_partners_session_stores_nothing(settin
     assert card.platform_card_token == "cus_victim:pm_1"
 
 
-def test_charge_is_an_off_session_payment_intent_with_the_idempotency_key(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/payment_intents")] = (200, {"id": "pi_1", "status": "succeeded"})
-    result = stripe.charge_card(
-        card_token="cus_1:pm_1",
-        amount=Decimal("120.30"),
-        currency="USD",
-        idempotency_key="ord_1",
-        description="Order ord_1",
-    )
+def test_charge_is_an_off_session_payment_intent_with_the_orders_idempotency_key(stripe, recording_stripe):
+    recording_stripe.answer("POST", "/v1/payment_intents", (200, payment_intent("pi_1", amount=12030)))
+    result = charge(stripe)
     assert (result.charge_id, result.status) == ("pi_1", "succeeded")
-    request = fake_stripe.requests[0]
-    assert request["headers"]["idempotency-key"] == "ord_1"
-    form = dict(request["form"])
-    assert form["amount"] == "12030"
-    assert form["currency"] == "usd"
-    assert (form["customer"], form["payment_method"]) == ("cus_1", "pm_1")
-    assert (form["off_session"], form["confirm"]) == ("true", "true")
+    [request] = recording_stripe.requests
+    assert request.headers["idempotency-key"] == "ord_1"
+    assert request.params == {
+        "amount": "12030",
+        "currency": "usd",
+        "customer": "cus_1",
+        "payment_method": "pm_1",
+        "off_session": "true",
+        "confirm": "true",
+        "description": "Order ord_1",
+        "metadata[idempotency_key]": "ord_1",
+    }
 
 
-def test_card_error_is_a_failed_charge_with_stripes_message(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/payment_intents")] = (
-        402,
-        {
-            "error": {
-                "type": "card_error",
-                "code": "card_declined",
-                "decline_code": "generic_decline",
-                "message": "Your card was declined.",
-                "payment_intent": {"id": "pi_2"},
-            }
-        },
-    )
-    result = stripe.charge_card(
-        card_token="cus_1:pm_1", amount=Decimal("5"), currency="USD", idempotency_key="ord_2", description="x"
-    )
+def test_card_error_is_a_failed_charge_with_stripes_message(stripe, recording_stripe):
+    recording_stripe.answer("POST", "/v1/payment_intents", (402, card_error(intent_id="pi_2", amount=500)))
+    result = charge(stripe, key="ord_2", amount="5")
     assert (result.charge_id, result.status, result.failure_reason) == (
         "pi_2",
         "failed",
         "Your card was declined.",
     )
+    assert len(recording_stripe.requests) == 1  # a decline is an answer: never retried
 
 
-@pytest.mark.parametrize("status", [500, 502, 503, 429, 409])
-def test_server_errors_and_rate_limits_are_transient(stripe, fake_stripe, status):
-    fake_stripe.routes[("POST", "/v1/payment_intents")] = (
-        status,
-        {"error": {"type": "api_error", "message": "boom"}},
+def test_a_network_fault_is_retried_with_the_same_idempotency_key_and_charges_once(stripe, recording_stripe):
+    recording_stripe.answer(
+        "POST",
+        "/v1/payment_intents",
+        NETWORK_FAULT,
+        (500, error("api_error", "boom")),
+        (200, payment_intent("pi_3")),
+    )
+    assert charge(stripe, key="ord_3").status == "succeeded"
+    keys = [r.headers["idempotency-key"] for r in recording_stripe.requests]
+    assert keys == ["ord_3", "ord_3", "ord_3"]
+    assert len(recording_stripe.backoffs) == 2  # the library's own back-off, between the attempts
+    assert [r.headers.get("stripe-should-retry") for r in recording_stripe.requests] == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        NETWORK_FAULT,
+        (500, error("api_error", "boom")),
+        (503, error("api_error", "down")),
+        (409, error("invalid_request_error", "A request with this idempotency key is still in progress.")),
+        (429, error("invalid_request_error", "Too many requests", code="rate_limit")),
+    ],
+)
+def test_what_passes_is_unavailable_once_the_retries_are_spent(stripe, recording_stripe, settings, answer):
+    recording_stripe.answer("POST", "/v1/payment_intents", answer)
+    with pytest.raises(PlatformUnavailable):
+        charge(stripe, key="ord_4")
+    retried = answer is NETWORK_FAULT or answer[0] in (409, 500, 503)  # Stripe's rule; a 429 is not retried
+    attempts = 1 + settings.STRIPE_MAX_NETWORK_RETRIES if retried else 1
+    assert len(recording_stripe.requests) == attempts
+    assert {r.headers["idempotency-key"] for r in recording_stripe.requests} == {"ord_4"}
+
+
+def test_a_refused_api_key_is_unavailable_not_a_partners_failure(stripe, recording_stripe, caplog):
+    recording_stripe.answer(
+        "POST", "/v1/payment_intents", (401, error("invalid_request_error", "Invalid API Key"))
     )
     with pytest.raises(PlatformUnavailable):
-        stripe.charge_card(
-            card_token="cus_1:pm_1", amount=Decimal("5"), currency="USD", idempotency_key="k", description="x"
-        )
+        charge(stripe)
+    assert "refused the service's API key" in caplog.text
 
 
-def test_invalid_request_is_a_permanent_platform_error(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/payment_intents")] = (
-        400,
-        {"error": {"type": "invalid_request_error", "message": "No such customer: 'cus_1'"}},
+def test_invalid_request_is_a_permanent_platform_error(stripe, recording_stripe):
+    recording_stripe.answer(
+        "POST",
+        "/v1/payment_intents",
+        (
+            400,
+            error(
+                "invalid_request_error",
+                "No such customer: 'cus_1'",
+                code="resource_missing",
+                param="customer",
+            ),
+        ),
     )
-    with pytest.raises(PlatformError, match="No such customer"):
-        stripe.charge_card(
-            card_token="cus_1:pm_1", amount=Decimal("5"), currency="USD", idempotency_key="k", description="x"
-        )
+    with pytest.raises(PlatformError, match="No such customer") as raised:
+        charge(stripe)
+    assert not isinstance(raised.value, PlatformUnavailable)
 
 
-def test_unreachable_stripe_is_transient():
-    closed = StripePlatform(
-        secret_key="sk",
-        connect_client_id="ca",
-        api_base="http://127.0.0.1:9",
-        connect_base="http://127.0.0.1:9",
-        timeout=1,
+def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, recording_stripe):
+    recording_stripe.answer(
+        "POST", "/v1/transfers", (200, transfer("tr_1", amount=19990, destination="acct_9"))
     )
-    with pytest.raises(PlatformUnavailable):
-        closed.get_payout(account_id="acct_1", payout_id="po_1")
-
-
-def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, fake_stripe):
-    fake_stripe.routes[("POST", "/v1/transfers")] = (200, {"id": "tr_1"})
-    fake_stripe.routes[("POST", "/v1/payouts")] = (
-        200,
-        {"id": "po_1", "status": "pending", "arrival_date": 1798761600},
-    )
+    recording_stripe.answer("POST", "/v1/payouts", (200, payout("po_1", status="pending", amount=19990)))
     state = stripe.create_payout(
         account_id="acct_9",
         amount=Decimal("199.90"),
@@ -359,13 +343,13 @@ def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, fak
         description="Order ord_1",
     )
     assert (state.payout_id, state.status) == ("po_1", "in_process")
-    transfer, payout = fake_stripe.requests
-    assert dict(transfer["form"])["destination"] == "acct_9"
-    assert dict(transfer["form"])["amount"] == "19990"
-    assert transfer["headers"]["idempotency-key"] == "ord_1:payout:1:transfer"
-    assert "stripe-account" not in transfer["headers"]
-    assert payout["headers"]["stripe-account"] == "acct_9"
-    assert payout["headers"]["idempotency-key"] == "ord_1:payout:1:payout"
+    moved, paid_out = recording_stripe.requests
+    assert moved.params["destination"] == "acct_9"
+    assert moved.params["amount"] == "19990"
+    assert moved.headers["idempotency-key"] == "ord_1:payout:1:transfer"
+    assert "stripe-account" not in moved.headers
+    assert paid_out.headers["stripe-account"] == "acct_9"
+    assert paid_out.headers["idempotency-key"] == "ord_1:payout:1:payout"
 
 
 @pytest.mark.parametrize(
@@ -378,42 +362,69 @@ def test_payout_is_a_transfer_then_a_payout_on_the_connected_account(stripe, fak
         ("canceled", "failed"),
     ],
 )
-def test_payout_states_map_onto_the_interface(stripe, fake_stripe, stripe_status, status):
-    fake_stripe.routes[("GET", "/v1/payouts/po_1")] = (
-        200,
-        {
-            "id": "po_1",
-            "status": stripe_status,
-            "arrival_date": 1798761600,
-            "failure_message": "The bank account has been closed.",
-        },
+def test_payout_states_map_onto_the_interface(stripe, recording_stripe, stripe_status, status):
+    recording_stripe.answer(
+        "GET",
+        "/v1/payouts/po_1",
+        (
+            200,
+            payout(
+                "po_1",
+                status=stripe_status,
+                failure_code="account_closed" if status == "failed" else None,
+                failure_message="The bank account has been closed." if status == "failed" else None,
+            ),
+        ),
     )
     state = stripe.get_payout(account_id="acct_9", payout_id="po_1")
     assert state.status == status
-    assert fake_stripe.requests[0]["headers"]["stripe-account"] == "acct_9"
     if status == "scheduled":
         assert state.scheduled_for == datetime.fromtimestamp(1798761600, tz=UTC)  # the arrival_date above
     if status == "failed":
         assert state.failure_reason == "The bank account has been closed."
 
 
-def test_get_platform_builds_stripe_from_settings(settings, fake_stripe):
-    settings.STRIPE_SECRET_KEY = "sk_test_settings"
-    settings.STRIPE_CONNECT_CLIENT_ID = "ca_settings"
-    settings.STRIPE_API_BASE = fake_stripe.url
-    fake_stripe.routes[("GET", "/v1/payouts/po_1")] = (
-        200,
-        {"id": "po_1", "status": "paid", "arrival_date": 1798761600},
+def test_every_post_the_backend_makes_carries_an_idempotency_key_of_our_ids(
+    stripe, recording_stripe, settings
+):
+    recording_stripe.answer("POST", "/oauth/token", (200, oauth_token("acct_9")))
+    recording_stripe.answer("GET", "/v1/accounts/acct_9/external_accounts", (200, bank_accounts("acct_9")))
+    recording_stripe.answer("POST", "/v1/customers", (200, customer("cus_1")))
+    recording_stripe.answer("POST", "/v1/checkout/sessions", (200, checkout_session(status="open")))
+    recording_stripe.answer("POST", "/v1/payment_intents", (200, payment_intent("pi_1")))
+    recording_stripe.answer("POST", "/v1/refunds", (200, refund("re_1", status="succeeded")))
+    recording_stripe.answer(
+        "POST", "/v1/transfers", (200, transfer("tr_1", amount=100, destination="acct_9"))
     )
-    platform = get_platform("stripe")
-    assert platform.name == "stripe"
-    assert platform.get_payout(account_id="acct_1", payout_id="po_1").status == "paid"
-    assert fake_stripe.requests[0]["headers"]["authorization"] == "Bearer sk_test_settings"
+    recording_stripe.answer("POST", "/v1/payouts", (200, payout("po_1", status="pending")))
+    stripe.complete_authorization(code="ac", idempotency_key="ptn_1:authorize:a")
+    stripe.card_setup_url(
+        state="s", return_url="https://p/c", customer_reference="ptn_1", idempotency_key="ptn_1:cs"
+    )
+    charge(stripe, key="ord_1")
+    stripe.refund_charge(
+        charge_id="pi_1", amount=Decimal("1"), currency="USD", idempotency_key="ord_1:refund", reason=""
+    )
+    stripe.create_payout(
+        account_id="acct_9",
+        amount=Decimal("1"),
+        currency="USD",
+        idempotency_key="ord_1:payout:1",
+        description="x",
+    )
+    assert {r.headers["stripe-version"] for r in recording_stripe.requests} == {settings.STRIPE_API_VERSION}
+    assert [(r.path, r.headers.get("idempotency-key")) for r in recording_stripe.posts()] == [
+        ("/oauth/token", "ptn_1:authorize:a"),
+        ("/v1/customers", "ptn_1:cs:customer"),
+        ("/v1/checkout/sessions", "ptn_1:cs:session"),
+        ("/v1/payment_intents", "ord_1"),
+        ("/v1/refunds", "ord_1:refund"),
+        ("/v1/transfers", "ord_1:payout:1:transfer"),
+        ("/v1/payouts", "ord_1:payout:1:payout"),
+    ]
 
 
 def test_stripe_without_keys_is_a_configuration_error(settings):
-    from django.core.exceptions import ImproperlyConfigured
-
     settings.STRIPE_SECRET_KEY = ""
     with pytest.raises(ImproperlyConfigured):
         get_platform("stripe")
