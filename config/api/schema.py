@@ -213,10 +213,11 @@ REQUEST_ID_PARAMETER = {
     "in": "header",
     "required": False,
     "description": (
-        "Your own id for this request (printable, at most 128 characters): the answer's `meta.request_id` and "
-        "`X-Request-ID`. Without it the service makes one (`req_` and 24 characters)."
+        "Your own id for this request: printable and at most 128 characters, it becomes the answer's "
+        "`meta.request_id` and `X-Request-ID`. Without it, or with one that is not, the service makes one (`req_` "
+        "and 24 characters): never an error."
     ),
-    "schema": {"type": "string", "maxLength": 128},
+    "schema": {"type": "string"},
 }
 
 

@@ -1,0 +1,68 @@
+"""A route marked deprecated answers, errors included, with ``Deprecation`` (RFC 9745), ``Sunset`` (RFC 8594) and a
+``Link`` to the changelog (docs/partners/compatibility.md "Deprecations"); every other route answers without them,
+and the changelog the link names is served."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from config.api.deprecation import Deprecation
+from tests.config.urls_deprecated import DEPRECATED_SINCE
+
+pytestmark = [pytest.mark.urls("tests.config.urls_deprecated"), pytest.mark.django_db, pytest.mark.embedded]
+
+EXPECTED = {
+    "Deprecation": f"@{int(DEPRECATED_SINCE.timestamp())}",
+    "Sunset": "Tue, 01 Jun 2027 00:00:00 GMT",
+    "Link": '</changelog#2026-11-02>; rel="deprecation"; type="text/plain", '
+    '</changelog#2026-11-02>; rel="sunset"; type="text/plain"',
+}
+
+
+def test_a_deprecated_route_answers_with_deprecation_sunset_and_the_changelog_link(auth_client):
+    response = auth_client.get("/v1/events")
+    assert response.status_code == 200
+    assert response.json()["success"] is True
+    assert {name: response[name] for name in EXPECTED} == EXPECTED
+    assert EXPECTED["Deprecation"] == "@1793577600"
+
+
+def test_a_deprecated_routes_errors_carry_the_headers_too(api_client, auth_client):
+    refused = api_client.get("/v1/events")
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "UNAUTHORIZED"
+    assert {name: refused[name] for name in EXPECTED} == EXPECTED
+    invalid = auth_client.get("/v1/events", {"limit": "0"})
+    assert invalid.status_code == 400 and invalid["Deprecation"] == EXPECTED["Deprecation"]
+
+
+def test_other_routes_answer_without_deprecation_headers(auth_client):
+    response = auth_client.get("/v1/events/evt_missing")
+    assert response.status_code == 404
+    assert not {"Deprecation", "Sunset", "Link"} & set(response.headers)
+
+
+def test_an_undated_deprecation_sends_no_sunset():
+    headers = Deprecation(since=DEPRECATED_SINCE).headers()
+    assert headers == {
+        "Deprecation": "@1793577600",
+        "Link": '</changelog>; rel="deprecation"; type="text/plain"',
+    }
+
+
+@pytest.mark.parametrize(
+    "since, sunset",
+    [
+        (datetime(2026, 11, 2), None),  # no time zone
+        (DEPRECATED_SINCE, datetime(2026, 11, 1, tzinfo=UTC)),  # sunset before the deprecation
+    ],
+)
+def test_a_deprecation_refuses_instants_that_cannot_be_meant(since, sunset):
+    with pytest.raises(ValueError):
+        Deprecation(since=since, sunset=sunset)
+
+
+def test_the_changelog_the_link_names_is_served(client):
+    response = client.get("/changelog")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response.content.decode().startswith("# Changelog")
