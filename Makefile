@@ -48,7 +48,19 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed
+# Debian's nodejs and npm run the partner guide's Node.js webhook receivers in the tests
+# (tests/webhooks/test_verification_samples.py), with the standardwebhooks package from the npm registry at the version
+# docs/partners/samples/node/package-lock.json pins.
+.node-samples-installed: docs/partners/samples/node/package.json docs/partners/samples/node/package-lock.json
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "Install Debian's nodejs and npm (apt-get install nodejs npm) for the webhook samples"; exit 1; fi; \
+	fi
+	cd docs/partners/samples/node && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
@@ -187,4 +199,5 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed db.sqlite3 media staticfiles
+	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed .node-samples-installed \
+	  docs/partners/samples/node/node_modules db.sqlite3 media staticfiles

@@ -71,7 +71,7 @@ def deprecated(view, *, since: datetime, sunset: datetime | None = None, entry: 
 @require_safe
 def changelog(request: HttpRequest) -> HttpResponse:
     """The partner guide's changelog as text: what a deprecated route's ``Link`` points to."""
-    text = (Path(settings.BASE_DIR) / "docs" / "partners" / "changelog.md").read_text(encoding="utf-8")
+    text = (Path(settings.BASE_DIR) / "docs/partners/changelog.md").read_text(encoding="utf-8")
     response = HttpResponse(text, content_type="text/plain; charset=utf-8")
     response["Cache-Control"] = "public, max-age=300"
     return response

@@ -22,7 +22,7 @@ from tests.config.test_walkthrough import shell_blocks
 from tests.portal.test_browser import live_server  # noqa: F401  (pytest-django's live server, with its MEDIA_URL)
 
 ROOT = Path(__file__).resolve().parents[2]
-GUIDE = ROOT / "docs" / "partners" / "getting-started.md"
+GUIDE = ROOT / "docs/partners/getting-started.md"
 VENV_BIN = Path(sys.executable).parent
 
 
