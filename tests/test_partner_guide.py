@@ -108,6 +108,10 @@ def test_no_partner_page_names_a_server_setting_or_the_machinery(name):
     assert named_internals((GUIDE / name).read_text(encoding="utf-8")) == []
 
 
+def test_the_published_openapi_file_names_no_server_setting_or_the_machinery():
+    assert named_internals(page("docs/partners/openapi.json")) == []
+
+
 def test_the_internals_check_finds_settings_and_machinery():
     assert named_internals("kept `CATALOG_CACHE_SECONDS` in Redis; `QUOTE_NOT_FOUND`; behind nginx") == [
         "Redis",
