@@ -1,7 +1,8 @@
-"""The Node.js receivers of docs/partners/notifications-and-webhooks.md "Verifying a delivery", as printed there
-(the Standard Webhooks library's and the plain-crypto one), run with Debian's node and the standardwebhooks
-package the project installs (docs/partners/samples/node): a real delivery of the service verifies, also during a
-secret rotation, and a tampered, re-timed or unsigned copy of it is refused."""
+"""The receivers of docs/partners/notifications-and-webhooks.md "Verifying a delivery", as printed there (each
+language's Standard Webhooks library and the plain-crypto version beside it): the Node.js ones run with Debian's
+node and the standardwebhooks package the project installs (docs/partners/samples/node), the Python ones in this
+process. A real delivery of the service verifies, also during a secret rotation, and a tampered, re-timed or
+unsigned copy of it is refused."""
 
 from __future__ import annotations
 
@@ -146,3 +147,41 @@ def test_the_node_receiver_verifies_a_real_delivery_and_refuses_a_tampered_one(
     assert printed[1] == f"verified {during_rotation.headers['webhook-id']} webhook.ping", printed
     assert printed[2].startswith("verified ntf_") and printed[2].endswith(" webhook.ping"), printed
     assert len(printed) == 3, printed
+
+
+def python_samples() -> list[str]:
+    section = GUIDE.read_text().split("\n## Verifying a delivery\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
+
+
+def test_the_python_receivers_verify_a_real_delivery_and_refuse_a_tampered_one(
+    auth_client, receiver, django_capture_on_commit_callbacks
+):
+    library, plain = python_samples()
+    created = auth_client.post(
+        "/v1/webhook_endpoints", {"url": receiver.url(), "event_types": ["*"]}, format="json"
+    ).json()["data"]
+    ping(auth_client, created["endpoint_id"], django_capture_on_commit_callbacks)
+    [delivered] = receiver.requests
+    tampered = delivered.body.replace(b'"webhook.ping"', b'"order.created"')
+    stale = {**delivered.headers, "webhook-timestamp": str(int(time.time()) - 6 * 60)}
+
+    handled: list[str] = []
+    namespace = {
+        "already_processed": lambda webhook_id: False,
+        "handle": lambda kind, data: handled.append(kind),
+    }
+    exec(library.replace('"whsec_…"', repr(created["secret"])), namespace)  # noqa: S102  (the guide's sample)
+    receive = namespace["receive"]
+    assert receive(delivered.body, delivered.headers) == (204, "")
+    assert handled == ["webhook.ping"]
+    assert receive(tampered, delivered.headers) == (400, "bad signature")
+    assert receive(delivered.body, stale) == (400, "bad signature")
+
+    namespace = {}
+    exec(plain.replace('"whsec_…"', repr(created["secret"])), namespace)  # noqa: S102
+    verified = namespace["verified"]
+    assert verified(delivered.body, delivered.headers) is True
+    assert verified(tampered, delivered.headers) is False
+    assert verified(delivered.body, stale) is False
+    assert verified(delivered.body, {**delivered.headers, "webhook-signature": "v1,"}) is False
