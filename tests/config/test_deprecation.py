@@ -13,9 +13,9 @@ pytestmark = [pytest.mark.urls("tests.config.urls_deprecated"), pytest.mark.djan
 
 EXPECTED = {
     "Deprecation": f"@{int(DEPRECATED_SINCE.timestamp())}",
-    "Sunset": "Tue, 01 Jun 2027 00:00:00 GMT",
-    "Link": '</changelog#2026-11-02>; rel="deprecation"; type="text/plain", '
-    '</changelog#2026-11-02>; rel="sunset"; type="text/plain"',
+    "Sunset": "Mon, 02 Sep 2024 00:00:00 GMT",
+    "Link": '</changelog#2024-03-01>; rel="deprecation"; type="text/plain", '
+    '</changelog#2024-03-01>; rel="sunset"; type="text/plain"',
 }
 
 
@@ -24,7 +24,7 @@ def test_a_deprecated_route_answers_with_deprecation_sunset_and_the_changelog_li
     assert response.status_code == 200
     assert response.json()["success"] is True
     assert {name: response[name] for name in EXPECTED} == EXPECTED
-    assert EXPECTED["Deprecation"] == "@1793577600"
+    assert EXPECTED["Deprecation"] == "@1709251200"
 
 
 def test_a_deprecated_routes_errors_carry_the_headers_too(api_client, auth_client):
@@ -44,7 +44,7 @@ def test_other_routes_answer_without_deprecation_headers(auth_client):
 def test_an_undated_deprecation_sends_no_sunset():
     headers = Deprecation(since=DEPRECATED_SINCE).headers()
     assert headers == {
-        "Deprecation": "@1793577600",
+        "Deprecation": "@1709251200",
         "Link": '</changelog>; rel="deprecation"; type="text/plain"',
     }
 
@@ -52,8 +52,8 @@ def test_an_undated_deprecation_sends_no_sunset():
 @pytest.mark.parametrize(
     "since, sunset",
     [
-        (datetime(2026, 11, 2), None),  # no time zone
-        (DEPRECATED_SINCE, datetime(2026, 11, 1, tzinfo=UTC)),  # sunset before the deprecation
+        (datetime(2024, 3, 1), None),  # no time zone
+        (DEPRECATED_SINCE, datetime(2024, 2, 29, tzinfo=UTC)),  # sunset before the deprecation
     ],
 )
 def test_a_deprecation_refuses_instants_that_cannot_be_meant(since, sunset):
