@@ -68,6 +68,33 @@ def deprecated(view, *, since: datetime, sunset: datetime | None = None, entry: 
     return wrapped
 
 
+_HEADER_DESCRIPTIONS = {
+    "Deprecation": "RFC 9745: deprecated since this instant (`@` and Unix seconds).",
+    "Sunset": "RFC 8594: after this instant the operation may stop answering.",
+    "Link": 'The changelog entry that announced the deprecation (`rel="deprecation"`, and `rel="sunset"`).',
+}
+
+
+def deprecation_postprocessing_hook(result: dict, generator, request, public) -> dict:
+    """The schema says what the route says: a deprecated route's operations are ``deprecated: true``, and each of
+    their answers documents the headers it carries."""
+    for path, _regex, method, callback in generator.endpoints or []:
+        deprecation = getattr(callback, "deprecation", None)
+        operation = result.get("paths", {}).get(path, {}).get(method.lower())
+        if deprecation is None or operation is None:
+            continue
+        operation["deprecated"] = True
+        for response in operation.get("responses", {}).values():
+            headers = response.setdefault("headers", {})
+            for name, value in deprecation.headers().items():
+                headers[name] = {
+                    "schema": {"type": "string"},
+                    "description": _HEADER_DESCRIPTIONS[name],
+                    "example": value,
+                }
+    return result
+
+
 @require_safe
 def changelog(request: HttpRequest) -> HttpResponse:
     """The partner guide's changelog as text: what a deprecated route's ``Link`` points to."""

@@ -48,5 +48,6 @@ SPECTACULAR_SETTINGS = {
         "config.api.schema.envelope_postprocessing_hook",
         "config.api.schema.idempotency_postprocessing_hook",
         "config.api.schema.request_postprocessing_hook",
+        "config.api.deprecation.deprecation_postprocessing_hook",
     ],
 }

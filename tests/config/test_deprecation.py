@@ -35,6 +35,16 @@ def test_a_deprecated_routes_errors_carry_the_headers_too(api_client, auth_clien
     assert invalid.status_code == 400 and invalid["Deprecation"] == EXPECTED["Deprecation"]
 
 
+def test_the_schema_marks_the_deprecated_operation_and_documents_its_headers(api_client):
+    paths = api_client.get("/v1/schema").json()["paths"]
+    events = paths["/v1/events"]["get"]
+    assert events["deprecated"] is True
+    for response in events["responses"].values():
+        assert {name: response["headers"][name]["example"] for name in EXPECTED} == EXPECTED
+    others = [op for path, ops in paths.items() for op in ops.values() if path != "/v1/events"]
+    assert len(others) >= 20 and not [op for op in others if op.get("deprecated")]
+
+
 def test_other_routes_answer_without_deprecation_headers(auth_client):
     response = auth_client.get("/v1/events/evt_missing")
     assert response.status_code == 404
