@@ -11,7 +11,7 @@ TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-passes test-dates test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
-	transfer-corpus
+	transfer-corpus schema
 
 $(VENV)/.installed: pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
@@ -48,7 +48,19 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed
+# Debian's nodejs and npm run the partner guide's Node.js webhook receivers in the tests
+# (tests/webhooks/test_verification_samples.py), with the standardwebhooks package from the npm registry at the version
+# docs/partners/samples/node/package-lock.json pins.
+.node-samples-installed: docs/partners/samples/node/package.json docs/partners/samples/node/package-lock.json
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "Install Debian's nodejs and npm (apt-get install nodejs npm) for the webhook samples"; exit 1; fi; \
+	fi
+	cd docs/partners/samples/node && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
@@ -171,6 +183,11 @@ TRANSFER_CORPUS ?= tests/fixtures/transfer_mail
 transfer-corpus: $(VENV)/.installed
 	$(PY) -m orders.transfers.corpus $(TRANSFER_CORPUS)
 
+# The OpenAPI document partners diff, import and generate clients from (docs/partners/openapi.json, what /v1/schema
+# serves). tests/schema/test_published_schema.py fails while the file differs from what the code generates.
+schema: $(VENV)/.installed
+	$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/partners/openapi.json
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -183,4 +200,5 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed db.sqlite3 media staticfiles
+	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed .node-samples-installed \
+	  docs/partners/samples/node/node_modules db.sqlite3 media staticfiles

@@ -2,9 +2,16 @@ import os
 
 from django.contrib import admin
 from django.urls import include, path, re_path
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import views
+from config.api import deprecation
 from config.core import two_factor
 from config.core.metrics import metrics_view
 
@@ -14,7 +21,20 @@ api_v1 = [
     path("", include("quotes.urls")),
     path("", include("orders.urls")),
     path("", include("orders.webhooks.urls")),
-    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    # The document docs/partners/openapi.json holds (`make schema` writes it; a test keeps the two equal):
+    # JSON unless YAML is asked for.
+    path(
+        "schema",
+        SpectacularAPIView.as_view(
+            renderer_classes=[
+                OpenApiJsonRenderer2,
+                OpenApiJsonRenderer,
+                OpenApiYamlRenderer,
+                OpenApiYamlRenderer2,
+            ]
+        ),
+        name="schema",
+    ),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     re_path(r"^.*$", views.api_not_found),
 ]
@@ -31,6 +51,8 @@ urlpatterns = [
     path("v1/", include(api_v1)),
     path("", views.home, name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
+    # The partner guide's changelog, where a deprecated route's Link header points (config/api/deprecation.py).
+    path("changelog", deprecation.changelog, name="changelog"),
     path("healthz", views.healthz, name="healthz"),
     path("readyz", views.readyz, name="readyz"),
     # Prometheus (config/core/metrics.py): loopback or METRICS_TOKEN only, the ordinary 404 otherwise.

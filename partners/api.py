@@ -32,11 +32,11 @@ class TokenView(APIView):
         description=(
             "Client-credentials flow. Checks, in order: body shape (400 VALIDATION_ERROR), grant_type "
             "(400 UNSUPPORTED_GRANT_TYPE), credentials (401 INVALID_CREDENTIALS), account status "
-            "(403 ACCOUNT_SUSPENDED). The token is valid for 3600 seconds. Rate-limited per client_id and "
-            "client IP (`TOKEN_RATE_LIMIT_PER_MINUTE`, default 60, every request counts), and per client IP "
-            "across client_ids on failed attempts (`TOKEN_FAILURES_PER_IP_PER_MINUTE`, default 60: past it "
-            "the address gets 429 until the window ends). One address's failures never refuse another "
-            "address."
+            "(403 ACCOUNT_SUSPENDED). The token is valid for 3600 seconds, at `data.access_token`: reuse it until "
+            "shortly before `expires_at`. Rate-limited to 60 requests a minute per client_id and calling "
+            "address (every request counts), and to 60 failed attempts a minute per calling address across "
+            "client_ids (past it the address gets 429 until the window ends). One address's failures never "
+            "refuse another address."
         ),
         auth=[],
         request=ClientCredentialsSerializer,

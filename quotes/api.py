@@ -24,7 +24,7 @@ class QuoteCreateView(APIView):
         tags=["Quotes"],
         summary="Lock a price",
         description=(
-            "Locks the row's current per-ticket offer for `QUOTE_TTL_SECONDS` (default 900 s). Omit "
+            "Locks the row's current per-ticket offer for 15 minutes (900 s, `expires_at`). Omit "
             "`row_name` to get the best row: the highest offer with enough quantity. A quote reserves no "
             "quantity; the order does. Checks, in order: token, scope `quotes:write`, payout configured "
             "(403 PAYOUT_METHOD_NOT_CONFIGURED, `details.missing`), body (400 VALIDATION_ERROR), "

@@ -169,6 +169,25 @@ class PayloadTooLarge(ApiError):
     code, status, message = "PAYLOAD_TOO_LARGE", 413, "The request body is too large."
 
 
+class RequestHeadersTooLarge(ApiError):
+    # Answered before the application runs (config/deploy/early_errors.py, the nginx template): too many header
+    # fields, or one too large.
+    code, status, message = (
+        "REQUEST_HEADERS_TOO_LARGE",
+        431,
+        "The request has too many headers, or one too large.",
+    )
+
+
+class UnsupportedTransferCoding(ApiError):
+    # Answered before the application runs, like the one above: a Transfer-Encoding other than chunked.
+    code, status, message = (
+        "UNSUPPORTED_TRANSFER_CODING",
+        501,
+        "Only Transfer-Encoding: chunked is supported.",
+    )
+
+
 class ServiceUnavailable(ApiError):
     code, status, message = "SERVICE_UNAVAILABLE", 503, "A dependency of the service is not answering."
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gunicorn.glogging import Logger
 
+from config.deploy import early_errors
 from config.deploy.redaction import redact
 
 accesslog = "-"
@@ -22,6 +23,8 @@ limit_request_fields = 100
 limit_request_field_size = 8190
 timeout = 30
 graceful_timeout = 20
+# What gunicorn refuses itself (over these limits, a malformed request) is answered in the API's envelope.
+early_errors.install()
 
 # The application already strips credentials from the environ gunicorn logs from (config/wsgi.py); the
 # logger below does it again for every atom, the request headers a format may name included.

@@ -47,5 +47,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.envelope_postprocessing_hook",
         "config.api.schema.idempotency_postprocessing_hook",
+        "config.api.schema.request_postprocessing_hook",
+        "config.api.deprecation.deprecation_postprocessing_hook",
     ],
 }
