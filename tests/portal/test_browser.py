@@ -22,6 +22,7 @@ from payouts.models import Charge, CreditCard, PayoutAccount
 from payouts.services.progression import payouts_progress
 from tests.catalog.factories import RowFactory
 from tests.conftest import make_partner
+from tests.faults.live import real_clock_env
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -93,7 +94,11 @@ def browser_page():
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        # The browser is the partner's own program: on the machine's real clock (libfaketime's preload, which
+        # `make test-dates` gives every process, stops chromium from starting).
+        browser = playwright.chromium.launch(
+            executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, env=real_clock_env()
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.set_default_timeout(15_000)
         _close_connections_of_this_context()
