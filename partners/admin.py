@@ -8,7 +8,7 @@ from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import validate_email
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -16,10 +16,12 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from config.core.admin_permissions import require, staff_may
+from config.core.confirmation import confirm
 from config.core.history_admin import ReadOnlyAdmin, status_history_table
 
-from . import portal_services, services
-from .admin_credentials import CredentialsAdminMixin, with_reason
+from . import portal_services
+from .admin_credentials import CredentialsAdminMixin
+from .admin_suspension import SuspensionAdminMixin
 from .admin_testmode import TestCredentialsAdminMixin
 from .models import Partner, PortalUser, TokenSession
 from .selectors import payment_readiness
@@ -56,13 +58,9 @@ admin.site.index_title = "Partners, catalog, orders and payouts"
 admin.site.enable_nav_sidebar = False
 
 
-def _staff_actor(request: HttpRequest) -> str:
-    return f"staff:{request.user.get_username()}"
-
-
 # Not registered here: the back office at the top of the house registers it once, with the partner's payment
 # methods.
-class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.ModelAdmin):
+class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, SuspensionAdminMixin, admin.ModelAdmin):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
     search_fields = (
@@ -210,57 +208,43 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
     def _partner_for_change(self, request: HttpRequest, pk: int, *, permission: str = "") -> Partner:
         """The partner a button acts on, after checking the permission (on the confirmation page and again
         on its POST). Without ``permission`` the model's change permission is needed."""
-        partner = get_object_or_404(Partner, pk=pk)
         if permission:
             require(request, permission)
-        elif not self.has_change_permission(request, partner):
+        partner = get_object_or_404(Partner, pk=pk)
+        if not permission and not self.has_change_permission(request, partner):
             raise PermissionDenied
         return partner
 
-    def _confirm(self, request, partner: Partner, *, action: str, question: str, with_reason: bool = False):
-        context = {
-            **self.admin_site.each_context(request),
-            "title": question,
-            "partner": partner,
-            "action": action,
-            "with_reason": with_reason,
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/partners/partner/confirm_action.html", context)
-
-    def suspend_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk, permission="partners.suspend_partner")
-        if request.method != "POST":
-            return self._confirm(
-                request,
-                partner,
-                action="suspend",
-                question=f"Suspend {partner.name}? Its tokens stop working (403 ACCOUNT_SUSPENDED) and no new token is issued.",
-                with_reason=True,
-            )
-        services.partner_suspend(
-            partner=partner, reason=request.POST.get("reason", "")[:255], actor=_staff_actor(request)
+    def _confirm(
+        self,
+        request: HttpRequest,
+        partners,
+        *,
+        permission: str,
+        title: str,
+        verb: str,
+        act,
+        page: Partner | None = None,
+    ) -> HttpResponse | None:
+        """The staff confirmation of a change to ``partners``: from the partner's page (``page``: back to it
+        afterwards) or from the list's action menu (back to the list)."""
+        url = reverse("admin:partners_partner_change", args=[page.pk]) if page else ""
+        return confirm(
+            request,
+            self,
+            permissions=(permission,),
+            objects=list(partners),
+            describe=lambda partner: (partner.name, partner.public_id, partner.get_status_display()),
+            columns=("Partner", "Id", "Status"),
+            title=title,
+            submit=f"Yes, {verb}",
+            reason_label="Reason (kept in the audit log and the partner's history)",
+            testid=f"confirm-{verb.replace(' ', '-')}",
+            act=act,
+            back_url=url,
+            done_url=url,
+            record_label=page.name if page else "",
         )
-        self.log_change(request, partner, with_reason("Suspended", request))
-        messages.success(request, f"{partner.name} is suspended; its token sessions were revoked.")
-        return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
-
-    def reactivate_view(self, request: HttpRequest, pk: int):
-        partner = self._partner_for_change(request, pk, permission="partners.suspend_partner")
-        if request.method != "POST":
-            return self._confirm(
-                request,
-                partner,
-                action="reactivate",
-                question=f"Reactivate {partner.name}? It can request new tokens; tokens from before the suspension stay revoked.",
-                with_reason=True,
-            )
-        services.partner_reactivate(
-            partner=partner, reason=request.POST.get("reason", "")[:255], actor=_staff_actor(request)
-        )
-        self.log_change(request, partner, with_reason("Reactivated", request))
-        messages.success(request, f"{partner.name} is active again.")
-        return HttpResponseRedirect(reverse("admin:partners_partner_change", args=[partner.pk]))
 
     def invite_portal_user_view(self, request: HttpRequest, pk: int):
         """Staff invite a person to the portal: a set-password link is e-mailed to them."""
@@ -287,42 +271,6 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, admin.Model
             "opts": self.model._meta,
         }
         return TemplateResponse(request, "portal/admin_invite.html", context)
-
-    # --- bulk actions: a confirmation page with a reason first, then the action ----------------------------
-    def _confirm_bulk(self, request, queryset, *, action: str, question: str):
-        context = {
-            **self.admin_site.each_context(request),
-            "title": question,
-            "partners": list(queryset),
-            "action": action,
-            "action_name": request.POST.get("action", ""),
-            "select_across": request.POST.get("select_across", "0"),
-            "opts": self.model._meta,
-        }
-        return TemplateResponse(request, "admin/partners/partner/confirm_bulk_action.html", context)
-
-    @admin.action(description="Suspend (revokes their tokens)", permissions=["suspend_partner"])
-    def suspend_action(self, request, queryset):
-        if request.POST.get("confirmed") != "yes":
-            return self._confirm_bulk(
-                request,
-                queryset,
-                action="suspend",
-                question="Suspend these partners? Their tokens stop working at once (403 ACCOUNT_SUSPENDED) and "
-                "no new token is issued until they are reactivated.",
-            )
-        reason = request.POST.get("reason", "").strip()[:255] or "suspended by staff"
-        for partner in queryset:
-            services.partner_suspend(partner=partner, reason=reason, actor=_staff_actor(request))
-            self.log_change(request, partner, with_reason("Suspended", request))
-        messages.success(request, f"Suspended {queryset.count()} partner(s).")
-
-    @admin.action(description="Reactivate", permissions=["suspend_partner"])
-    def reactivate_action(self, request, queryset):
-        for partner in queryset:
-            services.partner_reactivate(partner=partner, actor=_staff_actor(request))
-            self.log_change(request, partner, "Reactivated")
-        messages.success(request, f"Reactivated {queryset.count()} partner(s).")
 
 
 @admin.register(TokenSession)

@@ -18,14 +18,8 @@ SECRETS_ONCE_KEY = "partners_admin_secrets_once"
 _SESSION_SEAL = "admin client secret shown once v1"
 
 
-def with_reason(what: str, request: HttpRequest) -> str:
-    """The audit line of a staff action: what was done and, when the staff member gave one, why."""
-    reason = request.POST.get("reason", "").strip()[:255]
-    return f"{what}: {reason}" if reason else what
-
-
 class CredentialsAdminMixin:
-    """Mixed into ``PartnerAdmin``, which provides ``_partner_for_change``, ``_confirm`` and ``_confirm_bulk``."""
+    """Mixed into ``PartnerAdmin``, which provides ``_partner_for_change`` and ``_confirm``."""
 
     def credential_urls(self) -> list:
         return [
@@ -127,32 +121,41 @@ class CredentialsAdminMixin:
 
     def rotate_view(self, request: HttpRequest, pk: int):
         partner = self._partner_for_change(request, pk, permission="partners.rotate_credentials")
-        if request.method != "POST":
-            return self._confirm(
-                request,
-                partner,
-                action="rotate",
-                question=f"Rotate the credentials of {partner.name}? The client_id stays; the old secret and every "
-                "token issued with it stop working at once.",
-                with_reason=True,
-            )
-        issued = services.credentials_rotate(partner=partner)
-        self.log_change(request, partner, with_reason("Rotated credentials", request))
-        return self._show_secrets(request, [issued], title=f"New secret for {partner.name}")
+
+        def act(data: dict) -> HttpResponseRedirect:
+            issued = services.credentials_rotate(partner=partner)
+            self.log_change(request, partner, f"Rotated credentials: {data['reason']}")
+            return self._show_secrets(request, [issued], title=f"New secret for {partner.name}")
+
+        return self._confirm(
+            request,
+            [partner],
+            permission="partners.rotate_credentials",
+            title=f"Rotate the credentials of {partner.name}? The client_id stays; the old secret and every "
+            "token issued with it stop working at once.",
+            verb="rotate",
+            act=act,
+            page=partner,
+        )
 
     @admin.action(
         description="Rotate credentials (new secrets are shown once)", permissions=["rotate_credentials"]
     )
     def rotate_credentials_action(self, request, queryset):
-        if request.POST.get("confirmed") != "yes":
-            return self._confirm_bulk(
-                request,
-                queryset,
-                action="rotate",
-                question="Rotate the credentials of these partners? Their old secrets and every token issued "
-                "with them stop working at once; the new secrets are shown once.",
-            )
-        issued = [services.credentials_rotate(partner=p) for p in queryset]
-        for item in issued:
-            self.log_change(request, item.partner, with_reason("Rotated credentials", request))
-        return self._show_secrets(request, issued, title="New secrets")
+        partners = list(queryset.order_by("name"))
+
+        def act(data: dict) -> HttpResponseRedirect:
+            issued = [services.credentials_rotate(partner=p) for p in partners]
+            for item in issued:
+                self.log_change(request, item.partner, f"Rotated credentials: {data['reason']}")
+            return self._show_secrets(request, issued, title="New secrets")
+
+        return self._confirm(
+            request,
+            partners,
+            permission="partners.rotate_credentials",
+            title="Rotate the credentials of these partners? Their old secrets and every token issued with them "
+            "stop working at once; the new secrets are shown once.",
+            verb="rotate",
+            act=act,
+        )

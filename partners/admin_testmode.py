@@ -4,7 +4,7 @@ one, and its own rotation (the new secret is shown once, like the live one's).""
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django.urls import path
 
 from . import services
@@ -41,15 +41,19 @@ class TestCredentialsAdminMixin:
 
     def rotate_test_view(self, request: HttpRequest, pk: int):
         partner = self._partner_for_change(request, pk, permission="partners.rotate_credentials")
-        if request.method != "POST":
-            return self._confirm(
-                request,
-                partner,
-                action="rotate-test",
-                question=f"Rotate the test-mode credentials of {partner.name}? The test client_id stays; the old "
-                "test secret and every test-mode token stop working. Live credentials are not touched.",
-                with_reason=True,
-            )
-        issued = services.credentials_rotate(partner=partner, livemode=False)
-        self.log_change(request, partner, f"Rotated test-mode credentials. {request.POST.get('reason', '')}")
-        return self._show_secrets(request, [issued], title=f"New test-mode secret for {partner.name}")
+
+        def act(data: dict) -> HttpResponseRedirect:
+            issued = services.credentials_rotate(partner=partner, livemode=False)
+            self.log_change(request, partner, f"Rotated test-mode credentials: {data['reason']}")
+            return self._show_secrets(request, [issued], title=f"New test-mode secret for {partner.name}")
+
+        return self._confirm(
+            request,
+            [partner],
+            permission="partners.rotate_credentials",
+            title=f"Rotate the test-mode credentials of {partner.name}? The test client_id stays; the old test "
+            "secret and every test-mode token stop working. Live credentials are not touched.",
+            verb="rotate",
+            act=act,
+            page=partner,
+        )

@@ -2,13 +2,15 @@
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponseRedirect
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import require, staff_may
+from config.core.confirmation import ConfirmationForm, confirm, staff_actor
 
 from .. import services
 from ..models import Row, RowQuantityAdjustment, Section
@@ -129,14 +131,17 @@ class RowQuantityAdjustmentInline(admin.TabularInline):
         return False
 
 
-class QuantityAdjustmentForm(forms.Form):
+class QuantityAdjustmentForm(ConfirmationForm):
     delta = forms.IntegerField(
         label="Change",
         min_value=-1_000_000,
         max_value=1_000_000,
         help_text="Tickets to add (e.g. 5) or to remove (e.g. -5), relative to the quantity when you confirm.",
     )
-    reason = forms.CharField(max_length=500, help_text="Why: kept with the adjustment.")
+    reason = forms.CharField(
+        max_length=500, help_text="Why: kept with the adjustment.", widget=forms.TextInput(attrs={"size": 60})
+    )
+    field_order = ("delta", "reason")
 
     def clean_delta(self) -> int:
         delta = self.cleaned_data["delta"]
@@ -144,11 +149,13 @@ class QuantityAdjustmentForm(forms.Form):
             raise forms.ValidationError("An adjustment of 0 changes nothing.")
         return delta
 
-    def clean_reason(self) -> str:
-        reason = self.cleaned_data["reason"].strip()
-        if not reason:
-            raise forms.ValidationError("Give a reason for the adjustment.")
-        return reason
+
+class QuantityAdjustmentConfirmationForm(QuantityAdjustmentForm):
+    """The staff confirmation of an adjustment: the change as entered (carried along), the reason editable."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["delta"].widget = forms.HiddenInput()
 
 
 @admin.register(Row)
@@ -181,51 +188,78 @@ class RowAdmin(admin.ModelAdmin):
         return custom + super().get_urls()
 
     def adjust_quantity_view(self, request: HttpRequest, pk: int):
-        """Two steps: the change and its reason, then a confirmation; applied relatively on confirm."""
+        """Two steps: the change and its reason, then the staff confirmation; applied relatively on confirm."""
         require(request, "catalog.adjust_row_quantity")  # on the form, the confirmation and its POST alike
         row = get_object_or_404(Row.objects.select_related("section__event"), pk=pk)
+        if request.method == "POST" and request.POST.get("confirmed") == "yes":
+            return self._confirm_adjustment(request, row, delta=request.POST.get("delta", ""))
         form = QuantityAdjustmentForm(request.POST if request.method == "POST" else None)
-        confirming = False
-        if request.method == "POST" and form.is_valid():
-            delta, reason = form.cleaned_data["delta"], form.cleaned_data["reason"]
-            if request.POST.get("confirmed") == "yes":
-                try:
-                    adjustment = services.row_quantity_adjust(
-                        row_pk=row.pk,
-                        delta=delta,
-                        reason=reason,
-                        actor=f"staff:{request.user.get_username()}",
-                    )
-                except services.QuantityAdjustmentRefused as exc:
-                    form.add_error(None, str(exc))
-                    row.refresh_from_db(fields=["available_quantity"])
-                else:
-                    self.log_change(
-                        request, row, f"Quantity {delta:+d} ({reason}); {adjustment.quantity_after} available"
-                    )
-                    messages.success(
-                        request,
-                        f"Quantity of {row} adjusted by {delta:+d}: {adjustment.quantity_after} available now.",
-                    )
-                    return HttpResponseRedirect(reverse("admin:catalog_row_change", args=[row.pk]))
-            elif row.available_quantity + delta < 0:
+        if form.is_valid():
+            delta = form.cleaned_data["delta"]
+            if row.available_quantity + delta < 0:
                 form.add_error(
                     "delta",
                     f"Cannot remove {-delta} tickets: the row has only {row.available_quantity} available.",
                 )
             else:
-                confirming = True
+                return self._confirm_adjustment(request, row, delta=delta, initial=form.cleaned_data)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Adjust the quantity of {row.section.event.name} — {row.section} — {row}",
             "row": row,
             "form": form,
-            "confirming": confirming,
-            "question": _question(row, form.cleaned_data["delta"]) if confirming else "",
             "opts": self.model._meta,
             "original": row,
         }
         return TemplateResponse(request, "admin/catalog/row/adjust_quantity.html", context)
+
+    def _confirm_adjustment(self, request: HttpRequest, row: Row, *, delta, initial=None):
+        row_url = reverse("admin:catalog_row_change", args=[row.pk])
+
+        def act(data: dict) -> None:
+            delta, reason = data["delta"], data["reason"]
+            try:
+                adjustment = services.row_quantity_adjust(
+                    row_pk=row.pk, delta=delta, reason=reason, actor=staff_actor(request)
+                )
+            except services.QuantityAdjustmentRefused as exc:
+                row.refresh_from_db(fields=["available_quantity"])
+                raise ValidationError(str(exc)) from None
+            self.log_change(
+                request, row, f"Quantity {delta:+d} ({reason}); {adjustment.quantity_after} available"
+            )
+            messages.success(
+                request,
+                f"Quantity of {row} adjusted by {delta:+d}: {adjustment.quantity_after} available now.",
+            )
+
+        try:
+            title = _question(row, int(delta))
+        except ValueError:
+            title = f"Adjust the quantity of {row.section.event.name}, {row.section}, {row}?"
+        return confirm(
+            request,
+            self,
+            permissions=("catalog.adjust_row_quantity",),
+            objects=[row],
+            describe=lambda r: (r.section.event.name, r.section, r, r.available_quantity),
+            columns=("Event", "Section", "Row", "Available now"),
+            title=title,
+            effects=(
+                "the tickets are added or removed relative to the quantity at the moment you confirm, so "
+                "orders taken meanwhile stay taken; it can never take the quantity below zero;",
+                "the read API shows the new quantity at once; the adjustment is listed on the row and its event.",
+            ),
+            submit="Yes, adjust",
+            reason_label="Reason (kept with the adjustment)",
+            form_class=QuantityAdjustmentConfirmationForm,
+            initial=initial,
+            testid="confirm-adjust-quantity",
+            act=act,
+            back_url=reverse("admin:catalog_row_adjust_quantity", args=[row.pk]),
+            done_url=row_url,
+            record_label=str(row),
+        )
 
 
 def _question(row: Row, delta: int) -> str:

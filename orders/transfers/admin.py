@@ -10,23 +10,40 @@ from __future__ import annotations
 
 from functools import partial
 
+from django import forms
 from django.contrib import admin, messages
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import require, staff_may
+from config.core.confirmation import AcceptedForm, ConfirmationForm, confirm, staff_actor
 from config.core.history_admin import ReadOnly, StatusHistoryInline
 
 from . import admin_display as show
-from .admin_actions import ACTIONS, Refused, applies, case_act
-from .admin_order import actor_of, confirmation_items
+from .admin_actions import ACTIONS, CaseAction, Refused, applies, case_act
+from .admin_order import ORDER_COLUMNS, accept_links, link_html, order_cells
 from .admin_records import OrderModeFilter
 from .models import TransferCase, TransferCaseHistory
 
 CS = TransferCase.State
+
+
+class SellerMessageForm(ConfirmationForm):
+    """ "Ask the seller": the message staff write (it starts from ``default_question``)."""
+
+    message = forms.CharField(
+        label="Message to the seller",
+        widget=forms.Textarea(attrs={"rows": 6}),
+        error_messages={"required": "Write the message to the seller."},
+    )
+
+
+def form_for(action: CaseAction) -> type[ConfirmationForm]:
+    if action.ask_message:
+        return SellerMessageForm
+    return AcceptedForm if action.ask_accepted else ConfirmationForm
 
 
 class CaseStateFilter(admin.SimpleListFilter):
@@ -158,7 +175,7 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
     def accept_links(self, obj: TransferCase):
         if obj.order is None:
             return "—"
-        links = confirmation_items([obj.order])[0]["links"]
+        links = [link_html(link) for link in accept_links([obj.order]).get(obj.order.pk, [])]
         return format_html("<br>".join(["{}"] * len(links)), *links) if links else "—"
 
     # --- the case page's buttons ---------------------------------------------------------------------------------
@@ -203,48 +220,44 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
             require(request, permission)
         case = get_object_or_404(self.get_queryset(request), pk=pk)
         case_url = reverse("admin:transfers_transfercase_change", args=[pk])
-        if request.method != "POST":
-            self.message_user(request, f"“{action.label}” starts from the case's button.", messages.ERROR)
-            return HttpResponseRedirect(case_url)
-        reason = request.POST.get("reason", "").strip()[:255]
-        message = request.POST.get("message", "").strip()
-        if request.POST.get("confirmed") == "yes" and reason and (message or not action.ask_message):
+
+        def act(data: dict) -> None:
             try:
                 done = case_act(
                     case_pk=case.pk,
                     action=action,
-                    actor=actor_of(request),
-                    reason=reason,
-                    accepted=request.POST.get("accepted") == "yes",
-                    message=message,
+                    actor=staff_actor(request),
+                    reason=data["reason"],
+                    accepted=data.get("accepted", False),
+                    message=data.get("message", ""),
                 )
             except Refused as exc:
                 self.message_user(request, str(exc), messages.ERROR)
             else:
                 self.message_user(request, f"{done}. Case #{case.pk} resolved.", messages.SUCCESS)
-            return HttpResponseRedirect(case_url)
-        error = ""
-        if request.POST.get("confirmed"):
-            error = (
-                "Give a reason for the case's history." if not reason else "Write the message to the seller."
-            )
-        context = {
-            **self.admin_site.each_context(request),
-            "title": action.title,
-            "testid": f"confirm-{name}",
-            "case": case,
-            "effects": action.effects,
-            "items": confirmation_items([case.order]) if case.order else [],
-            "ask_accepted": action.ask_accepted,
-            "ask_message": action.ask_message,
-            "message": request.POST.get("message", "") or default_question(case),
-            "reason": request.POST.get("reason", ""),
-            "error": error,
-            "opts": self.model._meta,
-            "back_url": case_url,
-            "submit": action.submit,
-        }
-        return TemplateResponse(request, "admin/transfers/confirm.html", context)
+
+        summary = f" — {case.summary}" if case.summary else ""
+        return confirm(
+            request,
+            self,
+            permissions=action.permissions,
+            objects=[case.order] if case.order else [],
+            describe=order_cells([case.order]),
+            columns=ORDER_COLUMNS,
+            title=action.title,
+            lead=f"Case #{case.pk} · {case.get_kind_display()} · {case.get_state_display()}{summary}",
+            effects=action.effects,
+            submit=action.submit,
+            reason_label="Reason (kept in the case's history)",
+            form_class=form_for(action),
+            initial={"message": default_question(case)} if action.ask_message else None,
+            testid=f"confirm-{name}",
+            act=act,
+            back_url=case_url,
+            done_url=case_url,
+            record_label=f"Case #{case.pk}",
+            arrives_by_post=True,
+        )
 
     # --- bulk: accepted on the platform ----------------------------------------------------------------------------
     def has_mark_accepted_on_platform_permission(self, request: HttpRequest, obj=None) -> bool:
@@ -253,36 +266,36 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
     @admin.action(description="Mark accepted on platform", permissions=["mark_accepted_on_platform"])
     def accept_on_platform(self, request, queryset):
         cases = list(queryset.select_related("order", "order__partner", "order__event").order_by("pk"))
-        reason = request.POST.get("reason", "").strip()[:255]
-        if request.POST.get("confirmed") == "yes" and reason:
+
+        def act(data: dict) -> None:
             for case in cases:
                 try:
                     done = case_act(
-                        case_pk=case.pk, action=ACTIONS["accept"], actor=actor_of(request), reason=reason
+                        case_pk=case.pk,
+                        action=ACTIONS["accept"],
+                        actor=staff_actor(request),
+                        reason=data["reason"],
                     )
                 except Refused as exc:
                     self.message_user(request, f"Case #{case.pk}: {exc}", messages.ERROR)
                 else:
                     self.message_user(request, f"{done}. Case #{case.pk} resolved.", messages.SUCCESS)
-            return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Record these transfers as accepted on the platform?",
-            "testid": "confirm-accept",
-            "effects": ACTIONS["accept"].effects,
-            "items": confirmation_items([c.order for c in cases if c.order]),
-            "hidden": [
-                ("action", request.POST.get("action", "")),
-                ("select_across", request.POST.get("select_across", "0")),
-            ],
-            "selected": [c.pk for c in cases],
-            "reason": request.POST.get("reason", ""),
-            "error": "Give a reason for the case's history." if request.POST.get("confirmed") else "",
-            "opts": self.model._meta,
-            "back_url": reverse("admin:transfers_transfercase_changelist"),
-            "submit": ACTIONS["accept"].submit,
-        }
-        return TemplateResponse(request, "admin/transfers/confirm.html", context)
+
+        cells = order_cells([c.order for c in cases])
+        return confirm(
+            request,
+            self,
+            permissions=ACTIONS["accept"].permissions,
+            objects=cases,
+            describe=lambda case: cells(case.order),
+            columns=ORDER_COLUMNS,
+            title="Record these transfers as accepted on the platform?",
+            effects=ACTIONS["accept"].effects,
+            submit=ACTIONS["accept"].submit,
+            reason_label="Reason (kept in each case's history)",
+            testid="confirm-accept",
+            act=act,
+        )
 
 
 def default_question(case: TransferCase) -> str:

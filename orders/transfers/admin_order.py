@@ -6,14 +6,16 @@ Mixed into ``orders.admin.OrderAdmin``; every change goes through ``orders.trans
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import admin, messages
 from django.http import HttpRequest
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from config.core.admin_permissions import staff_may
+from config.core.confirmation import confirm, staff_actor
 
 from ..models import Order
 from .admin_actions import Refused, order_accept
@@ -42,21 +44,29 @@ def link_html(link: str) -> SafeString:
     return format_html("<code>{}</code>", link)
 
 
-def confirmation_items(orders) -> list[dict]:
-    """One entry per order for the confirmation pages: what it is, and its accept links."""
-    links = accept_links(orders)
-    return [
-        {
-            "order": order,
-            "url": reverse("admin:orders_order_change", args=[order.pk]),
-            "links": [link_html(link) for link in links.get(order.pk, [])],
-        }
-        for order in orders
-    ]
+ORDER_COLUMNS = ("Order", "Status", "Transfer", "Partner · event", "Tickets", "Accept links")
 
 
-def actor_of(request: HttpRequest) -> str:
-    return f"staff:{request.user.get_username()}"
+def order_cells(orders) -> Callable[[Order | None], tuple]:
+    """What a confirmation lists of each of ``orders``: what it is, and its accept links (read once for all)."""
+    links = accept_links([o for o in orders if o is not None])
+
+    def cells(order: Order | None) -> tuple:
+        if order is None:
+            return ("no order", "", "", "", "", "")
+        test = " (test)" if not order.livemode else ""
+        url = reverse("admin:orders_order_change", args=[order.pk])
+        received = [link_html(link) for link in links.get(order.pk, [])]
+        return (
+            format_html('<a href="{}"><code>{}</code></a>{}', url, order.order_id, test),
+            order.get_status_display(),
+            order.get_transfer_state_display(),
+            f"{order.partner.name} · {order.event.name}",
+            f"{order.quantity} × {order.section_name_display} / {order.row_name_display}",
+            format_html_join(mark_safe("<br>"), "{}", ((link,) for link in received)) or "none received",
+        )
+
+    return cells
 
 
 class OrderTransferAdminMixin:
@@ -112,12 +122,12 @@ class OrderTransferAdminMixin:
         """Staff accepted these orders' transfers on the platform: recorded once each, after a confirmation that
         lists the accept links and asks for a reason."""
         orders = list(queryset.select_related("partner", "event").order_by("pk"))
-        reason = request.POST.get("reason", "").strip()[:255]
-        if request.POST.get("confirmed") == "yes" and reason:
+
+        def act(data: dict) -> None:
             done, refused = [], []
             for order in orders:
                 try:
-                    order_accept(order=order, actor=actor_of(request), reason=reason)
+                    order_accept(order=order, actor=staff_actor(request), reason=data["reason"])
                 except Refused as exc:
                     refused.append(str(exc))
                 else:
@@ -128,27 +138,22 @@ class OrderTransferAdminMixin:
                 )
             for text in refused:
                 self.message_user(request, f"Not recorded: {text}", messages.ERROR)
-            return None
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Record these transfers as accepted on the platform?",
-            "testid": "confirm-accept",
-            "effects": (
+
+        return confirm(
+            request,
+            self,
+            permissions=("transfers.mark_accepted_on_platform",),
+            objects=orders,
+            describe=order_cells(orders),
+            columns=ORDER_COLUMNS,
+            title="Record these transfers as accepted on the platform?",
+            effects=(
                 "confirm only once you accepted each transfer on the platform, from the accept links below;",
                 "each order whose tickets were received gets its transfer accepted (reason accepted_by_staff), "
                 "so its payout may start, and the partner an order.transfer_updated notification;",
                 "orders not received yet, or already accepted, are left alone and named afterwards.",
             ),
-            "items": confirmation_items(orders),
-            "hidden": [
-                ("action", request.POST.get("action", "")),
-                ("select_across", request.POST.get("select_across", "0")),
-            ],
-            "selected": [o.pk for o in orders],
-            "reason": request.POST.get("reason", ""),
-            "error": "Give a reason for the history." if request.POST.get("confirmed") else "",
-            "opts": self.model._meta,
-            "back_url": reverse("admin:orders_order_changelist"),
-            "submit": "Yes, they were accepted on the platform",
-        }
-        return TemplateResponse(request, "admin/transfers/confirm.html", context)
+            submit="Yes, they were accepted on the platform",
+            testid="confirm-accept",
+            act=act,
+        )

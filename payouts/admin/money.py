@@ -5,7 +5,6 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
@@ -105,7 +104,7 @@ class ChargeAdmin(ReadOnlyAdmin):
         description="Retry failed refunds (a new refund attempt at the payment platform)",
         permissions=["retry_refund"],
     )
-    def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+    def retry_refund_action(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
         # A retry moves money at the platform: staff confirm it and say why, and the reason is logged.
         actor = f"staff:{request.user.get_username()}"
         return retry_many(
@@ -114,6 +113,7 @@ class ChargeAdmin(ReadOnlyAdmin):
             queryset,
             failed=queryset.filter(refund_status=Charge.RefundStatus.FAILED),
             retry=lambda charge: refund_retry(charge=charge, actor=actor),
+            permission="payouts.retry_refund",
             what="these refunds",
             effect=self.RETRY_EFFECT,
             action_url=reverse("admin:payouts_charge_changelist"),
@@ -191,7 +191,7 @@ class PayoutAdmin(ReadOnlyAdmin):
         description="Retry failed payouts (a new attempt to the current payout account)",
         permissions=["retry_payout"],
     )
-    def retry_action(self, request: HttpRequest, queryset: QuerySet) -> TemplateResponse | None:
+    def retry_action(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
         # A retry sends money again: staff confirm it and say why, and the reason is logged.
         actor = f"staff:{request.user.get_username()}"
         return retry_many(
@@ -200,6 +200,7 @@ class PayoutAdmin(ReadOnlyAdmin):
             queryset,
             failed=queryset.filter(status=Payout.Status.FAILED),
             retry=lambda payout: payout_retry(payout=payout, actor=actor),
+            permission="payouts.retry_payout",
             what="these payouts",
             effect=self.RETRY_EFFECT,
             action_url=reverse("admin:payouts_payout_changelist"),

@@ -424,21 +424,26 @@ def test_operations_rotates_suspends_and_reactivates_partners(world, operations_
     for name in ("rotate", "rotate_test"):
         url = reverse(f"admin:partners_partner_{name}", args=[partner.pk])
         assert operations_client.get(url).status_code == 200  # the confirmation
-        shown = operations_client.post(url, {"reason": "leaked in a ticket"}, follow=True)
+        shown = operations_client.post(url, {"confirmed": "yes", "reason": "leaked in a ticket"}, follow=True)
         assert shown.status_code == 200 and "sec_" in shown.content.decode()
     assert PartnerCredential.objects.get(partner=partner).secret_digest != live
     assert PartnerTestCredential.objects.get(partner=partner).secret_digest != test
 
-    operations_client.post(reverse("admin:partners_partner_suspend", args=[partner.pk]), {"reason": "fraud"})
+    operations_client.post(
+        reverse("admin:partners_partner_suspend", args=[partner.pk]), {"confirmed": "yes", "reason": "fraud"}
+    )
     assert Partner.objects.get(pk=partner.pk).status == "suspended"
     operations_client.post(
-        reverse("admin:partners_partner_reactivate", args=[partner.pk]), {"reason": "cleared"}
+        reverse("admin:partners_partner_reactivate", args=[partner.pk]),
+        {"confirmed": "yes", "reason": "cleared"},
     )
     assert Partner.objects.get(pk=partner.pk).status == "active"
 
     changelist = "/admin/partners/partner/"
     selected = {"_selected_action": [world.suspended.pk], "index": "0"}
-    operations_client.post(changelist, {**selected, "action": "reactivate_action"})
+    operations_client.post(
+        changelist, {**selected, "action": "reactivate_action", "confirmed": "yes", "reason": "paid"}
+    )
     assert Partner.objects.get(pk=world.suspended.pk).status == "active"
     operations_client.post(
         changelist, {**selected, "action": "suspend_action", "confirmed": "yes", "reason": "x"}
@@ -446,7 +451,7 @@ def test_operations_rotates_suspends_and_reactivates_partners(world, operations_
     assert Partner.objects.get(pk=world.suspended.pk).status == "suspended"
     digest = PartnerCredential.objects.get(partner=world.suspended).secret_digest
     operations_client.post(
-        changelist, {**selected, "action": "rotate_credentials_action", "confirmed": "yes"}
+        changelist, {**selected, "action": "rotate_credentials_action", "confirmed": "yes", "reason": "y"}
     )
     assert PartnerCredential.objects.get(partner=world.suspended).secret_digest != digest
 

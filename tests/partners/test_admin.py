@@ -77,7 +77,13 @@ def test_rotation_from_the_admin_needs_confirmation_and_revokes_tokens(
     assert confirm.status_code == 200 and "Yes, rotate" in confirm.content.decode()
     assert TokenSession.objects.filter(revoked_at__isnull=True).count() == 1
 
-    response = staff_client.post(url, {"reason": "secret leaked in a support ticket"}, follow=True)
+    # The reason is required: a confirmation without one rotates nothing.
+    again = staff_client.post(url, {"confirmed": "yes", "reason": " "})
+    assert again.status_code == 200 and "Give a reason" in again.content.decode()
+    assert TokenSession.objects.filter(revoked_at__isnull=True).count() == 1
+    response = staff_client.post(
+        url, {"confirmed": "yes", "reason": "secret leaked in a support ticket"}, follow=True
+    )
     new_secret = _secret_in(response.content.decode())
     assert new_secret != partner_creds.client_secret
     assert partner_creds.client_id in response.content.decode()
@@ -88,14 +94,18 @@ def test_rotation_from_the_admin_needs_confirmation_and_revokes_tokens(
 def test_suspend_and_reactivate_from_the_admin(staff_client, api_client, partner_creds):
     token = issue_token(api_client, partner_creds)
     pk = partner_creds.partner.pk
-    response = staff_client.post(f"/admin/partners/partner/{pk}/suspend/", {"reason": "unpaid invoices"})
+    response = staff_client.post(
+        f"/admin/partners/partner/{pk}/suspend/", {"confirmed": "yes", "reason": "unpaid invoices"}
+    )
     assert response.status_code == 302
     partner = Partner.objects.get(pk=pk)
     assert partner.status == "suspended" and partner.suspended_reason == "unpaid invoices"
     response = api_client.get("/v1/_scoped", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 403 and response.json()["error"]["code"] == "ACCOUNT_SUSPENDED"
 
-    staff_client.post(f"/admin/partners/partner/{pk}/reactivate/")
+    staff_client.post(f"/admin/partners/partner/{pk}/reactivate/")  # the confirmation: nothing yet
+    assert Partner.objects.get(pk=pk).status == "suspended"
+    staff_client.post(f"/admin/partners/partner/{pk}/reactivate/", {"confirmed": "yes", "reason": "paid"})
     assert Partner.objects.get(pk=pk).status == "active"
     assert issue_token(api_client, partner_creds)
 
@@ -141,7 +151,7 @@ def test_reloading_the_secret_page_after_a_rotation_neither_rotates_nor_shows_it
     staff_client, api_client, partner_creds
 ):
     url = f"/admin/partners/partner/{partner_creds.partner.pk}/rotate/"
-    posted = staff_client.post(url)
+    posted = staff_client.post(url, {"confirmed": "yes", "reason": "yearly rotation"})
     assert posted.status_code == 302  # the action answers with a redirect: a reload repeats only the GET
     first = staff_client.get(posted["Location"])
     secret = _secret_in(first.content.decode())
@@ -170,8 +180,12 @@ def test_reloading_after_adding_a_partner_creates_one_partner(staff_client):
 
 def test_staff_actions_and_their_reasons_are_in_the_audit_list(staff_client, partner_creds):
     pk = partner_creds.partner.pk
-    staff_client.post(f"/admin/partners/partner/{pk}/suspend/", {"reason": "chargebacks under review"})
-    staff_client.post(f"/admin/partners/partner/{pk}/rotate/", {"reason": "secret leaked"})
+    staff_client.post(
+        f"/admin/partners/partner/{pk}/suspend/", {"confirmed": "yes", "reason": "chargebacks under review"}
+    )
+    staff_client.post(
+        f"/admin/partners/partner/{pk}/rotate/", {"confirmed": "yes", "reason": "secret leaked"}
+    )
     listing = staff_client.get("/admin/admin/logentry/?q=Acme").content.decode()
     assert "Suspended: chargebacks under review" in listing
     assert "Rotated credentials: secret leaked" in listing

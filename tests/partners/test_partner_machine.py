@@ -39,8 +39,12 @@ def test_reactivating_an_active_partner_is_refused_and_writes_nothing(partner):
 
 def test_suspension_and_reactivation_record_the_staff_member_and_the_reason(staff_client, partner_creds):
     pk = partner_creds.partner.pk
-    staff_client.post(f"/admin/partners/partner/{pk}/suspend/", {"reason": "unpaid invoices"})
-    staff_client.post(f"/admin/partners/partner/{pk}/reactivate/", {"reason": "invoices paid"})
+    staff_client.post(
+        f"/admin/partners/partner/{pk}/suspend/", {"confirmed": "yes", "reason": "unpaid invoices"}
+    )
+    staff_client.post(
+        f"/admin/partners/partner/{pk}/reactivate/", {"confirmed": "yes", "reason": "invoices paid"}
+    )
     assert _history(partner_creds.partner) == [
         ("active", "suspended", "staff:alice", "unpaid invoices"),
         ("suspended", "active", "staff:alice", "invoices paid"),
