@@ -10,24 +10,14 @@ skipped. A handler that raises one of its ``transient`` errors is retried with b
 logged and left to the subscriber's own periodic sweep.
 """
 
-import smtplib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.db import InterfaceError, OperationalError
+from config.core.retrying import TRANSIENT_ERRORS
 
 from .models import Notification
 
 Handler = Callable[[Notification], None]
-
-# Worth another try for every subscriber: the database, the network or the mail server did not answer.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    OperationalError,
-    InterfaceError,
-    ConnectionError,
-    TimeoutError,
-    smtplib.SMTPException,
-)
 
 
 @dataclass(frozen=True)
@@ -61,7 +51,8 @@ def subscribe(
 ) -> None:
     """Register ``handler`` under ``name`` (unique; registering the same name again replaces it).
 
-    ``transient``: the subscriber's own errors that mean "try again later", on top of ``TRANSIENT_ERRORS``.
+    ``transient``: the subscriber's own errors that mean "try again later", on top of the house's
+    ``config.core.retrying.TRANSIENT_ERRORS``.
     ``statuses``: only the notifications whose order is now in one of these statuses reach the handler.
     """
     _subscribers[name] = Subscriber(
@@ -71,6 +62,12 @@ def subscribe(
         transient=TRANSIENT_ERRORS + tuple(transient),
         statuses=frozenset(statuses) if statuses is not None else None,
     )
+
+
+def transient_errors(names: Iterable[str]) -> tuple[type[BaseException], ...]:
+    """The errors worth another try for a delivery to the subscribers ``names``: the house's and each one's own."""
+    own = {error for name in names if (s := _subscribers.get(name)) for error in s.transient}
+    return TRANSIENT_ERRORS + tuple(own - set(TRANSIENT_ERRORS))
 
 
 def unsubscribe(name: str) -> None:

@@ -5,48 +5,37 @@ import logging
 
 from celery import shared_task
 
-from config.core.backoff import task_retry_seconds
+from config.core.retrying import RetryingTask
 
 from . import outbox, services, signals
 
 logger = logging.getLogger(__name__)
 
-# Transient: the database connection, the network or the mail server failed for now. Anything else is a
-# bug or a permanent refusal and is not retried blindly.
-TRANSIENT_ERRORS = signals.TRANSIENT_ERRORS
-MAX_RETRIES = 8
+
+class _ToSubscribers(RetryingTask):
+    """A notification's delivery is tried again after the house's transient errors and those of each subscriber
+    it goes to (the subscribers that already handled it skip it then)."""
+
+    def transient_for(self, notification_pk: int, subscriber_names: list[str]) -> tuple:
+        return signals.transient_errors(subscriber_names)
 
 
-@shared_task(bind=True, name="orders.tasks.notification_deliver", acks_late=True, max_retries=MAX_RETRIES)
-def notification_deliver(self, notification_pk: int, subscriber_name: str) -> bool:
+class _ToSubscriber(RetryingTask):
+    def transient_for(self, notification_pk: int, subscriber_name: str) -> tuple:
+        return signals.transient_errors([subscriber_name])
+
+
+@shared_task(base=_ToSubscriber, name="orders.tasks.notification_deliver", acks_late=True)
+def notification_deliver(notification_pk: int, subscriber_name: str) -> bool:
     """One notification to one subscriber of ``orders.signals``; its transient errors are retried."""
-    subscriber = signals.subscriber(subscriber_name)
-    transient = subscriber.transient if subscriber is not None else TRANSIENT_ERRORS
-    try:
-        return outbox.notification_deliver(notification_pk=notification_pk, subscriber_name=subscriber_name)
-    except transient as exc:
-        logger.warning(
-            "Notification pk=%s to %s failed for now (%r); retrying", notification_pk, subscriber_name, exc
-        )
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+    return outbox.notification_deliver(notification_pk=notification_pk, subscriber_name=subscriber_name)
 
 
-@shared_task(bind=True, name="orders.tasks.notifications_deliver", acks_late=True, max_retries=MAX_RETRIES)
-def notifications_deliver(self, notification_pk: int, subscriber_names: list[str]) -> list[str]:
+@shared_task(base=_ToSubscribers, name="orders.tasks.notifications_deliver", acks_late=True)
+def notifications_deliver(notification_pk: int, subscriber_names: list[str]) -> list[str]:
     """One notification to each of its subscribers, in turn (one message per notification rather than one per
-    subscriber). An error that is transient for the database or for the subscriber that raised it retries the
-    delivery with backoff; the subscribers that already handled it skip it then."""
-    transient = tuple(
-        {error for name in subscriber_names if (s := signals.subscriber(name)) for error in s.transient}
-        | set(TRANSIENT_ERRORS)
-    )
-    try:
-        return outbox.notifications_deliver(
-            notification_pk=notification_pk, subscriber_names=subscriber_names
-        )
-    except transient as exc:
-        logger.warning("Notification pk=%s failed for now (%r); retrying", notification_pk, exc)
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+    subscriber)."""
+    return outbox.notifications_deliver(notification_pk=notification_pk, subscriber_names=subscriber_names)
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")
@@ -65,12 +54,9 @@ def notifications_purge() -> int:
     return purged
 
 
-@shared_task(bind=True, name="orders.tasks.order_canceled_email", acks_late=True, max_retries=MAX_RETRIES)
-def order_canceled_email(self, order_pk: int) -> None:
-    try:
-        services.order_canceled_email(order_pk=order_pk)
-    except TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+@shared_task(base=RetryingTask, name="orders.tasks.order_canceled_email", acks_late=True)
+def order_canceled_email(order_pk: int) -> None:
+    services.order_canceled_email(order_pk=order_pk)
 
 
 @shared_task(name="orders.tasks.orders_expire_overdue")

@@ -14,8 +14,10 @@ import logging
 import threading
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
+
+from .retrying import DB_ERRORS
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ class _Statements:
     def __call__(self, execute, sql, params, many, context):
         try:
             result = execute(sql, params, many, context)
-        except (OperationalError, InterfaceError):
+        except DB_ERRORS:
             if not _usable():
                 self.lost = True
             raise

@@ -27,11 +27,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import get_connection
-from django.db import InterfaceError, OperationalError, connection
+from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
 
 from config.core.backoff import backoff_seconds
+from config.core.retrying import DB_ERRORS
 
 from .. import seller_mail
 from ..models import Order
@@ -51,7 +52,6 @@ EMAIL_CLAIM_LEASE = timedelta(seconds=90)
 EMAIL_HANDOVER_LEASE = timedelta(minutes=4)
 # Refusals after which the mail server certainly did not accept the message: the hand-over is undone.
 NOT_DELIVERED = (smtplib.SMTPRecipientsRefused, smtplib.SMTPSenderRefused, smtplib.SMTPDataError)
-DB_ERRORS = (OperationalError, InterfaceError)
 # A step whose connection is lost is tried again for this long (backoff 0.1 s doubling to 2 s); longer outages
 # fail the task, which retries.
 DB_RETRY_SECONDS = 30.0

@@ -6,25 +6,20 @@ import logging
 
 from celery import shared_task
 
-from config.core.backoff import task_retry_seconds
 from config.core.publish import publish
-from orders import signals
+from config.core.retrying import RetryingTask
 
 from . import reminders
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, name="orders.transfers.tasks.message_process", acks_late=True, max_retries=8)
-def message_process(self, message_pk: int) -> str:
+@shared_task(base=RetryingTask, name="orders.transfers.tasks.message_process", acks_late=True)
+def message_process(message_pk: int) -> str:
     """Authenticate, parse, match and decide one stored message (``orders.transfers.process``)."""
     from .process import message_process as process
 
-    try:
-        return process(message_pk=message_pk)
-    except signals.TRANSIENT_ERRORS as exc:
-        logger.warning("Inbound message pk=%s failed for now (%r); retrying", message_pk, exc)
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+    return process(message_pk=message_pk)
 
 
 @shared_task(name="orders.transfers.tasks.messages_process_due")
@@ -38,13 +33,10 @@ def messages_process_due() -> int:
     return len(due)
 
 
-@shared_task(bind=True, name="orders.transfers.tasks.partial_reminder", max_retries=5)
-def partial_reminder(self, order_pk: int) -> bool:
+@shared_task(base=RetryingTask, name="orders.transfers.tasks.partial_reminder", max_retries=5)
+def partial_reminder(order_pk: int) -> bool:
     """An hour after a partial transfer: tell the seller what is missing if the order is still partial."""
-    try:
-        return reminders.partial_reminder(order_pk)
-    except signals.TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+    return reminders.partial_reminder(order_pk)
 
 
 @shared_task(name="orders.transfers.tasks.partial_reminders_due")
@@ -53,13 +45,10 @@ def partial_reminders_due() -> int:
     return reminders.partial_reminders_due()
 
 
-@shared_task(bind=True, name="orders.transfers.tasks.seller_transfer_reminder", max_retries=5)
-def seller_transfer_reminder(self, order_pk: int, why: str) -> bool:
+@shared_task(base=RetryingTask, name="orders.transfers.tasks.seller_transfer_reminder", max_retries=5)
+def seller_transfer_reminder(order_pk: int, why: str) -> bool:
     """The order waits for its tickets again (``why``: ``recalled``): e-mail the seller the transfer address."""
-    try:
-        return reminders.seller_transfer_reminder(order_pk, why)
-    except signals.TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+    return reminders.seller_transfer_reminder(order_pk, why)
 
 
 @shared_task(name="orders.transfers.tasks.partial_overdue_sweep")

@@ -1,7 +1,9 @@
-"""The two statuses of webhooks and their one writer each: an endpoint's ``status`` and a delivery's ``state``.
+"""The three statuses of webhooks and their one writer each: an endpoint's ``status``, a delivery's ``state``
+and an attempt's ``status``.
 
 An endpoint's moves are kept (who disabled or enabled it, and why: the partner, staff, or the service giving
-up on it); a delivery's are not, its attempts are its history.
+up on it); a delivery's are not, its attempts are its history; an attempt moves once, from ``pending`` to its
+outcome.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from typing import Any
 
 from config.core.statemachine import StateMachine
 
-from .models import WebhookDelivery, WebhookEndpoint, WebhookEndpointStatusHistory
+from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEndpointStatusHistory
 
 E = WebhookEndpoint.Status
 D = WebhookDelivery.State
+A = WebhookAttempt.Status
 
 ENDPOINT_TRANSITIONS = {
     E.ENABLED: frozenset({E.DISABLED}),
@@ -39,6 +42,19 @@ DELIVERY_MACHINE = StateMachine(
     name="webhook delivery", field="state", moves=DELIVERY_TRANSITIONS, history=None
 )
 
+# An attempt is claimed ``pending`` and its outcome recorded once: it succeeded, failed with another attempt
+# scheduled (``retrying``), or failed for good; one a worker left pending when it died is recorded failed by the
+# next claim (``worker_lost``).
+ATTEMPT_TRANSITIONS = {
+    A.PENDING: frozenset({A.SUCCEEDED, A.RETRYING, A.FAILED}),
+    A.SUCCEEDED: frozenset(),
+    A.RETRYING: frozenset(),
+    A.FAILED: frozenset(),
+}
+ATTEMPT_MACHINE = StateMachine(
+    name="webhook attempt", field="status", moves=ATTEMPT_TRANSITIONS, history=None
+)
+
 Changes = Mapping[str, Any] | Callable[[Any], Mapping[str, Any]] | None
 
 
@@ -58,4 +74,14 @@ def delivery_transition(
     (and writes nothing) for a move ``DELIVERY_TRANSITIONS`` does not have: a delivery that succeeded or
     failed for good never moves again."""
     locked, _ = DELIVERY_MACHINE.move(obj=delivery, to=to, actor=actor, changes=changes)
+    return locked
+
+
+def attempt_transition(
+    *, attempt: WebhookAttempt, to: str, changes: Changes = None, actor: str = "system:webhooks"
+) -> WebhookAttempt:
+    """Record the outcome ``to`` of a pending ``attempt`` (with its other fields, ``changes``) under its row
+    lock; return the locked row. Raises ``IllegalStateMove`` (and writes nothing) for an attempt whose outcome
+    is recorded already."""
+    locked, _ = ATTEMPT_MACHINE.move(obj=attempt, to=to, actor=actor, changes=changes)
     return locked

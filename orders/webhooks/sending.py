@@ -23,10 +23,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.core import metrics
-from config.core.backoff import backoff_seconds as core_backoff_seconds
+from config.core.backoff import backoff_seconds
+from config.core.statemachine import IllegalStateMove
 
 from . import services
-from .machines import delivery_transition
+from .machines import attempt_transition, delivery_transition
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from .request import (  # noqa: F401  (the request's names, as the tests and tasks know them here)
     RETRY_AFTER_MAX_SECONDS,
@@ -78,12 +79,12 @@ def lease_seconds() -> float:
     return in_flight_seconds() + 40
 
 
-def backoff_seconds(timeouts_in_a_row: int, *, jitter: float = 0.0) -> float:
+def endpoint_pause_seconds(timeouts_in_a_row: int, *, jitter: float = 0.0) -> float:
     """How long an endpoint is left alone after its last timeout: none after one, then 1 min doubling, at
     most 30 min (plus up to ``jitter`` of it)."""
     if timeouts_in_a_row < 2:
         return 0
-    return core_backoff_seconds(
+    return backoff_seconds(
         timeouts_in_a_row - 2, first=BACKOFF_FIRST_SECONDS, cap=BACKOFF_MAX_SECONDS, jitter=jitter
     )
 
@@ -91,7 +92,7 @@ def backoff_seconds(timeouts_in_a_row: int, *, jitter: float = 0.0) -> float:
 def retry_delay_seconds(*, attempt_number: int, retry_after_seconds: int | None = None) -> float:
     """Delay before the attempt after ``attempt_number``: the schedule plus up to 20 % jitter, or a longer
     ``Retry-After``."""
-    delay = core_backoff_seconds(attempt_number - 1, schedule=RETRY_DELAYS_SECONDS, jitter=RETRY_JITTER)
+    delay = backoff_seconds(attempt_number - 1, schedule=RETRY_DELAYS_SECONDS, jitter=RETRY_JITTER)
     if retry_after_seconds is not None:
         delay = max(delay, min(retry_after_seconds, RETRY_AFTER_MAX_SECONDS))
     return delay
@@ -167,10 +168,12 @@ def _claim(*, delivery_pk: int, slow_lane: bool = False) -> Claim | Deferral | N
             # the same delivery twice at once. That attempt records the outcome and schedules what follows.
             return None
         # An attempt left "pending" by a worker that died mid-send: it has no answer and never will.
-        lost = pending.update(
-            status=WebhookAttempt.Status.FAILED, error="worker_lost: no result was recorded for this attempt"
-        )
-        for _ in range(lost):
+        for lost in pending:
+            attempt_transition(
+                attempt=lost,
+                to=WebhookAttempt.Status.FAILED,
+                changes={"error": "worker_lost: no result was recorded for this attempt"},
+            )
             transaction.on_commit(lambda: metrics.webhook_attempt_count("failed"))
         # Every endpoint of the partner, locked in one order: the claims of one partner are decided one at a
         # time, so neither limit on attempts in flight can be passed by two claims at once.
@@ -207,9 +210,9 @@ def _deferral(
     timeouts, last_timeout = timeout_streak(endpoint.pk)
     slow = timeouts > 0
     if last_timeout is not None:
-        resume = last_timeout + timedelta(seconds=backoff_seconds(timeouts))
+        resume = last_timeout + timedelta(seconds=endpoint_pause_seconds(timeouts))
         if resume > now:
-            pause = backoff_seconds(timeouts, jitter=RETRY_JITTER)
+            pause = endpoint_pause_seconds(timeouts, jitter=RETRY_JITTER)
             return Deferral(until=last_timeout + timedelta(seconds=pause), slow=True)
     if slow and not slow_lane:
         return Deferral(until=None, slow=True)
@@ -288,21 +291,25 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
         delivery = WebhookDelivery.objects.select_for_update().get(pk=claim.delivery.pk)
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=claim.endpoint.pk)
         attempt = claim.attempt
-        attempt.response_status = outcome.response_status
-        attempt.error = clean_text(outcome.error)[:ERROR_MAX_CHARS]
-        attempt.duration_ms = outcome.duration_ms
-        attempt.response_body_excerpt = clean_text(outcome.response_excerpt)
+        error = clean_text(outcome.error)[:ERROR_MAX_CHARS]
+        recorded = {
+            "response_status": outcome.response_status,
+            "error": error,
+            "duration_ms": outcome.duration_ms,
+            "response_body_excerpt": clean_text(outcome.response_excerpt),
+            "next_attempt_at": None,
+        }
         disabled_reason = ""
         retry_in: float | None = None
         changes: dict = {}
         if outcome.succeeded:
-            attempt.status = WebhookAttempt.Status.SUCCEEDED
+            attempt_to = WebhookAttempt.Status.SUCCEEDED
             to = WebhookDelivery.State.SUCCEEDED
             changes = {"next_attempt_at": None, "last_error": ""}
             endpoint.failing_since = None
             endpoint.last_success_at = now
         else:
-            changes = {"last_error": attempt.error}
+            changes = {"last_error": error}
             if endpoint.failing_since is None:
                 endpoint.failing_since = attempt.attempted_at
             if outcome.response_status == 410:
@@ -315,26 +322,33 @@ def _record(*, claim: Claim, outcome: Outcome) -> WebhookAttempt:
                 or endpoint.status != WebhookEndpoint.Status.ENABLED
             )
             if final:
-                attempt.status = WebhookAttempt.Status.FAILED
+                attempt_to = WebhookAttempt.Status.FAILED
                 to = WebhookDelivery.State.FAILED
                 changes["next_attempt_at"] = None
             else:
                 retry_in = retry_delay_seconds(
                     attempt_number=attempt.number, retry_after_seconds=outcome.retry_after_seconds
                 )
-                attempt.status = WebhookAttempt.Status.RETRYING
-                attempt.next_attempt_at = now + timedelta(seconds=retry_in)
+                attempt_to = WebhookAttempt.Status.RETRYING
+                recorded["next_attempt_at"] = now + timedelta(seconds=retry_in)
                 to = WebhookDelivery.State.RETRYING
-                changes["next_attempt_at"] = attempt.next_attempt_at
+                changes["next_attempt_at"] = recorded["next_attempt_at"]
         if delivery.state in (WebhookDelivery.State.SUCCEEDED, WebhookDelivery.State.FAILED):
             # Another attempt's outcome ended the delivery first (one winner): this one is kept as sent,
             # the delivery is not moved again and nothing more is scheduled.
-            if attempt.status == WebhookAttempt.Status.RETRYING:
-                attempt.status, attempt.next_attempt_at = WebhookAttempt.Status.FAILED, None
+            if attempt_to == WebhookAttempt.Status.RETRYING:
+                attempt_to, recorded["next_attempt_at"] = WebhookAttempt.Status.FAILED, None
             retry_in = None
         else:
             delivery = delivery_transition(delivery=delivery, to=to, changes=changes)
-        attempt.save()
+        try:
+            attempt = attempt_transition(attempt=attempt, to=attempt_to, changes=recorded)
+        except IllegalStateMove:
+            # Recorded as lost by a later claim (this worker outlived the hard time limit): kept as recorded.
+            logger.warning(
+                "Webhook %s attempt %d ended after it was recorded lost", delivery.delivery_id, attempt.number
+            )
+            attempt.refresh_from_db()
         transaction.on_commit(lambda: metrics.webhook_attempt_count(outcome.metric_outcome))
         endpoint.save(update_fields=["failing_since", "last_success_at", "updated_at"])
         if disabled_reason and endpoint.status == WebhookEndpoint.Status.ENABLED:

@@ -5,11 +5,10 @@ sweep, the purge and the "endpoint disabled" e-mail run on the default queue, so
 starve them (``task_routes`` in ``config/celery.py``)."""
 
 import logging
-import smtplib
 
 from celery import shared_task
 
-from config.core.backoff import backoff_seconds
+from config.core.retrying import RetryingTask
 
 from . import emails, sending, services
 
@@ -61,10 +60,6 @@ def deliveries_purge() -> int:
     return deleted
 
 
-@shared_task(bind=True, name="orders.webhooks.tasks.endpoint_disabled_email", acks_late=True, max_retries=8)
-def endpoint_disabled_email(self, endpoint_pk: int) -> None:
-    try:
-        emails.endpoint_disabled_email(endpoint_pk=endpoint_pk)
-    except (smtplib.SMTPException, ConnectionError, TimeoutError) as exc:
-        # The mail server did not answer: try again later (1, 2, 4 … minutes).
-        raise self.retry(exc=exc, countdown=backoff_seconds(self.request.retries, first=60))
+@shared_task(base=RetryingTask, name="orders.webhooks.tasks.endpoint_disabled_email", acks_late=True)
+def endpoint_disabled_email(endpoint_pk: int) -> None:
+    emails.endpoint_disabled_email(endpoint_pk=endpoint_pk)

@@ -401,10 +401,10 @@ def test_platform_outage_is_retried_with_backoff_and_refunded_once_later(
 
     # Every delivery asked the platform with the same key, backing off longer each time, then gave up.
     calls = [r for r in caplog.records if getattr(r, "operation", "") == "refund_charge"]
-    assert len(calls) == tasks.MAX_RETRIES + 1
+    assert len(calls) == tasks.refund_for_order.max_retries + 1
     assert {r.outcome for r in calls} == {"unavailable"}
     assert {r.platform_idempotency_key for r in calls} == {f"{order.order_id}:refund"}
-    assert len(countdowns) == tasks.MAX_RETRIES + 1
+    assert len(countdowns) == tasks.refund_for_order.max_retries + 1
     assert countdowns[0] >= 10 and countdowns[1] >= 20 and countdowns[2] >= 40
     charge = Charge.objects.get(order=order)
     assert charge.refund_status == "pending"

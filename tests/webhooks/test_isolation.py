@@ -217,7 +217,7 @@ def test_an_endpoint_that_keeps_timing_out_is_deferred_not_sent(
     wait = (delivery.next_attempt_at - last).total_seconds()
     assert 60 <= wait <= 72
     assert published[-1]["slow"] is True and 45 <= published[-1]["countdown"] <= 72
-    assert [sending.backoff_seconds(n) for n in (1, 2, 3, 4, 8, 20)] == [0, 60, 120, 240, 1800, 1800]
+    assert [sending.endpoint_pause_seconds(n) for n in (1, 2, 3, 4, 8, 20)] == [0, 60, 120, 240, 1800, 1800]
 
 
 @pytest.mark.django_db
