@@ -20,17 +20,6 @@ class _ToSubscribers(RetryingTask):
         return signals.transient_errors(subscriber_names)
 
 
-class _ToSubscriber(RetryingTask):
-    def transient_for(self, notification_pk: int, subscriber_name: str) -> tuple:
-        return signals.transient_errors([subscriber_name])
-
-
-@shared_task(base=_ToSubscriber, name="orders.tasks.notification_deliver", acks_late=True)
-def notification_deliver(notification_pk: int, subscriber_name: str) -> bool:
-    """One notification to one subscriber of ``orders.signals``; its transient errors are retried."""
-    return outbox.notification_deliver(notification_pk=notification_pk, subscriber_name=subscriber_name)
-
-
 @shared_task(base=_ToSubscribers, name="orders.tasks.notifications_deliver", acks_late=True)
 def notifications_deliver(notification_pk: int, subscriber_names: list[str]) -> list[str]:
     """One notification to each of its subscribers, in turn (one message per notification rather than one per

@@ -256,3 +256,58 @@ def test_the_partner_guide_names_no_module_or_file_of_the_code():
         "orders.services",
         "payouts/tasks.py",
     ]
+
+
+# --- the architecture names the code as it is -------------------------------------------------------------------
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+PACKAGES = ("config", "partners", "catalog", "quotes", "orders", "payouts")
+DOTTED_PATH = re.compile(rf"(?:{'|'.join(PACKAGES)})(?:\.[A-Za-z_]\w*)+")
+REPO_PATH = re.compile(rf"(?:{'|'.join(PACKAGES)}|templates|tests|bench|docs)/[\w./-]*")
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``dotted`` is a module, or an attribute (a function, a class, a constant) of one."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name, None)
+            if found is None:
+                return False
+        return True
+    return False
+
+
+def names_missing_from_the_code(text: str, root: Path = ROOT) -> list[str]:
+    """Every `dotted.path` of the apps and every `app/path` a document names in code spans that does not exist."""
+
+    def exists(span: str) -> bool:
+        if DOTTED_PATH.fullmatch(span):
+            return _resolves(span)
+        return not REPO_PATH.fullmatch(span) or (root / span.rstrip("/")).exists()
+
+    return [span for span in dict.fromkeys(CODE_SPAN.findall(text)) if not exists(span)]
+
+
+def test_every_module_and_dotted_path_the_architecture_names_exists():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert len(CODE_SPAN.findall(text)) > 100  # the scan reads the document's code spans
+    assert names_missing_from_the_code(text) == []
+
+
+def test_a_module_or_dotted_path_that_is_gone_is_found():
+    text = (
+        "`orders.services.order_transition` and `orders/webhooks/machines.py` exist; "
+        "`orders.tasks.no_such_task`, `orders.webhooks.secrets` and `orders/webhooks/secrets.py` do not; "
+        "`order.created` and `/portal/` are not code"
+    )
+    assert names_missing_from_the_code(text) == [
+        "orders.tasks.no_such_task",
+        "orders.webhooks.secrets",
+        "orders/webhooks/secrets.py",
+    ]

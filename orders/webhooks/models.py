@@ -1,7 +1,7 @@
 """Webhook endpoints, deliveries (one notification to one endpoint) and the attempts of each delivery.
 
-An endpoint's signing secrets are stored encrypted (``orders.webhooks.secrets``): deliveries need them in
-clear to sign, so a digest would not do, but a database dump alone must not reveal them.
+An endpoint's signing secrets are stored encrypted (``orders.webhooks.signing_secrets``): deliveries need them
+in clear to sign, so a digest would not do, but a database dump alone must not reveal them.
 """
 
 from django.db import models

@@ -229,7 +229,7 @@ def get_platform(name: str | None = None) -> PaymentPlatform:
     """The backend ``name`` (default: ``settings.PAYMENT_PLATFORM``), wrapped in ``LoggedPlatform``."""
     name = name or settings.PAYMENT_PLATFORM
     if name == "sandbox":
-        from .sandbox import SandboxPlatform
+        from .sandbox_backend import SandboxPlatform
 
         return LoggedPlatform(SandboxPlatform())
     if name == "stripe":

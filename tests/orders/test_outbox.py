@@ -175,7 +175,7 @@ def test_a_subscriber_gets_each_notification_once_even_when_delivered_twice(part
     notification = Notification.objects.get(order=order)
     assert outbox.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
     assert not outbox.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
-    tasks.notification_deliver.apply(args=[notification.pk, "tests.recorder"])
+    tasks.notifications_deliver.apply(args=[notification.pk, ["tests.recorder"]])
     assert received == [(notification.notification_id, "order.created")]
     assert (
         NotificationReceipt.objects.filter(notification=notification, subscriber="tests.recorder").count()

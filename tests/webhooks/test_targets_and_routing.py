@@ -130,7 +130,7 @@ def test_the_embedded_default_allows_them():
 def test_deliveries_are_routed_to_the_webhooks_queue_and_confirmations_are_not():
     router = celery_app.amqp.router
     send = router.route({}, "orders.webhooks.tasks.delivery_attempt", args=(1,))
-    confirm = router.route({}, "orders.tasks.notification_deliver", args=(1, "payouts.confirmation"))
+    confirm = router.route({}, "orders.tasks.notifications_deliver", args=(1, ["payouts.confirmation"]))
     assert send["queue"].name == "webhooks"
     assert confirm["queue"].name == celery_app.conf.task_default_queue != "webhooks"
 

@@ -1,7 +1,9 @@
-"""The client of the ``sandbox`` payment platform (``SandboxPlatform``, implementing ``PaymentPlatform``).
+"""The sandbox backend: the payment platform backend ``PAYMENT_PLATFORM=sandbox`` selects (``SandboxPlatform``,
+implementing ``PaymentPlatform``).
 
-The platform's own side (its records, its test numbers and its pages under ``/sandbox/``) is the
-``payouts.sandbox`` app; this client reads and writes its records as a real provider's API would.
+It talks to the payment sandbox, the simulated payment platform inside the service (the ``payouts.sandbox``
+app: its records, its test numbers and its pages under ``/sandbox/``), reading and writing its records as a real
+provider's API would. (The transfer sandbox, test mode's signed transfer e-mails, is ``orders.transfers.sandbox``.)
 """
 
 from __future__ import annotations
