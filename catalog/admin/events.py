@@ -7,6 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from config.core.admin_permissions import staff_may
+from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import status_history_table
 
 from .. import services
@@ -191,11 +192,37 @@ class EventAdmin(admin.ModelAdmin):
     @admin.action(
         description="Cancel selected events (no new quotes or orders)", permissions=["cancel_event"]
     )
-    def cancel_events(self, request, queryset) -> None:
-        actor = f"staff:{request.user.get_username()}"
-        canceled = sum(services.event_cancel(event=event, actor=actor) for event in queryset)
-        self.message_user(
+    def cancel_events(self, request, queryset):
+        # Canceling an event cancels its open orders (refunds, e-mails, notifications): staff confirm and say why.
+        events = list(queryset.select_related("venue").order_by("starts_at", "pk"))
+
+        def act(data: dict) -> None:
+            actor, reason = staff_actor(request), data["reason"]
+            canceled = sum(services.event_cancel(event=e, actor=actor, reason=reason) for e in events)
+            self.message_user(
+                request,
+                f"Canceled {canceled} event(s); {len(events) - canceled} were already canceled.",
+                messages.SUCCESS,
+            )
+
+        return confirm(
             request,
-            f"Canceled {canceled} event(s); {queryset.count() - canceled} were already canceled.",
-            messages.SUCCESS,
+            self,
+            permissions=("catalog.cancel_event",),
+            objects=events,
+            describe=lambda e: (e.event_id, e.name, e.event_date, e.venue.name, e.get_status_display()),
+            columns=("Event", "Name", "Date", "Venue", "Status"),
+            title="Cancel these events?",
+            effects=(
+                "no new quote or order is accepted for them (EVENT_EXPIRED), and the read API shows them "
+                "canceled;",
+                "their open orders (accepted, awaiting transfer) are canceled with the reason “The event was "
+                "canceled”: the quantity goes back, charged cards are refunded, sellers e-mailed, partners "
+                "notified;",
+                "events canceled already are left alone.",
+            ),
+            submit="Yes, cancel these events",
+            reason_label="Reason (kept in each event's status history)",
+            testid="confirm-cancel-events",
+            act=act,
         )

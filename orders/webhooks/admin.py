@@ -8,6 +8,7 @@ or 3 days of failures) once its partner has fixed it; one its partner disabled s
 from django.contrib import admin, messages
 
 from config.core.admin_permissions import staff_may
+from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnlyAdmin, StatusHistoryInline
 
 from . import services
@@ -54,28 +55,54 @@ class WebhookEndpointAdmin(ReadOnlyAdmin):
         description="Enable again (endpoints disabled for failing; not those their partner disabled)",
         permissions=["enable_endpoint"],
     )
-    def enable_endpoints(self, request, queryset) -> None:
-        failed = queryset.filter(status=WebhookEndpoint.Status.DISABLED).exclude(
-            disabled_reason=WebhookEndpoint.DisabledReason.BY_PARTNER
+    def enable_endpoints(self, request, queryset):
+        endpoints = list(queryset.select_related("partner").order_by("pk"))
+
+        def act(data: dict) -> None:
+            enabled = 0
+            for endpoint in endpoints:
+                if endpoint.status != WebhookEndpoint.Status.DISABLED or (
+                    endpoint.disabled_reason == WebhookEndpoint.DisabledReason.BY_PARTNER
+                ):
+                    continue
+                was = endpoint.get_disabled_reason_display()
+                services.endpoint_update(
+                    endpoint=endpoint, status=WebhookEndpoint.Status.ENABLED, actor=staff_actor(request)
+                )
+                self.log_change(request, endpoint, f"Enabled again (was: {was}): {data['reason']}")
+                enabled += 1
+            self.message_user(request, f"Enabled {enabled} endpoint(s).", messages.SUCCESS)
+            if left := len(endpoints) - enabled:
+                self.message_user(
+                    request,
+                    f"{left} left alone: already enabled, or disabled by their partner (theirs to enable).",
+                    messages.WARNING,
+                )
+
+        return confirm(
+            request,
+            self,
+            permissions=("webhooks.change_webhookendpoint",),
+            objects=endpoints,
+            describe=lambda e: (
+                e.endpoint_id,
+                e.partner.name,
+                e.url,
+                e.get_status_display(),
+                e.disabled_reason,
+            ),
+            columns=("Endpoint", "Partner", "URL", "Status", "Disabled for"),
+            title="Enable these endpoints again?",
+            effects=(
+                "each endpoint disabled for failing (410 Gone, or 3 days of failures) is enabled: deliveries to "
+                "it start again with the next notification;",
+                "endpoints already enabled, or disabled by their partner (theirs to enable), are left alone.",
+            ),
+            submit="Yes, enable them again",
+            reason_label="Reason (kept in the audit log)",
+            testid="confirm-enable-endpoints",
+            act=act,
         )
-        enabled = 0
-        for endpoint in failed:
-            services.endpoint_update(
-                endpoint=endpoint,
-                status=WebhookEndpoint.Status.ENABLED,
-                actor=f"staff:{request.user.get_username()}",
-            )
-            self.log_change(
-                request, endpoint, f"Enabled again (was: {endpoint.get_disabled_reason_display()})"
-            )
-            enabled += 1
-        self.message_user(request, f"Enabled {enabled} endpoint(s).", messages.SUCCESS)
-        if left := queryset.count() - enabled:
-            self.message_user(
-                request,
-                f"{left} left alone: already enabled, or disabled by their partner (theirs to enable).",
-                messages.WARNING,
-            )
 
 
 class WebhookAttemptInline(admin.TabularInline):

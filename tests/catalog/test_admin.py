@@ -119,8 +119,12 @@ def test_admin_row_restrictions_must_be_a_list_of_strings(admin_client, db):
 
 
 def test_admin_cancel_action_stops_new_quotes(admin_client, auth_client, event):
+    selection = {"action": "cancel_events", "_selected_action": [event.pk]}
+    confirmation = admin_client.post("/admin/catalog/event/", selection)
+    assert 'data-testid="confirm-cancel-events"' in confirmation.content.decode()
+    assert Event.objects.get(pk=event.pk).status == "scheduled"  # nothing before the confirmation
     response = admin_client.post(
-        "/admin/catalog/event/", {"action": "cancel_events", "_selected_action": [event.pk]}
+        "/admin/catalog/event/", {**selection, "confirmed": "yes", "reason": "The venue closed"}
     )
     assert response.status_code == 302
     event.refresh_from_db()

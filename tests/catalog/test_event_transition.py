@@ -82,12 +82,19 @@ def test_the_admin_cancel_action_is_recorded_and_shown_on_the_event_page():
     staff.force_login(get_user_model().objects.create_superuser("ops", "ops@service.example", "pass 5511 x"))
     event = EventFactory()
     response = staff.post(
-        "/admin/catalog/event/", {"action": "cancel_events", "_selected_action": [event.pk]}, follow=True
+        "/admin/catalog/event/",
+        {
+            "action": "cancel_events",
+            "_selected_action": [event.pk],
+            "confirmed": "yes",
+            "reason": "Artist ill",
+        },
+        follow=True,
     )
     assert "Canceled 1 event(s)" in response.content.decode()
-    assert _history(event) == [(E.SCHEDULED, E.CANCELED, "staff:ops", "Canceled by staff")]
+    assert _history(event) == [(E.SCHEDULED, E.CANCELED, "staff:ops", "Artist ill")]
     page = staff.get(f"/admin/catalog/event/{event.pk}/change/").content.decode()
-    assert "Canceled by staff" in page and "staff:ops" in page
+    assert "Artist ill" in page and "staff:ops" in page
 
 
 def test_a_created_event_records_its_first_status():

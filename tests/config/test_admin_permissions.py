@@ -464,7 +464,14 @@ def test_operations_adjusts_a_quantity_and_cancels_an_event(world, operations_cl
 
     event = world.awaiting.event
     operations_client.post(
-        "/admin/catalog/event/", {"action": "cancel_events", "_selected_action": [event.pk], "index": "0"}
+        "/admin/catalog/event/",
+        {
+            "action": "cancel_events",
+            "_selected_action": [event.pk],
+            "index": "0",
+            "confirmed": "yes",
+            "reason": "venue closed",
+        },
     )
     assert Event.objects.get(pk=event.pk).is_canceled
 
@@ -506,7 +513,13 @@ def test_operations_enables_again_an_endpoint_disabled_for_failing_but_not_one_i
     endpoint_disable(endpoint=mine, reason=WebhookEndpoint.DisabledReason.BY_PARTNER, notify=False)
     response = operations_client.post(
         "/admin/webhooks/webhookendpoint/",
-        {"action": "enable_endpoints", "_selected_action": [failed.pk, mine.pk], "index": "0"},
+        {
+            "action": "enable_endpoints",
+            "_selected_action": [failed.pk, mine.pk],
+            "index": "0",
+            "confirmed": "yes",
+            "reason": "partner fixed it",
+        },
         follow=True,
     )
     assert "Enabled 1 endpoint(s)." in response.content.decode()
