@@ -166,6 +166,11 @@ def ticket_file_read_isolated(data: bytes, *, max_bytes: int | None = None) -> F
         child.kill()
         child.communicate()
         return FileReading(kind=kind, verdict=TOO_SLOW, seconds=time.perf_counter() - started)
+    except BaseException:
+        # The task's own time limit (or anything else) cut the wait: the child does not outlive it.
+        child.kill()
+        child.wait()
+        raise
     reading = _reading_loads(out) if child.returncode == 0 else None
     if reading is None:
         # Killed by its CPU rlimit (SIGXCPU) is too slow; out of address space or any other crash is unreadable.
