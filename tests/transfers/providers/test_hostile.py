@@ -170,3 +170,34 @@ def test_the_sweep_takes_recipients_from_ses_receipt_never_from_the_senders_to(
     assert ses_sweep(now=timezone.now() + timedelta(minutes=10)) == 1
     row = InboundMessage.objects.get()
     assert row.recipient == other.transfer_address and row.order_id == other.pk
+
+
+@pytest.mark.parametrize("line_break", [b"\r", b"\n"], ids=["bare CR", "bare LF"])
+def test_a_smuggled_to_posted_by_a_provider_opens_unverifiable_and_moves_nothing(
+    inbound_settings, partner, line_break
+):
+    """A provider cannot refuse at DATA: the genuine signed mail of another order, with an unsigned line on
+    top hiding a To of this order behind a bare CR (or LF), is posted over HTTP and nothing is read from it."""
+    from orders.transfers import process, sandbox
+    from orders.transfers.models import TransferCase
+    from tests.transfers.pipeline import conftest as pipeline
+    from tests.transfers.pipeline import mail
+
+    from .signed import postmark_json
+
+    order, other = pipeline.transfer_order(partner), pipeline.transfer_order(partner)
+    genuine = sandbox.sandbox_sign(mail.compose(other, "transfer_offer", seats=[1, 2]))
+    smuggled = b"X-Note: x" + line_break + b"To: " + order.transfer_address.encode() + b"\r\n" + genuine
+    response = Client().post(
+        "/inbound/postmark/inbound/",
+        data=postmark_json(smuggled, order.transfer_address),
+        content_type="application/json",
+        **basic_auth(),
+    )
+    assert response.status_code == 200
+    message = InboundMessage.objects.get(recipient=order.transfer_address)
+    assert process.message_process(message_pk=message.pk) == "case"
+    case = TransferCase.objects.get(order=order)
+    assert case.kind == "unverifiable" and case.defers_expiry is False
+    order.refresh_from_db()
+    assert (order.status, order.transfer_state) == ("awaiting_transfer", "none")
