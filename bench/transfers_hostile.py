@@ -41,10 +41,14 @@ def signature_flood(signed: bytes, size: int = 1_000_000) -> bytes:
 
 def poison_nest(to: str, depth: int = 1000, *, message_id: str = "nest") -> bytes:
     """An unsigned message of ``depth`` nested multiparts (Python's parser recurses once per level)."""
+    from email.utils import format_datetime
+
+    from django.utils import timezone
+
     head = (
         "From: Sandbox Tickets <transfers@sandbox.invalid>\r\n"
         f"To: {to}\r\nSubject: You've been sent 2 tickets to Skyline Festival\r\n"
-        "Date: Wed, 25 Nov 2026 05:00:00 +0000\r\n"
+        f"Date: {format_datetime(timezone.now())}\r\n"
         f"Message-ID: <{message_id}@sandbox.invalid>\r\nMIME-Version: 1.0\r\n"
         'Content-Type: multipart/mixed; boundary="b0"\r\n\r\n'
     )

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from datetime import timedelta
+from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ def _ses_object(order_address: str, *, to: str, received_for: str | None) -> byt
     received = (
         f"Received: from mail.tickets.example (mail.tickets.example [192.0.2.1])\r\n"
         f" by inbound-smtp.us-east-1.amazonaws.com with SMTP id 0abc\r\n"
-        f" for {received_for};\r\n Wed, 25 Nov 2026 05:00:00 +0000 (UTC)\r\n"
+        f" for {received_for};\r\n {format_datetime(timezone.now())}\r\n"
     ).encode()
     head = b"Return-Path: <bounces@tickets.example>\r\n" + (received if received_for else b"")
     return (

@@ -2,6 +2,7 @@
 object already stored through the webhook, or too young or too old, is left alone. S3 is moto's server."""
 
 from datetime import timedelta
+from email.utils import format_datetime
 
 import environ
 import pytest
@@ -28,7 +29,7 @@ def ses_headers(recipient: str) -> bytes:
         b"Return-Path: <bounces@tickets.example>\r\n"
         b"Received: from mail.tickets.example (mail.tickets.example [192.0.2.1])\r\n"
         b" by inbound-smtp.us-east-1.amazonaws.com with SMTP id 0abc\r\n"
-        b" for " + recipient.encode() + b";\r\n Wed, 25 Nov 2026 05:00:00 +0000 (UTC)\r\n"
+        b" for " + recipient.encode() + b";\r\n " + format_datetime(timezone.now()).encode() + b"\r\n"
         b"Received-SPF: pass (spfCheck: domain of tickets.example designates 192.0.2.1 as permitted sender)\r\n"
         b"X-SES-Spam-Verdict: PASS\r\n"
         b"X-SES-Virus-Verdict: FAIL\r\n"

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import re
 import socket
+from email.utils import format_datetime
 
 import dkim
 import pytest
+from django.utils import timezone
 
 from orders.models import Order
 from orders.transfers import smtp as smtp_module
@@ -155,9 +157,9 @@ def test_a_sixth_recipient_is_refused_with_452(receiver, transactional_db):
     partner = make_partner().partner
     orders = [make_order(partner, status="awaiting_transfer") for _ in range(6)]
     raw = (
-        b"From: x@sandbox.invalid\r\nTo: x@sandbox.invalid\r\nSubject: s\r\n"
-        b"Date: Wed, 25 Nov 2026 05:00:00 +0000\r\nMessage-ID: <r@sandbox.invalid>\r\n\r\nbody\r\n"
-    )
+        "From: x@sandbox.invalid\r\nTo: x@sandbox.invalid\r\nSubject: s\r\n"
+        f"Date: {format_datetime(timezone.now())}\r\nMessage-ID: <r@sandbox.invalid>\r\n\r\nbody\r\n"
+    ).encode()
     with smtplib_client(receiver) as client:
         client.ehlo("mx.sandbox.invalid")
         client.mail("x@sandbox.invalid")

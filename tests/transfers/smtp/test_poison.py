@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, time, timedelta
+from email.utils import format_datetime
 
 import pytest
 import time_machine
 from django.db import connections, transaction
+from django.utils import timezone
 
 from config.celery import app
 from orders.services import orders_expire_overdue
@@ -28,12 +30,15 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 HEAD = (
     "From: Sandbox Tickets <transfers@sandbox.invalid>\r\nTo: {to}\r\n"
     "Subject: You've been sent 2 tickets to Skyline Festival\r\n"
-    "Date: Wed, 25 Nov 2026 05:00:00 +0000\r\nMessage-ID: <{mid}@sandbox.invalid>\r\nMIME-Version: 1.0\r\n"
+    "Date: {date}\r\nMessage-ID: <{mid}@sandbox.invalid>\r\nMIME-Version: 1.0\r\n"
 )
 
 
 def nested(to: str, depth: int) -> bytes:
-    head = HEAD.format(to=to, mid=f"nest{depth}") + 'Content-Type: multipart/mixed; boundary="b0"\r\n\r\n'
+    head = (
+        HEAD.format(to=to, mid=f"nest{depth}", date=format_datetime(timezone.now()))
+        + 'Content-Type: multipart/mixed; boundary="b0"\r\n\r\n'
+    )
     opening = "".join(
         f'--b{level}\r\nContent-Type: multipart/mixed; boundary="b{level + 1}"\r\n\r\n'
         for level in range(depth)
@@ -43,7 +48,10 @@ def nested(to: str, depth: int) -> bytes:
 
 
 def many_parts(to: str, parts: int) -> bytes:
-    head = HEAD.format(to=to, mid=f"parts{parts}") + 'Content-Type: multipart/mixed; boundary="p"\r\n\r\n'
+    head = (
+        HEAD.format(to=to, mid=f"parts{parts}", date=format_datetime(timezone.now()))
+        + 'Content-Type: multipart/mixed; boundary="p"\r\n\r\n'
+    )
     body = "".join(f"--p\r\nContent-Type: text/plain\r\n\r\npart {n}\r\n" for n in range(parts))
     return (head + body + "--p--\r\n").encode()
 
