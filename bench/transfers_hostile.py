@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 
 
-def pdf_bomb(lines: int = 45_000) -> bytes:
+def pdf_bomb(lines: int = 300_000) -> bytes:
     """A one-page PDF of ``lines`` stroked lines: a few KB compressed, seconds to minutes of rendering."""
     ops = b"".join(
         b"%d %d m %d %d l S\n" % (i % 120 * 5, i % 120 * 6, 600 - i % 120 * 5, 800 - i % 60 * 13)
@@ -60,7 +60,7 @@ def poison_nest(to: str, depth: int = 1000, *, message_id: str = "nest") -> byte
     return (head + opening + f"--b{depth}\r\nContent-Type: text/plain\r\n\r\nhi\r\n" + closing).encode()
 
 
-def bomb_mail(to: str, *, lines: int = 45_000) -> bytes:
+def bomb_mail(to: str, *, lines: int = 300_000) -> bytes:
     """A mobile_qr transfer mail (unsigned, CRLF) whose attachment is ``pdf_bomb(lines)``."""
     from email import policy
     from email.message import EmailMessage

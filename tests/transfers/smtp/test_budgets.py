@@ -104,7 +104,7 @@ def test_a_pdf_bomb_is_decoded_for_10_s_at_most_then_a_case_opens(receiver, part
     mail["Message-ID"] = make_msgid(domain="sandbox.invalid")
     mail.set_content("Your tickets are attached.\n")
     bomb = pdf_bomb()
-    assert len(bomb) < 10_000
+    assert len(bomb) < 64_000  # a small attachment: the cost is in the drawing, not the bytes
     mail.add_attachment(bomb, maintype="application", subtype="pdf", filename="tickets.pdf")
     raw = sandbox_sign(mail.as_bytes(policy=policy.SMTP))
 
