@@ -7,13 +7,20 @@ over SMTP, each to its own order, paced at ``--rate`` per second (4 by default; 
 which measures the backlog of a burst rather than a message's own latency). Latency per message: from its arrival (``InboundMessage.received_at``,
 written as the DATA phase ends) to the order's ``ticket_received`` history row.
 
-- production: PostgreSQL, Redis as broker, one Celery worker (``--concurrency 1``) processing the messages;
+- production: PostgreSQL, Redis as broker, one Celery worker (``--concurrency 1``, or ``--concurrency N``)
+  processing the messages;
 - embedded: SQLite, tasks in-process (the receiver processes each message right after its commit).
+
+With ``--hostile`` (the default) a second round of as many genuine e-mails to other orders runs while a
+seller attacks beside them (``bench/transfers_hostile.py``): every ``HOSTILE_EVERY_SECONDS`` a 1 MB
+signature flood over SMTP (refused at DATA) and the same flood handed over as a provider would (stored and
+processed), a 1,000-deep MIME nest, and a sandbox-signed mobile_qr mail carrying a PDF bomb (decoded until
+its child process is killed at 10 s). The genuine mails' p95 is reported with and without the attack.
 
 And, when the ticket-file check exists (``orders.transfers.files.ticket_file_check``), its seconds per page
 on a generated multi-page ticket PDF (p95 over 20 runs).
 
-Usage: ``python -m bench.transfers [--shape production|embedded|both] [--messages 200]``; the driver runs
+Usage: ``python -m bench.transfers [--shape production|embedded|both] [--messages 200] [--no-hostile]``; the driver runs
 itself again under each shape's environment (``--inner``) to use the ORM there.
 """
 
@@ -77,7 +84,7 @@ def shape_env(shape: str, data_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_shape(shape: str, messages: int, rate: float) -> dict:
+def run_shape(shape: str, messages: int, rate: float, hostile: bool = True, concurrency: int = 1) -> dict:
     data_dir = Path(tempfile.mkdtemp(prefix=f"bench-transfers-{shape}-"))
     env = shape_env(shape, data_dir)
     if shape == "production":
@@ -103,7 +110,7 @@ def run_shape(shape: str, messages: int, rate: float) -> dict:
                         "config",
                         "worker",
                         "--concurrency",
-                        "1",
+                        str(concurrency),
                         "--loglevel=WARNING",
                     ],
                     cwd=ROOT,
@@ -122,7 +129,18 @@ def run_shape(shape: str, messages: int, rate: float) -> dict:
             )
         )
         done = subprocess.run(
-            [PY, "-m", "bench.transfers", "--inner", shape, "--messages", str(messages), "--rate", str(rate)],
+            [
+                PY,
+                "-m",
+                "bench.transfers",
+                "--inner",
+                shape,
+                "--messages",
+                str(messages),
+                "--rate",
+                str(rate),
+                *([] if hostile else ["--no-hostile"]),
+            ],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -143,7 +161,11 @@ def run_shape(shape: str, messages: int, rate: float) -> dict:
 
 
 # --- inside a shape's environment -------------------------------------------------------------------------
-def inner(shape: str, messages: int, rate: float) -> dict:
+HOSTILE_EVERY_SECONDS = 10.0
+HOSTILE_TARGETS = 12  # orders the attacks are sent to (each attack its own order)
+
+
+def inner(shape: str, messages: int, rate: float, hostile: bool = True) -> dict:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -152,10 +174,9 @@ def inner(shape: str, messages: int, rate: float) -> dict:
 
     from django.conf import settings
 
-    from orders.models import Order, OrderStatusHistory
+    from orders.models import Order
     from orders.services import order_create
     from orders.transfers import mail_compose
-    from orders.transfers.models import InboundMessage
     from partners import services as partner_services
     from tests.orders.factories import order_row
     from tests.quotes.factories import QuoteFactory, quote_token
@@ -166,22 +187,30 @@ def inner(shape: str, messages: int, rate: float) -> dict:
 
     payment_methods_create_sandbox(partner=partner)
     row = order_row(available_quantity=10_000)
-    orders = []
-    for _ in range(messages):
-        quote = QuoteFactory(partner=partner, row=row, quantity=2, livemode=False)
-        orders.append(
-            order_create(
-                partner_pk=partner.pk,
-                actor="partner:bench",
-                quote_id=quote_token(quote),
-                delivery_type="mobile_transfer",
-                is_ready_to_deliver=True,
-                in_hand_date=quote.event.event_date - timedelta(days=7),
-                livemode=False,
+
+    def make(count: int, delivery_type: str = "mobile_transfer") -> list:
+        made = []
+        for _ in range(count):
+            quote = QuoteFactory(partner=partner, row=row, quantity=2, livemode=False)
+            made.append(
+                order_create(
+                    partner_pk=partner.pk,
+                    actor="partner:bench",
+                    quote_id=quote_token(quote),
+                    delivery_type=delivery_type,
+                    is_ready_to_deliver=delivery_type == "mobile_transfer",
+                    in_hand_date=quote.event.event_date - timedelta(days=7),
+                    livemode=False,
+                )
             )
-        )
-    pks = [o.pk for o in orders]
-    deadline = time.monotonic() + 300
+        return made
+
+    orders = make(messages)
+    attacked = make(messages) if hostile else []
+    targets = make(HOSTILE_TARGETS) if hostile else []
+    bombed = make(HOSTILE_TARGETS, "mobile_qr") if hostile else []
+    pks = [o.pk for o in (*orders, *attacked, *targets, *bombed)]
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         waiting = Order.objects.filter(pk__in=pks, status=Order.Status.AWAITING_TRANSFER).count()
         if waiting == len(pks):
@@ -217,13 +246,39 @@ def inner(shape: str, messages: int, rate: float) -> dict:
             break
         except OSError:
             time.sleep(0.2)
+    result = {"shape": shape, "messages": messages, "rate": rate or "burst", **genuine_round(orders, rate)}
+    if hostile:
+        import threading
+
+        stop = threading.Event()
+        attacks: dict[str, int] = {}
+        attacker = threading.Thread(target=attack, args=(targets, bombed, stop, attacks), daemon=True)
+        attacker.start()
+        try:
+            result["hostile"] = genuine_round(attacked, rate)
+        finally:
+            stop.set()
+            attacker.join(120)
+        result["hostile"]["attacks"] = attacks
+    result["pdf"] = pdf_seconds_per_page(orders[0]) if shape == "embedded" else None
+    return result
+
+
+def genuine_round(orders: list, rate: float) -> dict:
+    """Send each order its sandbox-signed ``match`` e-mail at ``rate`` per second; the latency from arrival to
+    ``ticket_received``."""
+    from orders.models import Order, OrderStatusHistory
+    from orders.transfers import mail_compose
+    from orders.transfers.models import InboundMessage
+
+    pks = [o.pk for o in orders]
     started = time.monotonic()
     for n, order in enumerate(Order.objects.filter(pk__in=pks).select_related("event__venue")):
         if rate:  # paced arrivals: the n-th message leaves at n / rate seconds
             time.sleep(max(0.0, started + n / rate - time.monotonic()))
         mail_compose.send_test_transfer(order, "match")
     sent_seconds = time.monotonic() - started
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if Order.objects.filter(pk__in=pks, status=Order.Status.TICKET_RECEIVED).count() == len(pks):
             break
@@ -237,10 +292,7 @@ def inner(shape: str, messages: int, rate: float) -> dict:
     for pk in pks:
         if pk in arrived and pk in moved:
             latencies.append((moved[pk] - arrived[pk]).total_seconds())
-    result = {
-        "shape": shape,
-        "messages": messages,
-        "rate": rate or "burst",
+    return {
         "stored": len(arrived),
         "moved": len(moved),
         "send_seconds": round(sent_seconds, 2),
@@ -249,8 +301,41 @@ def inner(shape: str, messages: int, rate: float) -> dict:
         "max": round(max(latencies), 3) if latencies else None,
         "mean": round(statistics.mean(latencies), 3) if latencies else None,
     }
-    result["pdf"] = pdf_seconds_per_page(orders[0]) if shape == "embedded" else None
-    return result
+
+
+def attack(targets: list, bombed: list, stop, counts: dict) -> None:
+    """A seller beside the genuine mail, every ``HOSTILE_EVERY_SECONDS`` until ``stop``: a 1 MB signature
+    flood over SMTP and handed over as a provider would, a 1,000-deep MIME nest, and a PDF bomb."""
+    import smtplib
+
+    from django.db import close_old_connections
+
+    from bench.transfers_hostile import bomb_mail, poison_nest, signature_flood
+    from orders.transfers import intake, mail_compose
+    from orders.transfers.sandbox import sandbox_sign
+
+    def count(name: str) -> None:
+        counts[name] = counts.get(name, 0) + 1
+
+    def send(raw: bytes, to: str, name: str) -> None:
+        try:
+            mail_compose.smtp_send(raw, recipient=to)
+            count(name + " stored")
+        except (smtplib.SMTPException, mail_compose.RecipientRefused, mail_compose.ReceiverUnavailable):
+            count(name + " refused")
+
+    n = 0
+    while not stop.is_set() and n < len(targets):
+        target, bomb_target = targets[n], bombed[n]
+        flood = signature_flood(sandbox_sign(mail_compose.compose_sandbox_transfer(target, "match")))
+        send(flood, target.transfer_address, "flood over SMTP")
+        intake.message_receive(flood, recipients=[target.transfer_address], channel="postmark", peer="bench")
+        count("flood from a provider")
+        send(poison_nest(target.transfer_address, message_id=f"nest{n}"), target.transfer_address, "poison")
+        send(sandbox_sign(bomb_mail(bomb_target.transfer_address)), bomb_target.transfer_address, "pdf bomb")
+        close_old_connections()
+        n += 1
+        stop.wait(HOSTILE_EVERY_SECONDS)
 
 
 def pdf_seconds_per_page(order) -> dict | None:
@@ -301,12 +386,16 @@ def main() -> None:
         "--rate", type=float, default=4.0, help="messages per second sent (0: all at once, one after another)"
     )
     parser.add_argument("--inner", choices=("production", "embedded"))
+    parser.add_argument("--concurrency", type=int, default=1, help="the production shape's worker processes")
+    parser.add_argument(
+        "--no-hostile", dest="hostile", action="store_false", help="leave out the round under attack"
+    )
     args = parser.parse_args()
     if args.inner:
-        print(json.dumps(inner(args.inner, args.messages, args.rate)))
+        print(json.dumps(inner(args.inner, args.messages, args.rate, args.hostile)))
         return
     shapes = ("production", "embedded") if args.shape == "both" else (args.shape,)
-    results = [run_shape(shape, args.messages, args.rate) for shape in shapes]
+    results = [run_shape(shape, args.messages, args.rate, args.hostile, args.concurrency) for shape in shapes]
     for result in results:
         print(json.dumps(result))
 

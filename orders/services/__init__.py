@@ -256,10 +256,22 @@ def order_cancel(
 
 
 # --- expiry -----------------------------------------------------------------------------------------------
+# Whether an order's open transfer case holds its in-hand expiry: transfer detection registers its rule (only a
+# case that could still lead to a payout does); with none registered, any open case does.
+_expiry_holds: list = []
+
+
+def expiry_hold_register(check) -> None:
+    """Register ``check(order) -> bool``, asked about an order with an open transfer case past its in-hand date."""
+    if check not in _expiry_holds:
+        _expiry_holds.append(check)
+
+
 def orders_expire_overdue(*, now=None) -> list[str]:
     """``awaiting_transfer`` past its in-hand date (venue-local) or, when ready to deliver without one,
-    past the event start → ``expired``. An open transfer case defers the in-hand expiry until it is
-    resolved or the event starts (docs/partners/orders.md "Transfer"). Returns the expired order ids."""
+    past the event start → ``expired``. An open transfer case that could still lead to a payout defers the
+    in-hand expiry until it is resolved or the event starts (docs/partners/orders.md "Transfer"). Returns
+    the expired order ids."""
     now = now or timezone.now()
     # No venue's local "today" is later than UTC's tomorrow, so this bounds the candidates in SQL.
     horizon = (now + timedelta(days=1)).date()
@@ -275,7 +287,8 @@ def orders_expire_overdue(*, now=None) -> list[str]:
             local_today = now.astimezone(order.event.zone).date()
             if local_today <= order.in_hand_date:
                 continue
-            if order.transfer_case_open and order.event.starts_at > now:
+            held = order.transfer_case_open and all(check(order) for check in _expiry_holds)
+            if held and order.event.starts_at > now:
                 continue  # staff are looking at what arrived: the deadline waits for them
             reason = f"In-hand date {order.in_hand_date.isoformat()} passed before the tickets arrived"
         else:

@@ -176,15 +176,35 @@ def order_accept(*, order: Order, actor: str, reason: str) -> Order:
         )
 
 
+def _ask_seller(*, case_pk: int, message: str) -> str:
+    """E-mail the seller before the case is locked (no lock is held across SMTP); the address written to.
+    Raises ``Refused`` (nothing sent, nothing resolved) when the case cannot be asked about or the mail fails."""
+    case = TransferCase.objects.select_related("order").filter(pk=case_pk).first()
+    if case is None or case.state == TransferCase.State.RESOLVED:
+        raise Refused("This case was already resolved.")
+    if case.order is None:
+        raise Refused("This case has no order to act on.")
+    if not message.strip():
+        raise Refused("Write the message to the seller.")
+    try:
+        to = send_transfer_question(order=case.order, question=message.strip())
+    except Exception as exc:  # the mail server refused or is down: nothing is resolved
+        raise Refused(f"The e-mail could not be sent ({type(exc).__name__}); try again.") from None
+    if not to:
+        raise Refused(f"{case.order.order_id} has no seller or partner e-mail address to write to.")
+    return to
+
+
 def case_act(
     *, case_pk: int, action: CaseAction, actor: str, reason: str, accepted: bool = False, message: str = ""
 ) -> str:
-    """Run ``action`` on the case and resolve it, in one transaction with the case locked; returns what was
-    done, for the page. Raises ``Refused`` (nothing changed) when the case is resolved already or the action
+    """Run ``action`` on the case and resolve it, in one transaction with the case locked (asking the seller
+    e-mails first, with no lock held); returns what was done, for the page. Raises ``Refused`` (nothing changed) when the case is resolved already or the action
     does not apply to its order."""
     reason = reason.strip()
     if not reason:
         raise Refused("Give a reason for the case's history.")
+    sent_to = _ask_seller(case_pk=case_pk, message=message) if action.name == "ask_seller" else ""
     try:
         with transaction.atomic():
             case = (
@@ -208,17 +228,7 @@ def case_act(
                     f"Marked received{' and accepted on the platform' if accepted else ''}: {order.order_id}"
                 )
             elif action.name == "ask_seller":
-                if not message.strip():
-                    raise Refused("Write the message to the seller.")
-                try:
-                    to = send_transfer_question(order=order, question=message.strip())
-                except Exception as exc:  # the mail server refused or is down: nothing is resolved
-                    raise Refused(
-                        f"The e-mail could not be sent ({type(exc).__name__}); try again."
-                    ) from None
-                if not to:
-                    raise Refused(f"{order.order_id} has no seller or partner e-mail address to write to.")
-                done = f"E-mailed {to} about {order.order_id}"
+                done = f"E-mailed {sent_to} about {order.order_id}"
             elif action.name == "accept":
                 order_accept(order=order, actor=actor, reason=reason)
                 done = f"Recorded as accepted on the platform: {order.order_id}"

@@ -20,6 +20,13 @@ class TransfersConfig(AppConfig):
 
         registry()  # a bad platform template stops the service here (ImproperlyConfigured)
 
+        from orders.services import expiry_hold_register
+
+        from .state import order_expiry_held
+
+        # Only a case that could still lead to a payout holds the in-hand expiry (junk mail never does).
+        expiry_hold_register(order_expiry_held)
+
         # A pdf order's ticket PDF is checked once the order is confirmed (reaches awaiting_transfer).
         subscribe(
             "transfers-ticket-file",

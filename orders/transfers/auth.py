@@ -2,8 +2,12 @@
 (docs/operations.md "Transfer detection": "Authentic means all of these".)
 
 ``authenticate`` checks, over the raw bytes as received:
-- exactly one From (with exactly one address), To, Subject and Date;
-- a DKIM signature that verifies (key ≥ 1024 bits, no ``l=``, ``h=`` covering From, To, Subject and Date)
+- a header section of at most 64 KB without a bare CR or LF and with at most 5 DKIM-Signature headers
+  (``orders.transfers.bounds``; else ``unverifiable``, nothing verified);
+- exactly one From (with exactly one address), To, Subject, Date and Message-ID, their values read from the
+  instances the signature covers;
+- a DKIM signature that verifies (``rsa-sha256``, key ≥ 1024 bits, no ``l=``, ``h=`` covering From, To,
+  Subject, Date and Message-ID)
   whose ``d=`` is in the From domain's organisational domain; an ARC chain stands in for it only when sealed
   by a sealer listed in ``INBOUND_TRUSTED_ARC_SEALERS``;
 - the From domain is a sender domain of the order's ``primary_site`` in the platform registry; the sandbox
@@ -23,6 +27,7 @@ import email
 import email.policy
 import email.utils
 import hashlib
+import re
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -32,13 +37,14 @@ from ..models import Order
 from . import platforms
 from .auth_dkim import Signature, arc_signature, header_fields, verify_arc, verify_signatures
 from .auth_spf import spf_verdict
+from .bounds import header_problem, no_nul
 from .dns import DnsTempError, get_resolver
 from .models import InboundMessage
 from .verdicts import AuthVerdict
 
 SANDBOX_PLATFORM = "sandbox"
 DATE_SLACK = timedelta(minutes=15)
-SINGLE_HEADERS = ("from", "to", "subject", "date")
+SINGLE_HEADERS = ("from", "to", "subject", "date", "message-id")
 
 
 def platform_sender_domains(site: str) -> set[str]:
@@ -56,37 +62,47 @@ def _is_flagged(value) -> bool:
 
 
 def _read_headers(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
-    """Fill the header fields of ``verdict``; return (From domain, To addresses, Date), recording failures."""
+    """Fill the header fields of ``verdict``; return (From domain, To addresses, Date), recording failures.
+
+    The values are read from the very header instances dkimpy reads and the signature covers (each of From, To,
+    Subject, Date and Message-ID exactly once), never from a second parser's view of the message."""
     counts: dict[str, int] = {}
+    values: dict[str, bytes] = {}
     try:
         fields = header_fields(raw)
     except Exception as exc:  # dkimpy's reader raises more than DKIMException on a broken header section
         verdict.failures.append(f"The header section cannot be read ({str(exc)[:200]})")
         return "", [], None
-    for name, _value in fields:
+    for name, value in fields:
         key = name.decode("ascii", "replace").strip().lower()
         counts[key] = counts.get(key, 0) + 1
+        values.setdefault(key, value)
     for name in SINGLE_HEADERS:
         if counts.get(name, 0) != 1:
             verdict.failures.append(
                 f"The message has {counts.get(name, 0)} {name.capitalize()} headers (exactly one is required)"
             )
     try:
-        return _header_values(raw, verdict)
+        return _header_values(values, verdict)
     except Exception as exc:  # the standard library's header parser on hostile input: fail closed
         verdict.failures.append(f"The headers cannot be read ({exc.__class__.__name__})")
         return "", [], None
 
 
-def _header_values(raw: bytes, verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
-    parsed = email.message_from_bytes(raw, policy=email.policy.default)
+def _header(values: dict[str, bytes], name: str):
+    """The header object (``email.policy.default``) of the one instance of ``name`` dkimpy read, or None."""
+    value = values.get(name)
+    if value is None:
+        return None
+    text = no_nul(value.decode("utf-8", "replace"))
+    unfolded = re.sub(r"\r?\n", "", text).strip()
+    return email.policy.default.header_fetch_parse(name, unfolded)
 
-    def first(name: str):
-        values = parsed.get_all(name) or []
-        return values[0] if values else None
 
-    from_header, to_header = first("from"), first("to")
-    subject, date_header, message_id = first("subject"), first("date"), first("message-id")
+def _header_values(values: dict[str, bytes], verdict: AuthVerdict) -> tuple[str, list[str], datetime | None]:
+    from_header, to_header = _header(values, "from"), _header(values, "to")
+    subject, date_header = _header(values, "subject"), _header(values, "date")
+    message_id = _header(values, "message-id")
     verdict.header_from = str(from_header or "")[:500]
     verdict.header_to = str(to_header or "")[:500]
     verdict.header_subject = str(subject or "")[:500]
@@ -250,6 +266,12 @@ def _replays(raw: bytes, verdict: AuthVerdict, message: InboundMessage) -> tuple
 def authenticate(raw: bytes, *, message: InboundMessage, order: Order) -> AuthVerdict:
     """The authentication verdict of ``raw`` (the bytes of ``message``) as the platform's mail for ``order``."""
     verdict = AuthVerdict(authentic=False)
+    problem = header_problem(raw)
+    if problem:
+        # Nothing is verified (each signature would re-read the whole message and fetch a key).
+        verdict.failures.append(f"Not read: {problem}")
+        verdict.case_kind = "unverifiable"
+        return verdict
     from_domain, to_addresses, date = _read_headers(raw, verdict)
     before = len(verdict.failures)
     chosen, dns_pending = _choose_signature(raw, verdict, from_domain)

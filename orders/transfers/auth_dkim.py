@@ -1,8 +1,10 @@
 """DKIM and ARC for ``orders.transfers.auth`` (docs/operations.md "Transfer detection").
 
 Each DKIM-Signature is verified over the raw bytes with dkimpy, its key fetched through the service's resolver;
-a signature is usable only if it verifies, its key has at least 1024 bits, it has no ``l=``, its ``h=`` covers
-From, To, Subject and Date, and its ``d=`` is in the From domain's organisational domain (public suffix list).
+a signature is usable only if it verifies, its algorithm is ``rsa-sha256`` (``rsa-sha1`` is refused), its key
+has at least 1024 bits, it has no ``l=``, its ``h=`` covers From, To, Subject, Date and Message-ID, and its
+``d=`` is in the From domain's organisational domain (public suffix list). At most five signatures are read
+(``orders.transfers.bounds``).
 An ARC chain counts only when its latest seal comes from a sealer listed in ``INBOUND_TRUSTED_ARC_SEALERS``,
 the chain verifies, and that sealer's ARC-Authentication-Results reports a DKIM pass for an aligned domain
 whose signature is still on the message with the same tags.
@@ -17,9 +19,10 @@ from functools import lru_cache
 import dkim
 from dkim.util import InvalidTagValueList, parse_tag_value
 
+from .bounds import MAX_DKIM_SIGNATURES
 from .dns import DnsNotFound, DnsTempError, Resolver, dkim_dnsfunc
 
-REQUIRED_SIGNED = ("from", "to", "subject", "date")
+REQUIRED_SIGNED = ("from", "to", "subject", "date", "message-id")
 MIN_KEY_BITS = 1024
 
 
@@ -102,9 +105,9 @@ def _policy_problems(sig: Signature, from_domain: str) -> list[str]:
         problems.append("it has an l= tag: only part of the body is signed, text may have been appended")
     if sig.algorithm.startswith("rsa") and 0 < sig.bits < MIN_KEY_BITS:
         problems.append(f"its key has {sig.bits} bits (at least {MIN_KEY_BITS} are required)")
-    if not sig.algorithm.startswith("rsa"):
+    if sig.algorithm != "rsa-sha256":
         problems.append(
-            f"its algorithm {sig.algorithm or '?'} is not accepted (RSA keys of 1024 bits or more)"
+            f"its algorithm {sig.algorithm or '?'} is not accepted (rsa-sha256 with a key of 1024 bits or more)"
         )
     missing = [h for h in REQUIRED_SIGNED if h not in sig.signed_headers]
     if missing:
@@ -149,6 +152,7 @@ def verify_signatures(raw: bytes, resolver: Resolver, from_domain: str) -> list[
         values = [v for n, v in header_fields(raw) if n.lower() == b"dkim-signature"]
     except Exception:  # an unreadable header section (dkimpy raises more than DKIMException): no signature
         return []
+    values = values[:MAX_DKIM_SIGNATURES]  # each one re-reads the whole message: the receiver refuses more
     signatures = []
     for idx, value in enumerate(values):
         sig = _signature_from_tags(idx + 1, _tags(value))

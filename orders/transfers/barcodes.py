@@ -2,7 +2,9 @@
 the limits of docs/architecture.md "Transfer detection" (20 pages, 10 s of decoding per file counted in
 the reading thread's CPU time, the upload's size limit).
 
-``ticket_file_read`` never raises on what the file holds: an encrypted, corrupt, oversized or too slow file
+``ticket_file_read_isolated`` reads a file in a child process (an address-space and a CPU rlimit, killed at
+10 s of wall time), which is how every ticket file is read. ``ticket_file_read`` never raises on what the file
+holds: an encrypted, corrupt, oversized or too slow file
 comes back as a ``FileReading`` whose ``verdict`` says so. The barcodes' text lives only in memory here: the
 ``repr`` of a ``ReadBarcode`` shows its last 4 characters, so a log line or a traceback never carries one.
 """
@@ -10,10 +12,17 @@ comes back as a ``FileReading`` whose ``verdict`` says so. The barcodes' text li
 from __future__ import annotations
 
 import io
+import json
 import math
+import os
+import resource
+import signal
+import subprocess
+import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_raw
@@ -124,6 +133,79 @@ def ticket_file_read(data: bytes, *, max_bytes: int | None = None) -> FileReadin
     return reading
 
 
+# --- in a child process -------------------------------------------------------------------------------------
+# Every file a seller or a partner gives is read in a child process of its own: an address-space and a CPU
+# rlimit, and a kill once ``MAX_DECODE_SECONDS`` of wall time have passed (its reading is then ``too_slow``), so
+# no file, however it is built (45,000 stroked lines in 3 KB), holds a worker past the budget, and PDFium's
+# one-document-at-a-time lock is never waited on across files.
+CHILD_ADDRESS_SPACE_BYTES = 2 * 1024 * 1024 * 1024
+CHILD_CPU_SECONDS = int(MAX_DECODE_SECONDS) + 1
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def ticket_file_read_isolated(data: bytes, *, max_bytes: int | None = None) -> FileReading:
+    """``ticket_file_read`` in a child process killed at ``MAX_DECODE_SECONDS`` of wall time. Never raises
+    for the file's content: a child killed or crashed gives ``too_slow`` or ``corrupt``."""
+    started = time.perf_counter()
+    limit = settings.ORDER_PDF_MAX_BYTES if max_bytes is None else max_bytes
+    kind = file_kind(data)
+    if not data or len(data) > limit or kind == "unknown":
+        return ticket_file_read(data, max_bytes=limit)  # decided without decoding anything
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_ROOT), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen(  # noqa: S603 (this interpreter, this module)
+        [sys.executable, "-m", "orders.transfers.barcodes", str(limit)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=str(_ROOT),
+        env=env,
+    )
+    try:
+        out, _ = child.communicate(data, timeout=MAX_DECODE_SECONDS)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        return FileReading(kind=kind, verdict=TOO_SLOW, seconds=time.perf_counter() - started)
+    except BaseException:
+        # The task's own time limit (or anything else) cut the wait: the child does not outlive it.
+        child.kill()
+        child.wait()
+        raise
+    reading = _reading_loads(out) if child.returncode == 0 else None
+    if reading is None:
+        # Killed by its CPU rlimit (SIGXCPU) is too slow; out of address space or any other crash is unreadable.
+        verdict = TOO_SLOW if child.returncode in (-signal.SIGXCPU, -signal.SIGKILL) else CORRUPT
+        reading = FileReading(kind=kind, verdict=verdict)
+    reading.seconds = time.perf_counter() - started
+    return reading
+
+
+def _reading_dumps(reading: FileReading) -> bytes:
+    data = asdict(reading)
+    data["barcodes"] = [[b.text, b.symbology, b.page] for b in reading.barcodes]
+    return json.dumps(data).encode()
+
+
+def _reading_loads(out: bytes) -> FileReading | None:
+    try:
+        data = json.loads(out)
+        data["barcodes"] = [ReadBarcode(text=t, symbology=s, page=int(p)) for t, s, p in data["barcodes"]]
+        return FileReading(**data)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _child_main(argv: list[str]) -> int:
+    """The child: its rlimits first, then the file from stdin, its reading as JSON on stdout."""
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_ADDRESS_SPACE_BYTES, CHILD_ADDRESS_SPACE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_SECONDS, CHILD_CPU_SECONDS + 1))
+    data = sys.stdin.buffer.read()
+    reading = ticket_file_read(data, max_bytes=int(argv[0]))
+    sys.stdout.buffer.write(_reading_dumps(reading))
+    sys.stdout.buffer.flush()
+    return 0
+
+
 def decode(image: Image.Image, *, page: int) -> list[ReadBarcode]:
     found = []
     for result in zxingcpp.read_barcodes(image, formats=FORMATS):
@@ -227,3 +309,7 @@ def _flattened(image: Image.Image) -> Image.Image:
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
     return image.convert("RGB")
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))

@@ -32,6 +32,7 @@ from config.core.publish import publish_on_commit
 from .. import outbox
 from ..models import Order
 from . import state
+from .bounds import no_nul
 from .matching import match
 from .models import InboundMessage, TransferCase, TransferEvidence
 from .verdicts import ParsedMail
@@ -48,6 +49,7 @@ WAITING = "waiting_for_confirmation"
 def finish(message: InboundMessage, outcome: str, action: dict) -> str:
     """Store the decision and close the message (``processed``)."""
     message.verdicts["decision"] = action
+    message.verdicts = no_nul(message.verdicts)
     message.outcome = outcome
     message.stage = InboundMessage.Stage.PROCESSED
     message.processed_at = timezone.now()

@@ -75,13 +75,14 @@ class DnsPythonResolver:
                 self._resolver = resolver
             return self._resolver
 
-    def _resolve(self, name: str, rdtype: str):
+    def _resolve(self, name: str, rdtype: str, timeout: float | None = None):
         import dns.exception
         import dns.name
         import dns.resolver
 
+        lifetime = self.timeout if timeout is None else max(0.01, min(self.timeout, timeout))
         try:
-            return self._get().resolve(name + ".", rdtype, lifetime=self.timeout, search=False)
+            return self._get().resolve(name + ".", rdtype, lifetime=lifetime, search=False)
         except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer, dns.resolver.YXDOMAIN) as exc:
             raise DnsNotFound(f"{name} {rdtype}: {exc.__class__.__name__}") from exc
         except dns.name.NameTooLong as exc:
@@ -93,14 +94,15 @@ class DnsPythonResolver:
         except dns.exception.DNSException as exc:
             raise DnsTempError(f"{name} {rdtype}: {exc.__class__.__name__}: {exc}") from exc
 
-    def txt(self, name: str) -> list[bytes]:
+    def txt(self, name: str, *, timeout: float | None = None) -> list[bytes]:
         name = normalise_name(name)
-        return [b"".join(record.strings) for record in self._resolve(name, "TXT")]
+        return [b"".join(record.strings) for record in self._resolve(name, "TXT", timeout)]
 
-    def lookup(self, name: str, rdtype: str) -> list:
-        """A, AAAA, MX and PTR answers in the shapes pyspf works with (SPF's mechanisms)."""
+    def lookup(self, name: str, rdtype: str, *, timeout: float | None = None) -> list:
+        """A, AAAA, MX and PTR answers in the shapes pyspf works with (SPF's mechanisms); ``timeout`` shortens
+        the lookup's bound (what is left of a budget)."""
         name = normalise_name(name)
-        answer = self._resolve(name, rdtype)
+        answer = self._resolve(name, rdtype, timeout)
         if rdtype in ("A", "AAAA"):
             return [record.address for record in answer]
         if rdtype == "MX":

@@ -15,7 +15,7 @@ from django.conf import settings
 from config.core.keys import derive_key, service_keys
 
 from ..models import Order
-from .barcodes import FileReading, ReadBarcode, ticket_file_read
+from .barcodes import FileReading, ReadBarcode, ticket_file_read_isolated
 from .models import TicketBarcode, TicketFileCheck, TransferCase
 
 S = Order.Status
@@ -221,7 +221,7 @@ def details(*, order, files, source, barcodes, distinct, problems, held, replaye
 
 def ticket_file_named(name: str, data: bytes) -> TicketFile:
     return TicketFile(
-        name=name, data=data, sha256=hashlib.sha256(data).hexdigest(), reading=ticket_file_read(data)
+        name=name, data=data, sha256=hashlib.sha256(data).hexdigest(), reading=ticket_file_read_isolated(data)
     )
 
 

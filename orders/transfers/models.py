@@ -62,6 +62,9 @@ class InboundMessage(models.Model):
     stage = models.CharField(max_length=10, choices=Stage.choices, default=Stage.RECEIVED)
     outcome = models.CharField(max_length=10, choices=Outcome.choices, default="", blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # Processing runs started and not finished in a row (a worker killed, a time limit, a transient error):
+    # at 5 the message is closed with a case instead of being tried again.
+    runs = models.PositiveSmallIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     received_at = models.DateTimeField(default=timezone.now)
     processed_at = models.DateTimeField(null=True, blank=True)
@@ -159,6 +162,9 @@ class TransferCase(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
     summary = models.CharField(max_length=500, blank=True, help_text="Why the case was opened.")
     details = models.JSONField(default=dict, blank=True, help_text="Evidence against the order, per field.")
+    # Only a case that could still lead to a payout holds the order's in-hand expiry while open; one opened
+    # by mail that is not authentic (unverified, unverifiable, a replay, an unreadable message) never does.
+    defers_expiry = models.BooleanField(default=False)
     resolution = models.CharField(max_length=24, choices=Resolution.choices, blank=True)
     resolved_by = models.CharField(max_length=200, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)

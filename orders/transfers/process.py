@@ -2,8 +2,11 @@
 verdict stored on the message (``verdicts["auth"|"parse"|"match"|"decision"]``), every order change through
 ``orders.transfers.state`` (docs/operations.md "Transfer detection").
 
-Once per message: the message row is locked (``select_for_update``) for the whole processing and a message
-already ``processed`` returns its outcome, so the same message delivered twice at once moves the order once.
+Once per message: a run claims the row (skip-locked, a lease in ``next_attempt_at``), authenticates with no
+lock held (DNS), then locks the row (``nowait``) to decide; a message already ``processed`` returns its
+outcome, so the same message delivered twice at once moves the order once. A run that fails on anything but
+a named transient error closes the message with an ``unparsed`` case; so does a message whose runs never
+finished ``MAX_RUNS`` (5) times, or whose MIME passes the bounds of ``orders.transfers.bounds``.
 
 - No raw bytes (a provider gave none, or purged) → an ``unverifiable`` case.
 - A temporary DNS failure → stage ``deferred``, tried again 1, 5, 15 and 60 min later (``attempts``), then an
@@ -21,16 +24,19 @@ already ``processed`` returns its outcome, so the same message delivered twice a
 from __future__ import annotations
 
 import contextlib
-import email
 import logging
 from datetime import datetime, timedelta
 from email import policy
+from email.parser import BytesHeaderParser
 from email.utils import parseaddr, parsedate_to_datetime
 
 from django.db import transaction
 from django.utils import timezone
 
+from config.core.retrying import TRANSIENT_ERRORS
+
 from . import decision, files, intake, platforms, state
+from .bounds import header_section, mime_shape, no_nul
 from .decision import finish
 from .models import InboundMessage, TransferCase
 from .verdicts import AuthVerdict
@@ -39,8 +45,13 @@ logger = logging.getLogger(__name__)
 
 AUTHENTICATE = None
 RETRY_MINUTES = (1, 5, 15, 60)  # after the 1st, 2nd, 3rd and 4th temporary failure; the 5th opens a case
+# Runs started and never finished (killed, timed out, failing for now) before the message is closed with a case.
+MAX_RUNS = 5
+# A run holds its message this long (past the task's hard time limit): the sweep leaves it alone meanwhile.
+LEASE = timedelta(minutes=2)
 ACTOR = "system:transfers"
 Stage, Outcome, Kind = InboundMessage.Stage, InboundMessage.Outcome, TransferCase.Kind
+UNFINISHED = (Stage.RECEIVED, Stage.DEFERRED)
 
 
 def authenticator():
@@ -53,22 +64,99 @@ def authenticator():
 
 def message_process(*, message_pk: int) -> str:
     """Process the message once; returns its outcome. A message already processed returns its outcome again;
-    a deferred one not yet due returns "" and is left for the retry sweep."""
+    one deferred and not yet due, or being processed by another run, returns "" and is left for the sweep.
+
+    Three steps, so that no lock is held across DNS: the row is claimed (a short transaction: skip-locked,
+    ``runs`` counted, ``next_attempt_at`` leased); the message is authenticated with no lock held; then the row
+    is locked (``nowait``) and, unless another run processed it meanwhile, decided. Any error that is not a
+    named transient one ends the message ``processed`` with an ``unparsed`` case (``message_poisoned``)."""
+    claimed = _claim(message_pk)
+    if isinstance(claimed, str):
+        return claimed
+    try:
+        return _process(claimed)
+    except TRANSIENT_ERRORS:
+        # Tried again by the task's retry: the lease is given back so that the retry is not turned away.
+        InboundMessage.objects.filter(pk=message_pk, stage__in=UNFINISHED).update(next_attempt_at=None)
+        raise
+    except Exception as exc:
+        logger.exception("Inbound message pk=%s cannot be processed; closing it with a case", message_pk)
+        return message_poisoned(message_pk=message_pk, why=f"{exc.__class__.__name__}: {str(exc)[:200]}")
+
+
+def _claim(message_pk: int) -> InboundMessage | str:
+    now = timezone.now()
+    with transaction.atomic():
+        # Race: the task and the sweep's re-publication running the same message at once. The row is taken by
+        # one run (the other skips it) for this short write only; the lease keeps the other runs away after.
+        message = (
+            InboundMessage.objects.select_for_update(of=("self",), skip_locked=True)
+            .select_related("order__event__venue", "order__partner")
+            .filter(pk=message_pk)
+            .first()
+        )
+        if message is None:
+            return ""
+        if message.stage == Stage.PROCESSED:
+            return message.outcome
+        if message.next_attempt_at and message.next_attempt_at > now:
+            return ""  # deferred and not yet due, or leased by a run in progress
+        if message.runs >= MAX_RUNS:
+            return case(
+                message,
+                Kind.UNPARSED,
+                f"Processing was started {message.runs} times and never finished: the message is not read.",
+                {"runs": message.runs},
+            )
+        message.runs += 1
+        message.next_attempt_at = now + LEASE
+        message.save(update_fields=["runs", "next_attempt_at"])
+    return message
+
+
+def _process(message: InboundMessage) -> str:
+    raw, verdict = None, None
+    if message.order_id is not None and not decision.waiting_for_confirmation(message):
+        raw = intake.raw_read(message)
+        if raw is not None and not mime_shape(raw).problem:
+            verdict = authenticator()(raw, message=message, order=message.order)  # DNS: no lock held
+    with transaction.atomic():
+        # Race: two runs of one message (a lease that ran out) deciding it twice: the later one finds the row
+        # locked (nowait: retried) or processed already.
+        locked = (
+            InboundMessage.objects.select_for_update(of=("self",), nowait=True)
+            .select_related("order__event__venue", "order__partner")
+            .get(pk=message.pk)
+        )
+        if locked.stage == Stage.PROCESSED:
+            return locked.outcome
+        outcome = _run(locked, raw, verdict)
+        if locked.stage != Stage.PROCESSED:
+            # A run that ended deferred finished: only runs that never finish count towards MAX_RUNS.
+            InboundMessage.objects.filter(pk=locked.pk).update(runs=0)
+        return outcome
+
+
+def message_poisoned(*, message_pk: int, why: str) -> str:
+    """Close a message its processing failed on for good (a hostile structure, an unexpected error, the time
+    limit): ``processed`` with an ``unparsed`` case, so that it is never tried again."""
     with transaction.atomic():
         message = (
             InboundMessage.objects.select_for_update(of=("self",))
-            .select_related("order__event__venue", "order__partner")
-            .get(pk=message_pk)
+            .select_related("order")
+            .filter(pk=message_pk)
+            .first()
         )
+        if message is None:
+            return ""
         if message.stage == Stage.PROCESSED:
             return message.outcome
-        if (
-            message.stage == Stage.DEFERRED
-            and message.next_attempt_at
-            and message.next_attempt_at > timezone.now()
-        ):
-            return ""
-        return _run(message)
+        return case(
+            message,
+            Kind.UNPARSED,
+            f"The message could not be processed ({why}): it is not read.",
+            {"error": why},
+        )
 
 
 def case(message: InboundMessage, kind: str, summary: str, details: dict | None = None) -> str:
@@ -89,28 +177,34 @@ def _defer(message: InboundMessage, minutes: int, action: dict) -> str:
 
 
 def _headers(raw: bytes) -> dict:
-    parsed = email.message_from_bytes(raw, policy=policy.compat32)
+    """The headers as the standard library reads them: shown to staff when the authentication read none (the
+    header section only, never the MIME body)."""
+    try:
+        parsed = BytesHeaderParser(policy=policy.default).parsebytes(header_section(raw) + b"\r\n")
+        values = {name: str(parsed.get(name, "") or "") for name in ("from", "subject", "date", "message-id")}
+    except Exception:  # hostile headers the standard library cannot read: nothing to show
+        values = {}
     date = None
     try:
-        date = parsedate_to_datetime(str(parsed.get("date", ""))) if parsed.get("date") else None
+        date = parsedate_to_datetime(values["date"]) if values.get("date") else None
     except (TypeError, ValueError):
         date = None
     if date is not None and timezone.is_naive(date):
         date = None
     return {
-        "from": " ".join(str(parsed.get("from", "")).split()),
-        "subject": " ".join(str(platforms.mail_text(raw).subject).split()),
+        "from": " ".join(values.get("from", "").split()),
+        "subject": " ".join(values.get("subject", "").split()),
         "date": date,
-        "message_id": str(parsed.get("message-id", "")).strip(),
+        "message_id": values.get("message-id", "").strip(),
     }
 
 
 def _record_auth(message: InboundMessage, verdict: AuthVerdict, raw: bytes) -> None:
     headers = _headers(raw)
-    message.verdicts["auth"] = verdict.as_json()
-    message.header_from = (verdict.header_from or headers["from"])[:500]
-    message.header_subject = (verdict.header_subject or headers["subject"])[:500]
-    message.message_id = (verdict.message_id or headers["message_id"])[:500]
+    message.verdicts["auth"] = no_nul(verdict.as_json())
+    message.header_from = no_nul(verdict.header_from or headers["from"])[:500]
+    message.header_subject = no_nul(verdict.header_subject or headers["subject"])[:500]
+    message.message_id = no_nul(verdict.message_id or headers["message_id"])[:500]
     date = headers["date"]
     if verdict.header_date:
         with contextlib.suppress(ValueError):
@@ -128,19 +222,23 @@ def _platform(message: InboundMessage, verdict: AuthVerdict) -> str:
     return platforms.platform_for_domain(domain) or (message.order.primary_site if message.order else "")
 
 
-def _run(message: InboundMessage) -> str:
+def _run(message: InboundMessage, raw: bytes | None, verdict: AuthVerdict | None) -> str:
     order = message.order
     if order is None:
         return finish(message, Outcome.IGNORED, {"action": "ignored", "why": "the order no longer exists"})
     if decision.waiting_for_confirmation(message):
         # Authentic, parsed and matched already: only the decision waits for the order's confirmation.
         return decision.offer_settle(message, order)
-    raw = intake.raw_read(message)
+    raw = raw if raw is not None else intake.raw_read(message)
     if raw is None:
         return case(
             message, Kind.UNVERIFIABLE, "The raw message is not available: it cannot be authenticated."
         )
-    verdict = authenticator()(raw, message=message, order=order)
+    problem = mime_shape(raw).problem
+    if problem:
+        return case(message, Kind.UNPARSED, f"The message is not read: {problem}.", {"problem": problem})
+    if verdict is None:
+        verdict = authenticator()(raw, message=message, order=order)
     _record_auth(message, verdict, raw)
     if verdict.temperror:
         message.attempts += 1

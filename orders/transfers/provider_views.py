@@ -2,8 +2,9 @@
 inbound views, each answering 404 unless its channel is in ``INBOUND_CHANNELS``, and keeping the raw
 message's bytes for ``orders.transfers.channels``.
 
-Every request is authenticated by anymail first: the shared basic-auth secret (``ANYMAIL["WEBHOOK_SECRET"]``)
-and Mailgun's signature. A refused request is 401. The message is stored and committed before the answer
+Every request is authenticated first: the shared basic-auth secret (``ANYMAIL["WEBHOOK_SECRET"]``) from the
+headers alone, before any of the body is read (a refused request is 401 at once); then, once the body is read
+(at most ``webhook_body_limit()``, 40 MiB), Mailgun's signature and SNS's (401 too). The message is stored and committed before the answer
 (200); a message over ``INBOUND_MAX_BYTES`` is 413, and anything else failing is 500, which every provider
 retries.
 """
@@ -17,6 +18,7 @@ import logging
 
 from anymail.exceptions import AnymailWebhookValidationFailure
 from anymail.webhooks.amazon_ses import AmazonSESInboundWebhookView
+from anymail.webhooks.base import AnymailBasicAuthMixin
 from anymail.webhooks.mailgun import MailgunInboundWebhookView
 from anymail.webhooks.postmark import PostmarkInboundWebhookView
 from django.conf import settings
@@ -53,6 +55,12 @@ class ProviderInboundMixin:
         return gated
 
     def post(self, request, *args, **kwargs):
+        # Credentials first, from the headers alone: a request without them gets its 401 before a byte of its
+        # body is read (or anything parsed, or a certificate fetched).
+        try:
+            AnymailBasicAuthMixin.validate_request(self, request)
+        except AnymailWebhookValidationFailure as exc:
+            return self.refused(exc)
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -69,13 +77,16 @@ class ProviderInboundMixin:
         try:
             return super().post(request, *args, **kwargs)
         except AnymailWebhookValidationFailure as exc:
-            logger.warning("Inbound %s webhook refused: %s", self.channel, exc)
-            response = HttpResponse("Unauthorized.", status=401, content_type="text/plain")
-            response["WWW-Authenticate"] = 'Basic realm="inbound"'
-            return response
+            return self.refused(exc)
         except MessageTooLarge as exc:
             logger.warning("Inbound %s message refused: %s", self.channel, exc)
             return HttpResponse("Message too large.", status=413, content_type="text/plain")
+
+    def refused(self, exc: Exception) -> HttpResponse:
+        logger.warning("Inbound %s webhook refused: %s", self.channel, exc)
+        response = HttpResponse("Unauthorized.", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Basic realm="inbound"'
+        return response
 
     def body_read(self, request) -> None:
         """Hook: parse what the provider posted before anymail reads it."""

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from datetime import timedelta
 from email.parser import BytesHeaderParser
 from email.policy import compat32
-from email.utils import getaddresses
 
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 from django.utils.http import parse_header_parameters
 
-from .intake import message_receive
+from .bounds import header_section
+from .intake import MessageTooLarge, message_receive
 from .models import InboundMessage
 
 logger = logging.getLogger(__name__)
@@ -115,9 +116,10 @@ def ses_sweep(*, now=None, client=None) -> int:
     from, so a lost SNS notification does not lose a message. Returns the number of objects stored.
 
     An object counts as stored when a message records its key (``verdicts["provider"]["s3_key"]``) or has
-    its sha256. Its recipients are the transfer addresses in its To, Cc, Delivered-To and X-Original-To
-    headers (the envelope is in the lost notification); the sweep's SES verdicts are the ones SES wrote
-    on top of the object. Does nothing unless ``amazon_ses`` is an inbound channel with a bucket.
+    its sha256. Its recipients are the transfer addresses of the envelope as SES recorded it in its own
+    Received header on top of the object (never the sender's To or Cc); the sweep's SES verdicts are the ones
+    SES wrote on top of the object. An object over ``INBOUND_MAX_BYTES`` is refused (recorded, not stored)
+    and the sweep goes on. Does nothing unless ``amazon_ses`` is an inbound channel with a bucket.
     """
     bucket, prefix = settings.INBOUND_SES_BUCKET, settings.INBOUND_SES_PREFIX
     if "amazon_ses" not in settings.INBOUND_CHANNELS or not bucket:
@@ -134,42 +136,63 @@ def ses_sweep(*, now=None, client=None) -> int:
                     continue
                 if key.endswith("AMAZON_SES_SETUP_NOTIFICATION"):
                     continue
-                stored += _sweep_object(client, bucket, key)
+                stored += _sweep_object(client, bucket, key, size=int(item.get("Size") or 0))
     finally:
         if own:
             client.close()
     return stored
 
 
-def _sweep_object(client, bucket: str, key: str) -> int:
+def _sweep_object(client, bucket: str, key: str, *, size: int = 0) -> int:
     marker = SWEPT_KEY.format(bucket=bucket, key=hashlib.sha256(key.encode()).hexdigest())
     if cache.get(marker) or InboundMessage.objects.filter(verdicts__provider__s3_key=key).exists():
         return 0
-    raw = s3_object_read(bucket, key, client=client)
-    sha256 = hashlib.sha256(raw).hexdigest()
     count = 0
-    if not InboundMessage.objects.filter(sha256=sha256).exists():
-        headers = BytesHeaderParser(policy=compat32).parsebytes(raw)
-        received = message_receive(
-            raw,
-            recipients=header_recipients(headers),
-            channel="amazon_ses",
-            mail_from=(headers.get("Return-Path") or "").strip().strip("<>"),
-            peer="Amazon SES",
-            verdicts={"provider": swept_verdicts(headers, bucket, key)},
-        )
-        count = int(any(r.created for r in received))
-        logger.warning("SES object %s stored by the sweeper (its notification did not arrive)", key)
+    if size > settings.INBOUND_MAX_BYTES:
+        # Refused as the receiver refuses it (never downloaded): recorded, and the sweep goes on.
+        logger.warning("SES object %s refused by the sweeper: %d bytes is over the message limit", key, size)
+    else:
+        try:
+            count = _sweep_store(client, bucket, key)
+        except MessageTooLarge as exc:
+            logger.warning("SES object %s refused by the sweeper: %s", key, exc)
     cache.set(marker, 1, timeout=int(SWEEP_MAX_AGE.total_seconds()) + 3600)
     return count
 
 
-def header_recipients(headers) -> list[str]:
+def _sweep_store(client, bucket: str, key: str) -> int:
+    raw = s3_object_read(bucket, key, client=client)
+    sha256 = hashlib.sha256(raw).hexdigest()
+    if InboundMessage.objects.filter(sha256=sha256).exists():
+        return 0
+    headers = BytesHeaderParser(policy=compat32).parsebytes(header_section(raw) + b"\r\n")
+    received = message_receive(
+        raw,
+        recipients=receipt_recipients(headers),
+        channel="amazon_ses",
+        mail_from=(headers.get("Return-Path") or "").strip().strip("<>"),
+        peer="Amazon SES",
+        verdicts={"provider": swept_verdicts(headers, bucket, key)},
+    )
+    logger.warning("SES object %s stored by the sweeper (its notification did not arrive)", key)
+    return int(any(r.created for r in received))
+
+
+# SES's own Received header, on top of the object: "… by inbound-smtp.<region>.amazonaws.com with SMTP id …
+# for <recipient>; <date>".
+SES_RECEIVED = re.compile(r"\bby\s+inbound-smtp\.[a-z0-9-]+\.amazonaws\.com\b", re.IGNORECASE)
+RECEIVED_FOR = re.compile(r"\bfor\s+<?([^\s<>;]+@[^\s<>;]+)>?\s*;", re.IGNORECASE)
+
+
+def receipt_recipients(headers) -> list[str]:
+    """The envelope recipients of an object SES stored: the ``for`` of SES's own Received header on top of
+    it. Never the sender's own To, Cc or Delivered-To: a seller writes those (an object without SES's
+    Received header has no recipient and is not stored)."""
     domain = "@" + settings.ORDER_TRANSFER_ADDRESS_DOMAIN.lower()
-    values = []
-    for name in ("To", "Cc", "Delivered-To", "X-Original-To"):
-        values += [str(v) for v in headers.get_all(name) or []]
-    return [a for _, a in getaddresses(values) if a.lower().endswith(domain)]
+    received = [str(v) for v in headers.get_all("Received") or []]
+    if not received or not SES_RECEIVED.search(received[0]):
+        return []
+    return [a for a in RECEIVED_FOR.findall(" ".join(received[0].split())) if a.lower().endswith(domain)]
 
 
 def swept_verdicts(headers, bucket: str, key: str) -> dict:

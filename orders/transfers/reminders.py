@@ -5,8 +5,8 @@
 - ``seller_transfer_reminder``: the order waits for the tickets again (a recall): the transfer address again.
 - ``partial_overdue_sweep``: a ``partial_overdue`` case 24 h before the order's deadline, that is from the start
   of the in-hand date in venue time (the order expires once that date has passed), once per order.
-- ``messages_process_due``: the deferred messages whose next attempt is due, and the received ones older than 2 min
-  whose processing message was lost on the way to the broker.
+- ``messages_process_due``: the messages whose next attempt is due (a deferral, or a run's lease that ran out),
+  and the received ones older than 2 min whose processing message was lost on the way to the broker.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime, time, timedelta
 
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..models import Order
@@ -47,6 +48,8 @@ def partial_reminder(order_pk: int, *, now: datetime | None = None) -> bool:
     ``partial_reminders_due`` sends it when due."""
     now = now or timezone.now()
     with transaction.atomic():
+        # Race: the delayed task and the sweep reminding the same order at once: one marks the e-mail reminded,
+        # under the order's lock, and sends it once the lock is released (never across SMTP).
         order = (
             Order.objects.select_for_update(of=("self",))
             .select_related("event__venue", "partner", "quote")
@@ -68,9 +71,15 @@ def partial_reminder(order_pk: int, *, now: datetime | None = None) -> bool:
         if not to:
             return False
         detected, seats = offers_detected(order)
-        send_transfer_partial(order=order, to=to, detected=min(detected, order.quantity), seats=seats)
         latest.verdicts.setdefault("decision", {})["reminded_at"] = now.isoformat()
         latest.save(update_fields=["verdicts"])
+    try:
+        send_transfer_partial(order=order, to=to, detected=min(detected, order.quantity), seats=seats)
+    except Exception:
+        # Not sent: the mark is taken back so that the task's retry (or the sweep) sends it.
+        latest.verdicts["decision"].pop("reminded_at", None)
+        latest.save(update_fields=["verdicts"])
+        raise
     return True
 
 
@@ -133,8 +142,16 @@ def partial_overdue_sweep(*, now: datetime | None = None) -> list[str]:
 def messages_process_due(*, now: datetime | None = None) -> list[int]:
     """The messages to publish again: deferred and due, or received over 2 min ago and never processed."""
     now = now or timezone.now()
-    due = InboundMessage.objects.filter(
-        Q(stage=InboundMessage.Stage.DEFERRED, next_attempt_at__lte=now)
-        | Q(stage=InboundMessage.Stage.RECEIVED, received_at__lte=now - RECEIVED_GRACE)
-    ).order_by("received_at", "id")
+    # By next attempt: a message is due once its deferral or its run's lease ended (a message never run is
+    # due from its arrival plus the grace), so messages being processed are left alone and a crowd of old
+    # ones never keeps a new one out of the batch. A message that keeps failing is closed after MAX_RUNS runs.
+    stage = InboundMessage.Stage
+    due = (
+        InboundMessage.objects.filter(stage__in=(stage.RECEIVED, stage.DEFERRED))
+        .filter(
+            Q(next_attempt_at__lte=now)
+            | Q(stage=stage.RECEIVED, next_attempt_at__isnull=True, received_at__lte=now - RECEIVED_GRACE)
+        )
+        .order_by(Coalesce("next_attempt_at", "received_at"), "id")
+    )
     return list(due.values_list("pk", flat=True)[:BATCH])

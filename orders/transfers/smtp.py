@@ -6,6 +6,11 @@ that takes mail (``intake.recipient_order``), else 550: the receiver relays noth
 session, never sends a bounce. DATA is answered 250 only after ``intake.message_receive`` returned, which is
 after the message and its rows were committed; a database error answers 451 so the sender tries again later,
 and a retry of the same bytes finds the rows it already wrote.
+
+Its bounds (docs/operations.md "Receiving mail"): at most ``MAX_RECIPIENTS`` (5) recipients a message (452 for
+more), ``MAX_SESSIONS`` (50) sessions at once (421 to the next), ``COMMAND_TIMEOUT_SECONDS`` (60) for each command
+and its data (the session is closed past it), and a header section within ``orders.transfers.bounds`` (64 KB,
+no bare CR or LF, at most 5 DKIM-Signature headers; else 554 at DATA, nothing stored).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 
-from . import intake
+from . import bounds, intake
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +35,13 @@ NO_SUCH_ADDRESS = "550 5.1.1 No such transfer address"
 TRY_AGAIN = "451 4.3.0 Temporary failure storing the message; try again later"
 TOO_BIG = "552 5.3.4 Message size exceeds fixed maximum message size"
 STORED = "250 2.0.0 Message accepted"
+TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
+TOO_MANY_SESSIONS = "421 4.3.2 Too many sessions at once; try again later"
+REFUSED_HEADERS = "554 5.6.0 Message refused: {problem}"
+
+MAX_RECIPIENTS = 5
+MAX_SESSIONS = 50
+COMMAND_TIMEOUT_SECONDS = 60
 
 
 def _store(raw: bytes, **envelope) -> tuple[str, str]:
@@ -65,6 +77,20 @@ class TransferMailHandler:
         self.hold_after_store = hold_after_store
         self._in_flight = 0
         self._idle = threading.Condition()
+        self._sessions = 0
+        self._sessions_lock = threading.Lock()
+
+    def session_enter(self) -> bool:
+        """Count a new session in; ``False`` (not counted) when ``MAX_SESSIONS`` are open already."""
+        with self._sessions_lock:
+            if self._sessions >= MAX_SESSIONS:
+                return False
+            self._sessions += 1
+            return True
+
+    def session_leave(self) -> None:
+        with self._sessions_lock:
+            self._sessions -= 1
 
     def _run(self, fn, *args, **kwargs):
         return sync_to_async(_db_call, thread_sensitive=False, executor=self.executor)(fn, *args, **kwargs)
@@ -77,6 +103,8 @@ class TransferMailHandler:
             return TRY_AGAIN
         if order is None:
             return NO_SUCH_ADDRESS
+        if len(envelope.rcpt_tos) >= MAX_RECIPIENTS:
+            return TOO_MANY_RECIPIENTS
         envelope.rcpt_tos.append(address)
         return "250 2.1.5 Recipient OK"
 
@@ -94,6 +122,10 @@ class TransferMailHandler:
             return TRY_AGAIN
         if len(raw) > settings.INBOUND_MAX_BYTES:
             return TOO_BIG
+        problem = bounds.header_problem(raw)
+        if problem:
+            logger.warning("Inbound SMTP: a message from peer %s refused: %s", _peer(session), problem)
+            return REFUSED_HEADERS.format(problem=problem)
         started = time.monotonic()
         try:
             sha, orders = await self._run(
@@ -149,13 +181,42 @@ class TransferMailHandler:
         self.executor.shutdown(wait=True)
 
 
+def _peer(session) -> str:
+    return str(session.peer[0]) if session and session.peer else "?"
+
+
 class TransferSMTP(SMTP):
-    """aiosmtpd's SMTP with the receiver's identity in the banner."""
+    """aiosmtpd's SMTP with the receiver's identity in the banner and its cap on sessions at once: past
+    ``MAX_SESSIONS`` a new connection is answered 421 and closed before any command."""
+
+    _counted = False
+
+    def connection_made(self, transport) -> None:
+        self._counted = self.event_handler.session_enter()
+        super().connection_made(transport)
+
+    def connection_lost(self, error) -> None:
+        if self._counted:
+            self._counted = False
+            self.event_handler.session_leave()
+        super().connection_lost(error)
+
+    async def _handle_client(self) -> None:
+        if not self._counted:
+            logger.warning(
+                "Inbound SMTP: %d sessions open, refusing peer %s", MAX_SESSIONS, _peer(self.session)
+            )
+            await self.push(TOO_MANY_SESSIONS)
+            if self.transport is not None:
+                self.transport.close()
+            return
+        await super()._handle_client()
 
 
 class TransferMailController(Controller):
     """aiosmtpd's threaded controller with the receiver's limits: SIZE ``INBOUND_MAX_BYTES`` (advertised in
-    EHLO; a larger message or MAIL SIZE= is refused with 552), no AUTH, no relaying."""
+    EHLO; a larger message or MAIL SIZE= is refused with 552), ``COMMAND_TIMEOUT_SECONDS`` from one command to
+    the end of the next (DATA's bytes included), no AUTH, no relaying."""
 
     def __init__(self, handler: TransferMailHandler, host: str, port: int, **kwargs) -> None:
         super().__init__(handler, hostname=host, port=port, **kwargs)
@@ -166,7 +227,7 @@ class TransferMailController(Controller):
             data_size_limit=settings.INBOUND_MAX_BYTES,
             hostname=settings.ORDER_TRANSFER_ADDRESS_DOMAIN,
             ident="partner-service inbound",
-            timeout=300,
+            timeout=COMMAND_TIMEOUT_SECONDS,
             enable_SMTPUTF8=True,
         )
 

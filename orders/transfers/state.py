@@ -19,6 +19,7 @@ from config.core.statemachine import IllegalStateMove, StateMachine
 from .. import outbox
 from ..models import Order
 from ..services import order_transition
+from .bounds import no_nul
 from .models import TransferCase, TransferCaseHistory, TransferStateHistory
 
 S = Order.Status
@@ -183,6 +184,37 @@ def order_recall(*, order: Order, actor: str, reason: str, message=None) -> Orde
 
 
 # --- cases ------------------------------------------------------------------------------------------------
+K = TransferCase.Kind
+# The kinds of case that could still lead to a payout, so hold the in-hand expiry while open (docs/operations.md
+# "Receiving mail"); a mismatch or an unparsed mail only when the mail was authentic (or the evidence is a
+# ticket file the partner gave). Never: unverified, unverifiable, replay_suspected.
+EXPIRY_DEFERRING_KINDS = frozenset(
+    {
+        K.MISMATCH,
+        K.UNPARSED,
+        K.PARTIAL_OVERDUE,
+        K.AUTH_TEMPERROR,
+        K.DUPLICATE_BARCODE,
+        K.RECALLED,
+        K.RECALLED_AFTER_PAYOUT,
+    }
+)
+
+
+def case_defers_expiry(kind: str, message=None) -> bool:
+    """Whether a case of ``kind`` opened on ``message`` (``None``: not from mail) holds the in-hand expiry."""
+    if kind not in EXPIRY_DEFERRING_KINDS:
+        return False
+    return message is None or message.authentic is True or kind == K.AUTH_TEMPERROR
+
+
+def order_expiry_held(order: Order) -> bool:
+    """The hook of ``orders.services.orders_expire_overdue``: an open case of the order holds its expiry."""
+    return TransferCase.objects.filter(
+        order=order, state__in=TransferCase.OPEN_STATES, defers_expiry=True
+    ).exists()
+
+
 def case_open(
     *, order: Order | None, kind: str, summary: str, message=None, details: dict | None = None
 ) -> TransferCase:
@@ -194,7 +226,12 @@ def case_open(
         if existing is not None:
             return existing
         case = TransferCase.objects.create(
-            order=order, message=message, kind=kind, summary=summary[:500], details=details or {}
+            order=order,
+            message=message,
+            kind=kind,
+            summary=no_nul(summary)[:500],
+            details=no_nul(details or {}),
+            defers_expiry=case_defers_expiry(kind, message),
         )
         CASE_MACHINE.record(
             obj=case, from_state="", to_state=CS.OPEN, actor="system:transfers", reason=summary
@@ -233,8 +270,10 @@ __all__ = [
     "IllegalStateMove",
     "TRANSFER_MACHINE",
     "case_move",
+    "case_defers_expiry",
     "case_open",
     "order_receive",
+    "order_expiry_held",
     "order_recall",
     "transfer_accept",
     "transfer_transition",

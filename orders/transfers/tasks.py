@@ -13,8 +13,23 @@ from . import reminders
 
 logger = logging.getLogger(__name__)
 
+# Every task of transfer detection has a soft time limit (``SoftTimeLimitExceeded`` raised in the task: a
+# message then ends with a case) and a hard one (the worker process is replaced), so that no message, file or
+# sweep holds a worker of the default queue, where payouts and confirmations run too. A message's hard limit
+# stays under its run's lease (``orders.transfers.process.LEASE``, 2 min).
+LIMITS = {
+    "message": {"soft_time_limit": 60, "time_limit": 90},
+    "sweep": {"soft_time_limit": 30, "time_limit": 60},
+    "mail": {"soft_time_limit": 60, "time_limit": 90},
+    "long_sweep": {"soft_time_limit": 240, "time_limit": 300},
+    # up to 50 ticket PDFs, each decoded for at most 10 s
+    "files_sweep": {"soft_time_limit": 540, "time_limit": 600},
+}
 
-@shared_task(base=RetryingTask, name="orders.transfers.tasks.message_process", acks_late=True)
+
+@shared_task(
+    base=RetryingTask, name="orders.transfers.tasks.message_process", acks_late=True, **LIMITS["message"]
+)
 def message_process(message_pk: int) -> str:
     """Authenticate, parse, match and decide one stored message (``orders.transfers.process``)."""
     from .process import message_process as process
@@ -22,7 +37,7 @@ def message_process(message_pk: int) -> str:
     return process(message_pk=message_pk)
 
 
-@shared_task(name="orders.transfers.tasks.messages_process_due")
+@shared_task(name="orders.transfers.tasks.messages_process_due", **LIMITS["sweep"])
 def messages_process_due() -> int:
     """Publish again the deferred messages now due and the received ones never processed (lost message)."""
     due = reminders.messages_process_due()
@@ -33,25 +48,32 @@ def messages_process_due() -> int:
     return len(due)
 
 
-@shared_task(base=RetryingTask, name="orders.transfers.tasks.partial_reminder", max_retries=5)
+@shared_task(
+    base=RetryingTask, name="orders.transfers.tasks.partial_reminder", max_retries=5, **LIMITS["mail"]
+)
 def partial_reminder(order_pk: int) -> bool:
     """An hour after a partial transfer: tell the seller what is missing if the order is still partial."""
     return reminders.partial_reminder(order_pk)
 
 
-@shared_task(name="orders.transfers.tasks.partial_reminders_due")
+@shared_task(name="orders.transfers.tasks.partial_reminders_due", **LIMITS["long_sweep"])
 def partial_reminders_due() -> int:
     """Send the partial reminders now due whose delayed task never ran in time."""
     return reminders.partial_reminders_due()
 
 
-@shared_task(base=RetryingTask, name="orders.transfers.tasks.seller_transfer_reminder", max_retries=5)
+@shared_task(
+    base=RetryingTask,
+    name="orders.transfers.tasks.seller_transfer_reminder",
+    max_retries=5,
+    **LIMITS["mail"],
+)
 def seller_transfer_reminder(order_pk: int, why: str) -> bool:
     """The order waits for its tickets again (``why``: ``recalled``): e-mail the seller the transfer address."""
     return reminders.seller_transfer_reminder(order_pk, why)
 
 
-@shared_task(name="orders.transfers.tasks.partial_overdue_sweep")
+@shared_task(name="orders.transfers.tasks.partial_overdue_sweep", **LIMITS["long_sweep"])
 def partial_overdue_sweep() -> int:
     """Open ``partial_overdue`` cases 24 h before the deadline of orders still partial."""
     opened = reminders.partial_overdue_sweep()
@@ -60,7 +82,7 @@ def partial_overdue_sweep() -> int:
     return len(opened)
 
 
-@shared_task(name="orders.transfers.tasks.ses_sweep", acks_late=True)
+@shared_task(name="orders.transfers.tasks.ses_sweep", acks_late=True, **LIMITS["long_sweep"])
 def ses_sweep() -> int:
     """Store the SES S3 objects whose SNS notification never arrived (``orders.transfers.providers``)."""
     from .providers import ses_sweep as sweep
@@ -68,7 +90,7 @@ def ses_sweep() -> int:
     return sweep()
 
 
-@shared_task(name="orders.transfers.tasks.ticket_files_sweep")
+@shared_task(name="orders.transfers.tasks.ticket_files_sweep", **LIMITS["files_sweep"])
 def ticket_files_sweep() -> int:
     """Beat: check the ticket PDF of every pdf order whose check at confirmation never ran."""
     from .files import ticket_files_sweep as sweep
@@ -79,7 +101,7 @@ def ticket_files_sweep() -> int:
     return checked
 
 
-@shared_task(name="orders.transfers.tasks.raw_purge")
+@shared_task(name="orders.transfers.tasks.raw_purge", **LIMITS["long_sweep"])
 def raw_purge() -> int:
     """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.retention``)."""
     from .retention import raw_purge as purge

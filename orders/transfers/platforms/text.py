@@ -45,6 +45,7 @@ def html_to_text(html: str) -> str:
 
 
 def _clean(text: str) -> str:
+    text = text.replace("\x00", "")  # PostgreSQL stores no NUL (an "=00" in a quoted-printable body)
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
     # Non-breaking and other odd spaces from HTML become plain spaces, so that the templates' patterns match.
     text = "".join(" " if (ch != "\n" and ch != "\t" and ch.isspace()) else ch for ch in text)
@@ -55,7 +56,7 @@ def _clean(text: str) -> str:
 def mail_text(raw: bytes) -> MailText:
     """The subject, the From addresses and the body text of ``raw``."""
     message = email.message_from_bytes(raw, policy=policy.default)
-    subject = " ".join(str(message.get("subject", "") or "").split())
+    subject = " ".join(str(message.get("subject", "") or "").replace("\x00", "").split())
     from_addresses = [addr for _, addr in getaddresses([str(v) for v in message.get_all("from", [])]) if addr]
     plain = html = None
     for part in message.walk():

@@ -1,5 +1,5 @@
-"""An open transfer case defers the in-hand expiry until it is resolved or the event starts
-(docs/partners/orders.md "Life cycle")."""
+"""An open transfer case that could still lead to a payout defers the in-hand expiry until it is resolved or
+the event starts (docs/partners/orders.md "Life cycle")."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_an_open_case_defers_the_in_hand_expiry_until_resolved(partner):
 
 def test_an_open_case_no_longer_defers_once_the_event_started(partner):
     order = awaiting_order(partner)
-    state.case_open(order=order, kind=TransferCase.Kind.UNVERIFIED, summary="DKIM failed")
+    state.case_open(order=order, kind=TransferCase.Kind.MISMATCH, summary="Row B instead of F")
     with time_machine.travel(order.event.starts_at - timedelta(minutes=1), tick=False):
         assert orders_expire_overdue() == []
     with time_machine.travel(order.event.starts_at + timedelta(minutes=1), tick=False):

@@ -6,6 +6,7 @@ fails to give, for ``temperror``); the service's own authentication verifies eve
 
 from __future__ import annotations
 
+import email.policy
 import uuid
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -59,7 +60,7 @@ def compose(order, kind="transfer_offer", *, body=None, html=False, **fields) ->
         message.set_content(f"<html><body>{markup}</body></html>", subtype="html")
     else:
         message.set_content(body)
-    return message.as_bytes()
+    return message.as_bytes(policy=email.policy.SMTP)  # CRLF, as SMTP carries it
 
 
 class Signer:

@@ -2,6 +2,7 @@
 address: the files decide, as a ticket PDF does for a pdf order."""
 
 from datetime import timedelta
+from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 
@@ -49,7 +50,7 @@ def qr_mail(order: Order, tickets: list[str]) -> bytes:
     mail.set_content("Your tickets are attached: show the QR codes at the gate.\n")
     for n, text in enumerate(tickets, start=1):
         mail.add_attachment(barcode_png(text), maintype="image", subtype="png", filename=f"ticket-{n}.png")
-    return sandbox_sign(mail.as_bytes())
+    return sandbox_sign(mail.as_bytes(policy=policy.SMTP))  # CRLF, as SMTP carries it
 
 
 @pytest.mark.django_db

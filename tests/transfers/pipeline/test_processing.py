@@ -46,7 +46,10 @@ def test_the_same_message_processed_twice_at_once_moves_the_order_once(kit, part
         t.start()
     for t in threads:
         t.join(30)
-    assert errors == [] and outcomes == ["matched", "matched"]
+    # One run processes it; the other, finding it claimed (skip-locked, leased), leaves it ("") rather than
+    # wait, or finds it processed ("matched").
+    assert errors == [] and "matched" in outcomes and set(outcomes) <= {"", "matched"}
+    assert process.message_process(message_pk=message.pk) == "matched"
     order.refresh_from_db()
     assert order.status == S.TICKET_RECEIVED
     assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 1

@@ -2,6 +2,7 @@
 object already stored through the webhook, or too young or too old, is left alone. S3 is moto's server."""
 
 from datetime import timedelta
+from email.utils import format_datetime
 
 import environ
 import pytest
@@ -21,12 +22,18 @@ from .signed import basic_auth, ses_received, sns_envelope, transfer_mail
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
 
-SES_HEADERS = (
-    b"Return-Path: <bounces@tickets.example>\r\n"
-    b"Received-SPF: pass (spfCheck: domain of tickets.example designates 192.0.2.1 as permitted sender)\r\n"
-    b"X-SES-Spam-Verdict: PASS\r\n"
-    b"X-SES-Virus-Verdict: FAIL\r\n"
-)
+
+def ses_headers(recipient: str) -> bytes:
+    """What SES writes on top of the object: its own Received header names the envelope recipient."""
+    return (
+        b"Return-Path: <bounces@tickets.example>\r\n"
+        b"Received: from mail.tickets.example (mail.tickets.example [192.0.2.1])\r\n"
+        b" by inbound-smtp.us-east-1.amazonaws.com with SMTP id 0abc\r\n"
+        b" for " + recipient.encode() + b";\r\n " + format_datetime(timezone.now()).encode() + b"\r\n"
+        b"Received-SPF: pass (spfCheck: domain of tickets.example designates 192.0.2.1 as permitted sender)\r\n"
+        b"X-SES-Spam-Verdict: PASS\r\n"
+        b"X-SES-Virus-Verdict: FAIL\r\n"
+    )
 
 
 def _later():
@@ -35,7 +42,7 @@ def _later():
 
 
 def test_an_object_without_its_notification_is_stored_once(order, dkim_signer, s3):
-    obj = SES_HEADERS + dkim_signer.sign(transfer_mail(order.transfer_address))
+    obj = ses_headers(order.transfer_address) + dkim_signer.sign(transfer_mail(order.transfer_address))
     s3.put_object(Bucket=BUCKET, Key=PREFIX + "lost", Body=obj)
     s3.put_object(Bucket=BUCKET, Key="elsewhere/other", Body=obj + b"\r\n")  # outside the prefix
 
@@ -58,7 +65,7 @@ def test_an_object_without_its_notification_is_stored_once(order, dkim_signer, s
 
 
 def test_an_object_stored_through_the_webhook_is_not_stored_again(order, dkim_signer, s3):
-    obj = SES_HEADERS + dkim_signer.sign(transfer_mail(order.transfer_address))
+    obj = ses_headers(order.transfer_address) + dkim_signer.sign(transfer_mail(order.transfer_address))
     s3.put_object(Bucket=BUCKET, Key=PREFIX + "notified", Body=obj)
     action = {"type": "S3", "bucketName": BUCKET, "objectKey": PREFIX + "notified"}
     body, headers = sns_envelope(ses_received(obj, [order.transfer_address], action=action))
@@ -72,7 +79,7 @@ def test_an_object_stored_through_the_webhook_is_not_stored_again(order, dkim_si
 
 
 def test_the_same_bytes_under_another_key_are_found_by_sha256(order, dkim_signer, s3):
-    obj = SES_HEADERS + dkim_signer.sign(transfer_mail(order.transfer_address))
+    obj = ses_headers(order.transfer_address) + dkim_signer.sign(transfer_mail(order.transfer_address))
     action = {"type": "SNS", "encoding": "BASE64"}
     body, headers = sns_envelope(ses_received(obj, [order.transfer_address], action=action))
     assert (
@@ -89,7 +96,9 @@ def test_the_same_bytes_under_another_key_are_found_by_sha256(order, dkim_signer
 
 def test_young_and_old_objects_are_left_alone(order, dkim_signer, s3):
     s3.put_object(
-        Bucket=BUCKET, Key=PREFIX + "young", Body=dkim_signer.sign(transfer_mail(order.transfer_address))
+        Bucket=BUCKET,
+        Key=PREFIX + "young",
+        Body=ses_headers(order.transfer_address) + dkim_signer.sign(transfer_mail(order.transfer_address)),
     )
 
     assert ses_sweep(now=timezone.now()) == 0  # its notification may still be on its way

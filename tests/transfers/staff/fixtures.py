@@ -4,6 +4,7 @@ order's transfer moved and the case opened through ``orders.transfers.state``.""
 
 from __future__ import annotations
 
+from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 
@@ -69,7 +70,7 @@ def transfer_mail(order: Order, *, row: str = "B", html: str | None = None, text
             msg.add_alternative(html, subtype="html")
     else:
         msg.set_content(html or "<p>empty</p>", subtype="html")
-    raw = msg.as_bytes()
+    raw = msg.as_bytes(policy=policy.SMTP)  # CRLF, as SMTP carries it
     pem, _ = signing_key()
     signature = dkim.sign(
         raw, SELECTOR, DOMAIN, pem, include_headers=[b"from", b"to", b"subject", b"date", b"message-id"]
