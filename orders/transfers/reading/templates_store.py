@@ -60,6 +60,14 @@ def data_validate(data, *, platform: str) -> platforms.Platform:
 def data_dump(data: dict) -> str:
     """The version as its YAML file (keys in the shipped files' order), loadable by ``registry_load``."""
     ordered = {key: data[key] for key in KEY_ORDER if key in data}
+    if isinstance(ordered.get("kinds"), dict):  # the shipped files' order, whatever order the database kept
+        ordered["kinds"] = {
+            kind: {
+                **{k: spec[k] for k in ("subject", "required") if k in spec},
+                "fields": {f: spec["fields"][f] for f in platforms.FIELDS if f in (spec.get("fields") or {})},
+            }
+            for kind, spec in ((k, ordered["kinds"][k]) for k in platforms.KINDS if k in ordered["kinds"])
+        }
     header = (
         f"# The {data.get('platform')} platform: sender domains, accept-link hosts and templates per kind.\n"
     )

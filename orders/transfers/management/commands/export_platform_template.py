@@ -1,5 +1,5 @@
-"""``python manage.py export_platform_template PLATFORM [--version N] [--output FILE]``: a platform's template
-version as its YAML file (docs/staff-guide.md "Ship a template in the repository"). Without ``--version``, the
+"""``python manage.py export_platform_template PLATFORM [--template-version N] [--output FILE]``: a platform's template
+version as its YAML file (docs/staff-guide.md "Ship a template in the repository"). Without ``--template-version``, the
 version in force; without ``--output``, the file goes to standard output. The file loads as that platform's
 shipped default (version 1) wherever it is put in the platforms folder or a ``TRANSFER_PLATFORM_DIRS`` folder."""
 
@@ -18,17 +18,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("platform", help="the platform (primary_site)")
-        parser.add_argument("--version", type=int, help="the version number (default: the one in force)")
+        parser.add_argument(
+            "--template-version", type=int, help="the version number (default: the one in force)"
+        )
         parser.add_argument("--output", help="the file to write (default: standard output)")
 
     def handle(self, *args, **options):
         platform = options["platform"].strip().lower()
-        if options["version"] is not None:
+        if options["template_version"] is not None:
             found = PlatformTemplateVersion.objects.filter(
-                platform=platform, version=options["version"]
+                platform=platform, version=options["template_version"]
             ).first()
             if found is None:
-                raise CommandError(f"{platform} has no version {options['version']}.")
+                raise CommandError(f"{platform} has no version {options['template_version']}.")
             data = found.data
         else:
             data = data_in_force(platform)
