@@ -109,4 +109,6 @@ def test_the_platform_report_shows_what_make_transfer_corpus_prints(shop, capsys
     stagepass = re.findall(r"<td[^>]*>([^<]*)</td>", rows[PLATFORM])
     assert stagepass[0:3] == ["1", "1", "0"]  # received, authentic, auto-received
     assert "unparsed 1" in rows[PLATFORM] and "no captured mail" in rows[PLATFORM]
-    assert f'href="/admin/transfers/platformtemplateversion/{case.pk}' not in rows[PLATFORM]
+    in_force = V.objects.get(platform=PLATFORM, state="active")
+    assert f'href="/admin/transfers/platformtemplateversion/{in_force.pk}/change/">v1</a>' in rows[PLATFORM]
+    assert case.message.platform == PLATFORM
