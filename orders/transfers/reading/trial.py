@@ -120,7 +120,9 @@ def template_trial(*, platform: str, data: dict) -> Trial:
         extracted = {}
         if parsed is not None:
             extracted = {
-                k: v for k, v in parsed.as_json().items() if k not in ("text", "missing", "platform", "kind")
+                k: ", ".join(v) if isinstance(v, list) else v
+                for k, v in parsed.as_json().items()
+                if k not in ("text", "missing", "platform", "kind")
             }
         trial.rows.append(
             TrialRow(

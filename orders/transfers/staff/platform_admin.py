@@ -108,9 +108,7 @@ class PlatformTemplateHistoryInline(StatusHistoryInline):
 class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
     list_display = (
         "version_link",
-        "platform",
         "state",
-        "source",
         "registry_change",
         "created_by",
         "created_at",

@@ -48,6 +48,10 @@ def confirm(page, reason: str, submit: str) -> None:
     page.click(f"input[value='{submit}']")
 
 
+def fits_the_width(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
 def eventually(check, seconds: float = 20.0):
     deadline = time.monotonic() + seconds
     while not check():
@@ -94,6 +98,7 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
     )
     assert reads["accept_link"].startswith("https://accept.stagepass-tickets.com/claim/")
     page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
+    assert fits_the_width(page)
 
     page.fill("#id_reason", f"StagePass transfer offers, from case #{case.pk}")
     page.click("button[value=save]")
@@ -106,6 +111,7 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
     assert disagreeing.count() == 1 and "dismissed" in disagreeing.inner_text()
     assert page.locator("[data-testid=cannot-activate]").count() == 1
     page.screenshot(path=str(shots / "template-test-refused-1280.png"), full_page=True)
+    assert fits_the_width(page)
     page.reload()  # the test is read-only: reloading it changes nothing
     assert V.objects.filter(platform="stagepass").count() == 2
 
