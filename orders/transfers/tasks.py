@@ -96,3 +96,11 @@ def platform_cases_reprocess(self, version_pk: int) -> dict:
         return reprocess(version_pk=version_pk)
     except signals.TRANSIENT_ERRORS as exc:
         raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+
+
+@shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due")
+def platform_cases_reprocess_due() -> int:
+    """The open unparsed cases a version in force has not processed yet (its activation's message was lost)."""
+    from .reading.reprocess import platform_cases_reprocess_due as sweep
+
+    return sweep()

@@ -56,7 +56,7 @@ def case_reprocess(*, case_pk: int) -> str:
         raw = intake.raw_read(message)
         parsed = platforms.parse_with(entry, raw) if entry is not None and raw is not None else None
         if parsed is None or parsed.missing:
-            tried = case.details.get("reprocessed", [])
+            tried = list(case.details.get("reprocessed", []))
             tried.append(
                 {"template_version": version, "at": timezone.now().isoformat(), "result": "unparsed"}
             )
@@ -101,3 +101,25 @@ def platform_cases_reprocess(*, version_pk: int) -> dict[str, int]:
         outcome = case_reprocess(case_pk=case_pk)
         results[outcome] = results.get(outcome, 0) + 1
     return results
+
+
+def platform_cases_reprocess_due() -> int:
+    """The sweep behind a lost activation message: each staff version in force processes the open unparsed
+    cases of its platform opened before its activation that no run of it has tried yet."""
+    done = 0
+    versions = PlatformTemplateVersion.objects.filter(
+        state=PlatformTemplateVersion.State.ACTIVE, source=PlatformTemplateVersion.Source.STAFF
+    )
+    for version in versions:
+        cases = TransferCase.objects.filter(
+            kind=Kind.UNPARSED,
+            state__in=TransferCase.OPEN_STATES,
+            message__platform=version.platform,
+            created_at__lt=version.activated_at,
+        ).only("pk", "details")
+        for case in cases:
+            tried = {t.get("template_version") for t in case.details.get("reprocessed", [])}
+            if version.version not in tried:
+                case_reprocess(case_pk=case.pk)
+                done += 1
+    return done

@@ -12,9 +12,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from orders.models import Order
+from orders.transfers import platforms
 from orders.transfers.dns import use_resolver
-from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
 from orders.transfers.reading.activation import version_activate, version_approve
+from orders.transfers.reading.learn import kind_data, learn
 from orders.transfers.reading.templates_store import version_create
 from tests.catalog.factories import RowFactory
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
@@ -96,3 +98,22 @@ def shop(db, django_capture_on_commit_callbacks, settings, dns, registry_entry, 
     settings.PAYMENT_PLATFORM = "sandbox"
     pairs = make_partner_with_both_pairs(name="Harbourside Ticket Exchange")
     return Shop(pairs.partner, client_for(pairs.live), django_capture_on_commit_callbacks, stagepass_key)
+
+
+def stagepass_template(order) -> dict:
+    """StagePass's template as staff make it: the proposals from one mail of ``order``, taken as they are."""
+    mail = platforms.mail_text(stagepass_mail(order))
+    learned = learn(
+        text=mail.text, subject=mail.subject, order=order, accept_hosts=("accept.stagepass-tickets.com",)
+    )
+    base = PlatformTemplateVersion.objects.get(platform=PLATFORM, state="active").data
+    offer = kind_data(
+        subject_pattern=learned.subject_pattern,
+        patterns={name: p.pattern for name, p in learned.proposals.items()},
+        general_admission=False,
+    )
+    return {
+        **base,
+        "start_formats": ["%Y-%m-%d %H:%M", learned.start_format],
+        "kinds": {"transfer_offer": offer},
+    }

@@ -19,8 +19,9 @@ from orders.transfers.reading.activation import Refused, version_activate, versi
 from orders.transfers.reading.reprocess import case_reprocess
 from orders.transfers.reading.templates_store import data_dump, version_create
 from orders.transfers.state import case_move
+from orders.transfers.tasks import platform_cases_reprocess_due
 
-from .conftest import staff
+from .conftest import staff, stagepass_template
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 V = PlatformTemplateVersion
@@ -306,3 +307,23 @@ def test_activating_another_version_supersedes_the_one_in_force(shop):
     with pytest.raises(Refused):
         version_activate(version_pk=a.pk, actor="staff:alice@service.example", reason="again")
     assert TransferCase.objects.count() == 0
+
+
+def test_the_sweep_processes_the_cases_an_activation_message_never_reached(shop):
+    order = shop.order()
+    case = shop.unparsed(order)
+    made = version_create(
+        platform="stagepass",
+        data=stagepass_template(order),
+        actor="staff:alice@service.example",
+        reason="offers",
+    )
+    # The activation commits, but its task message is lost (the on-commit callbacks never run).
+    version_activate(version_pk=made.pk, actor="staff:alice@service.example", reason="in force")
+    assert Order.objects.get(pk=order.pk).status == "awaiting_transfer"
+    with shop.capture(execute=True):
+        assert platform_cases_reprocess_due.delay().get() == 1
+    assert Order.objects.get(pk=order.pk).status == "ticket_received"
+    case.refresh_from_db()
+    assert case.details["decided_by"]["template_version"] == made.version
+    assert platform_cases_reprocess_due.delay().get() == 0  # once

@@ -13,30 +13,12 @@ from django.test import Client
 from orders.transfers import corpus, platforms
 from orders.transfers.models import PlatformTemplateVersion
 from orders.transfers.reading.activation import version_activate
-from orders.transfers.reading.learn import kind_data, learn
 from orders.transfers.reading.templates_store import data_dump, shipped_data, version_create, versions_seed
 from tests.transfers.staff.stagepass import PLATFORM, stagepass_mail
 
+from .conftest import stagepass_template
+
 V = PlatformTemplateVersion
-
-
-def stagepass_template(order) -> dict:
-    """StagePass's template as staff make it: the proposals from one mail of ``order``, taken as they are."""
-    mail = platforms.mail_text(stagepass_mail(order))
-    learned = learn(
-        text=mail.text, subject=mail.subject, order=order, accept_hosts=("accept.stagepass-tickets.com",)
-    )
-    base = V.objects.get(platform=PLATFORM, state="active").data
-    offer = kind_data(
-        subject_pattern=learned.subject_pattern,
-        patterns={name: p.pattern for name, p in learned.proposals.items()},
-        general_admission=False,
-    )
-    return {
-        **base,
-        "start_formats": ["%Y-%m-%d %H:%M", learned.start_format],
-        "kinds": {"transfer_offer": offer},
-    }
 
 
 @pytest.mark.django_db
