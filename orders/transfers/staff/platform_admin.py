@@ -21,10 +21,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import require, staff_may
+from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnly, StatusHistoryInline
 
 from .. import intake, platforms
-from ..admin_order import actor_of
 from ..models import PlatformTemplateHistory, PlatformTemplateVersion, TransferCase
 from ..reading import learn as learning
 from ..reading.activation import Refused, version_activate, version_approve, version_discard
@@ -336,7 +336,7 @@ class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
                     created = version_create(
                         platform=platform,
                         data=data,
-                        actor=actor_of(request),
+                        actor=staff_actor(request),
                         reason=reason,
                         learned_from=case,
                         based_on=active.version if active else None,
@@ -395,7 +395,7 @@ class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
                 if data is None:
                     raise TemplateInvalid("The template is empty.")
                 created = version_create(
-                    platform=platform, data=data, actor=actor_of(request), reason=reason, based_on=based_on
+                    platform=platform, data=data, actor=staff_actor(request), reason=reason, based_on=based_on
                 )
             except TemplateInvalid as exc:
                 error = str(exc)
@@ -462,21 +462,18 @@ class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
         return view
 
     def step_view(self, request: HttpRequest, pk: int, *, name: str) -> HttpResponse:
+        """A version's button: the shared staff confirmation (its permission checked on every request, a reason,
+        a single-use page), the step, then the version's page with a GET."""
         step = STEPS[name]
         require(request, step.permission)
         version = get_object_or_404(V, pk=pk)
         version_url = reverse("admin:transfers_platformtemplateversion_change", args=[pk])
-        if request.method != "POST":
-            self.message_user(request, f"“{step.label}” starts from the version's button.", messages.ERROR)
-            return HttpResponseRedirect(version_url)
-        reason = request.POST.get("reason", "").strip()[:255]
-        if request.POST.get("confirmed") == "yes" and reason:
-            actor = actor_of(request)
-            service = {"approve": version_approve, "activate": version_activate, "discard": version_discard}[
-                name
-            ]
+        service = {"approve": version_approve, "activate": version_activate, "discard": version_discard}[name]
+
+        def act(data: dict) -> HttpResponse:
+            reason = data["reason"]
             try:
-                done = service(version_pk=pk, actor=actor, reason=reason)
+                done = service(version_pk=pk, actor=staff_actor(request), reason=reason)
             except Refused as exc:
                 self.message_user(request, str(exc), messages.ERROR)
             else:
@@ -487,19 +484,25 @@ class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
                     messages.SUCCESS,
                 )
             return HttpResponseRedirect(version_url)
-        context = self._context(
+
+        return confirm(
             request,
+            self,
+            permissions=[step.permission],
+            objects=[version],
+            describe=lambda v: (v.platform, f"v{v.version}", v.get_state_display(), v.created_by, v.reason),
+            columns=("Platform", "Version", "State", "Made by", "Why"),
             title=step.title,
-            testid=f"confirm-{name}",
             effects=step.effects,
-            items=[],
-            error="Give a reason for the platform's history." if request.POST.get("confirmed") else "",
-            reason=request.POST.get("reason", ""),
-            back_url=version_url,
             submit=step.submit,
-            version=version,
+            reason_label="Reason (kept in the platform's history)",
+            testid=f"confirm-{name}",
+            act=act,
+            back_url=version_url,
+            done_url=version_url,
+            record_label=f"{version.platform} v{version.version}",
+            arrives_by_post=True,
         )
-        return TemplateResponse(request, "admin/transfers/confirm.html", context)
 
 
 def learn_link(request: HttpRequest, case: TransferCase) -> str:
