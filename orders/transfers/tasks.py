@@ -87,15 +87,12 @@ def raw_purge() -> int:
     return purge()
 
 
-@shared_task(bind=True, name="orders.transfers.tasks.platform_cases_reprocess", max_retries=5)
-def platform_cases_reprocess(self, version_pk: int) -> dict:
+@shared_task(base=RetryingTask, name="orders.transfers.tasks.platform_cases_reprocess", max_retries=5)
+def platform_cases_reprocess(version_pk: int) -> dict:
     """A template version was activated: process its platform's open unparsed cases again."""
     from .reading.reprocess import platform_cases_reprocess as reprocess
 
-    try:
-        return reprocess(version_pk=version_pk)
-    except signals.TRANSIENT_ERRORS as exc:
-        raise self.retry(exc=exc, countdown=task_retry_seconds(self.request.retries))
+    return reprocess(version_pk=version_pk)
 
 
 @shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due")
