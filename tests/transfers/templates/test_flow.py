@@ -327,3 +327,23 @@ def test_the_sweep_processes_the_cases_an_activation_message_never_reached(shop)
     case.refresh_from_db()
     assert case.details["decided_by"]["template_version"] == made.version
     assert platform_cases_reprocess_due.delay().get() == 0  # once
+
+
+def test_a_pattern_or_a_template_too_long_is_refused(shop, manager):
+    base = V.objects.get(platform="stagepass", state="active").data
+    long_pattern = {
+        **base,
+        "kinds": {"transfer_offer": {"subject": "^x" + "y" * 1000, "fields": {"event": "(?P<value>.+)"}}},
+    }
+    client = signed_in(manager)
+    response = client.post(
+        "/admin/transfers/platformtemplateversion/edit/",
+        {"platform": "stagepass", "yaml": data_dump(long_pattern), "reason": "too long"},
+    )
+    assert "transfer_offer.subject is longer than 1000 characters" in response.content.decode()
+    response = client.post(
+        "/admin/transfers/platformtemplateversion/edit/",
+        {"platform": "stagepass", "yaml": "# " + "x" * 70_000, "reason": "too long"},
+    )
+    assert "longer than 64 000 characters" in response.content.decode()
+    assert not V.objects.filter(state="draft").exists()
