@@ -39,6 +39,11 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
         },
         # A pdf order whose ticket PDF the confirmation's check never reached.
         "transfers-ticket-files": {"task": "orders.transfers.tasks.ticket_files_sweep", "schedule": 600.0},
+        # Unparsed cases a template activation should have processed again, if its task message was lost.
+        "transfers-template-reprocess": {
+            "task": "orders.transfers.tasks.platform_cases_reprocess_due",
+            "schedule": 600.0,
+        },
         # Raw inbound mail past INBOUND_RAW_RETENTION_DAYS: the rows and their verdicts stay.
         "transfers-purge-raw": {"task": "orders.transfers.tasks.raw_purge", "schedule": 3600.0},
     }

@@ -26,6 +26,7 @@ from .admin_actions import ACTIONS, CaseAction, Refused, applies, case_act
 from .admin_order import ORDER_COLUMNS, accept_links, link_html, order_cells
 from .admin_records import OrderModeFilter
 from .models import TransferCase, TransferCaseHistory
+from .staff import platform_admin
 
 CS = TransferCase.State
 
@@ -185,6 +186,7 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["case_actions"] = self.case_actions(request, obj) if obj is not None else []
+        context["learn_url"] = platform_admin.learn_link(request, obj) if obj is not None else ""
         if obj is not None:
             order = f" · order {obj.order.order_id}" if obj.order else ""
             context.update(

@@ -16,9 +16,11 @@ class TransfersConfig(AppConfig):
         from . import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
         from .files import on_order_status_changed
         from .platforms import registry
+        from .reading.templates_store import overlay_install
         from .subscribers import on_order_status_changed as release_waiting_mail
 
         registry()  # a bad platform template stops the service here (ImproperlyConfigured)
+        overlay_install()  # from now on the versions staff activated are laid over the files
 
         from orders.services import expiry_hold_register
 

@@ -68,9 +68,12 @@ def corpus_order(spec: dict):
     )
 
 
-def corpus_run(folder: Path | str) -> list[Result]:
-    """Every fixture of every platform folder under ``folder``, in file-name order."""
+def corpus_run(folder: Path | str, registry: platforms.Registry | None = None) -> list[Result]:
+    """Every fixture of every platform folder under ``folder``, in file-name order, read with ``registry``
+    (default: the template files; ``main`` and the admin's report pass the registry in force)."""
     from .matching import match
+
+    registry = registry if registry is not None else platforms.files_registry()
 
     results: list[Result] = []
     for platform_dir in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
@@ -78,7 +81,8 @@ def corpus_run(folder: Path | str) -> list[Result]:
         for eml in sorted(platform_dir.glob("*.eml")):
             meta = json.loads(eml.with_suffix(".json").read_text(encoding="utf-8"))
             order = corpus_order(meta["order"])
-            parsed = platforms.parse(eml.read_bytes(), platform_dir.name)
+            template = registry.get(platform_dir.name)
+            parsed = platforms.parse_with(template, eml.read_bytes()) if template is not None else None
             parse_json = (
                 None if parsed is None else {k: v for k, v in parsed.as_json().items() if k != "text"}
             )
@@ -134,7 +138,7 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
     folder = argv[0] if argv else "tests/fixtures/transfer_mail"
-    results = corpus_run(folder)
+    results = corpus_run(folder, platforms.registry())
     summary = corpus_summary(results)
     print(
         f"{'platform':<12} {'messages':>8} {'auto-received':>13} {'cases':>5} {'mismatches auto-received':>24}"

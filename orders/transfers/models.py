@@ -274,3 +274,70 @@ class SandboxSigningKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.selector} ({self.created_at:%Y-%m-%d})"
+
+
+class PlatformTemplateVersion(models.Model):
+    """One version of a platform's registry entry and templates, in the template file's format (``data``).
+
+    The shipped file is version 1; every change staff make is a new version with who, when and why. One
+    version per platform is in force (``active``); a version that changes the sender domains or accept-link
+    hosts is activated only once a second staff member approved it."""
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        ACTIVE = "active", "In force"
+        SUPERSEDED = "superseded", "Superseded"
+        DISCARDED = "discarded", "Discarded"
+
+    class Source(models.TextChoices):
+        SHIPPED = "shipped", "Shipped file"
+        STAFF = "staff", "Made by staff"
+
+    platform = models.CharField(max_length=32, help_text="The primary_site it reads mail of.")
+    version = models.PositiveIntegerField()
+    data = models.JSONField(help_text="The template, as the platform's YAML file holds it.")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.DRAFT)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.STAFF)
+    based_on = models.PositiveIntegerField(null=True, blank=True, help_text="The version it was made from.")
+    learned_from = models.ForeignKey(
+        TransferCase, null=True, blank=True, on_delete=models.SET_NULL, related_name="template_versions"
+    )
+    registry_change = models.BooleanField(
+        default=False, help_text="Its sender domains or accept-link hosts differ from the version in force."
+    )
+    reason = models.CharField(max_length=500, blank=True)
+    created_by = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+    approved_by = models.CharField(max_length=200, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
+    activated_by = models.CharField(max_length=200, blank=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    trial = models.JSONField(default=dict, blank=True, help_text="The last test against the stored mail.")
+
+    class Meta:
+        ordering = ["platform", "-version"]
+        verbose_name = "platform template version"
+        permissions = [
+            ("manage_platform_templates", "Can make, test and activate platform templates"),
+            ("approve_platform_registry", "Can approve a platform's sender domains and accept-link hosts"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["platform", "version"], name="platform_template_version_once"),
+            # Race: two activations of one platform at once — one version in force, whoever commits first.
+            models.UniqueConstraint(
+                fields=["platform"], condition=Q(state="active"), name="platform_template_one_active"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.platform} v{self.version}"
+
+
+class PlatformTemplateHistory(StatusHistory):
+    """Every state change of a platform's template versions, with who and why (the platform's history)."""
+
+    template = models.ForeignKey(PlatformTemplateVersion, on_delete=models.CASCADE, related_name="history")
+
+    class Meta(StatusHistory.Meta):
+        verbose_name = "platform template change"
+        verbose_name_plural = "platform template history"

@@ -282,9 +282,10 @@ def _run(message: InboundMessage, raw: bytes | None, verdict: AuthVerdict | None
     parsed = platforms.parse(raw, platform)
     if parsed is None or parsed.missing:
         text = parsed.text if parsed is not None else platforms.mail_text(raw).text
+        entry = platforms.registry().get(platform)
         why = (
             f"No template for the platform {platform!r}"
-            if platform not in platforms.registry()
+            if entry is None or not entry.kinds
             else f"Required fields missing: {', '.join(parsed.missing)}"
             if parsed is not None
             else "The subject is of no kind the template knows"
@@ -294,6 +295,9 @@ def _run(message: InboundMessage, raw: bytes | None, verdict: AuthVerdict | None
         )
         message.kind = parsed.kind if parsed is not None else ""
         return case(message, Kind.UNPARSED, why, {"text": text, "platform": platform})
-    message.verdicts["parse"] = parsed.as_json()
+    message.verdicts["parse"] = {
+        **parsed.as_json(),
+        "template_version": platforms.registry().get(platform).version,
+    }
     message.kind = parsed.kind
     return decision.decide(message, order, parsed)

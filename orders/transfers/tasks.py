@@ -107,3 +107,19 @@ def raw_purge() -> int:
     from .retention import raw_purge as purge
 
     return purge()
+
+
+@shared_task(base=RetryingTask, name="orders.transfers.tasks.platform_cases_reprocess", max_retries=5)
+def platform_cases_reprocess(version_pk: int) -> dict:
+    """A template version was activated: process its platform's open unparsed cases again."""
+    from .reading.reprocess import platform_cases_reprocess as reprocess
+
+    return reprocess(version_pk=version_pk)
+
+
+@shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due")
+def platform_cases_reprocess_due() -> int:
+    """The open unparsed cases a version in force has not processed yet (its activation's message was lost)."""
+    from .reading.reprocess import platform_cases_reprocess_due as sweep
+
+    return sweep()

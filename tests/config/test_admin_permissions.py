@@ -29,6 +29,7 @@ from catalog.services import row_quantity_adjust
 from orders.models import Order
 from orders.services import order_transition
 from orders.transfers.models import TransferCase
+from orders.transfers.reading.templates_store import shipped_data, version_create
 from orders.webhooks.models import WebhookEndpoint
 from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential
@@ -46,6 +47,7 @@ groups_migration = importlib.import_module("payouts.migrations.0010_staff_groups
 histories_migration = importlib.import_module("payouts.migrations.0012_staff_groups_status_histories")
 transfers_migration = importlib.import_module("payouts.migrations.0013_staff_groups_transfers")
 disputes_migration = importlib.import_module("payouts.migrations.0015_staff_groups_disputes")
+templates_migration = importlib.import_module("payouts.migrations.0016_staff_groups_platform_templates")
 
 # Django's own pages of a model admin; everything else a model admin serves is one of its custom views.
 STANDARD_VIEWS = {"changelist", "add", "history", "delete", "change"}
@@ -174,6 +176,14 @@ def world(settings, django_capture_on_commit_callbacks):
     StaticDevice.objects.create(user=root, name="backup", confirmed=True).token_set.create(token="a1b2c3d4")
     # A transfer case on an order awaiting its transfer (every case action applies), with its message and evidence.
     case = mismatch_case(make_order(creds.partner, status="awaiting_transfer"))
+    # A draft template version that changes the sandbox platform's registry entry (approve, activate, discard).
+    shipped = shipped_data("sandbox")
+    version_create(
+        platform="sandbox",
+        data={**shipped, "accept_link_hosts": ["accept.sandbox.invalid", "claim.sandbox.invalid"]},
+        actor="staff:root",
+        reason="setup",
+    )
     return SimpleNamespace(
         case=case,
         root=root,
@@ -288,6 +298,13 @@ def test_a_forged_post_of_every_action_and_view_changes_nothing(world, settings)
         "transfers_transfercase_accept",
         "transfers_transfercase_recalled",
         "transfers_inboundmessage_raw",
+        "transfers_platformtemplateversion_edit",
+        "transfers_platformtemplateversion_test",
+        "transfers_platformtemplateversion_export",
+        "transfers_platformtemplateversion_approve",
+        "transfers_platformtemplateversion_activate",
+        "transfers_platformtemplateversion_discard",
+        "transfers_platformtemplateversion_learn",
     } <= tried
 
 
@@ -318,6 +335,7 @@ def shipped_groups() -> tuple[Group, Group]:
     histories_migration.add_history_views(apps, SimpleNamespace(connection=connection))
     transfers_migration.add_transfer_permissions(apps, SimpleNamespace(connection=connection))
     disputes_migration.add_dispute_views(apps, SimpleNamespace(connection=connection))
+    templates_migration.add_platform_template_permissions(apps, SimpleNamespace(connection=connection))
     return Group.objects.get(name="Support (read only)"), Group.objects.get(name="Operations")
 
 
@@ -356,6 +374,8 @@ def test_operations_may_take_every_named_action_and_deletes_nothing_but_portal_a
         "transfers.ask_seller",
         "transfers.mark_accepted_on_platform",
         "transfers.mark_recalled",
+        "transfers.manage_platform_templates",
+        "transfers.approve_platform_registry",
     }
     perms = _perms(operations)
     assert _perms(support) | named <= perms

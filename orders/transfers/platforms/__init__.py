@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import regex
 import yaml
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -42,13 +43,27 @@ DEFAULT_START_FORMATS = ("%Y-%m-%d %H:%M",)
 FOLDER = Path(__file__).resolve().parent
 _SEAT_WORD = re.compile(r"\bseats?\b\.?", re.IGNORECASE)
 _SEAT_RANGE = re.compile(r"^([A-Za-z]*)(\d+)\s*[-–]\s*\1?(\d+)$")
+# Every template pattern runs with a time limit (a staff-made pattern may backtrack catastrophically): a search
+# that takes longer finds nothing, so the message stays unparsed.
+PATTERN_SECONDS = 0.25
+# Set by ``orders.transfers.reading.templates_store`` once the app is ready: the registry of the files with the
+# versions staff activated laid over it.
+OVERLAY = None
+
+
+def pattern_search(pattern, text: str):
+    """``pattern.search(text)`` within ``PATTERN_SECONDS``; ``None`` when the time ran out."""
+    try:
+        return pattern.search(text, timeout=PATTERN_SECONDS)
+    except TimeoutError:
+        return None
 
 
 @dataclass(frozen=True)
 class KindTemplate:
     kind: str
-    subject: re.Pattern
-    fields: dict[str, re.Pattern]
+    subject: regex.Pattern
+    fields: dict[str, regex.Pattern]
     required: tuple[str, ...]
 
 
@@ -61,10 +76,11 @@ class Platform:
     kinds: dict[str, KindTemplate]
     start_formats: tuple[str, ...] = DEFAULT_START_FORMATS
     source: str = ""
+    version: int = 1  # the shipped file is version 1; staff's versions are numbered on from it
 
     def kind_for(self, subject: str) -> KindTemplate | None:
         for template in self.kinds.values():
-            if template.subject.search(subject):
+            if pattern_search(template.subject, subject):
                 return template
         return None
 
@@ -95,12 +111,14 @@ def _str_list(source: str, data: dict, key: str) -> tuple[str, ...]:
     return tuple(v.strip().lower() for v in value)
 
 
-def _regex(source: str, where: str, pattern, flags: int) -> re.Pattern:
+def _regex(source: str, where: str, pattern, flags: int) -> regex.Pattern:
     if not isinstance(pattern, str) or not pattern:
         _fail(source, f"{where} must be a regular expression (a string)")
+    if len(pattern) > 1000:
+        _fail(source, f"{where} is longer than 1000 characters")
     try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
+        return regex.compile(pattern, flags)
+    except (regex.error, ValueError, OverflowError) as exc:
         _fail(source, f"{where} does not compile: {exc}")
 
 
@@ -110,7 +128,7 @@ def _kind(source: str, kind: str, data) -> KindTemplate:
     unknown = set(data) - {"subject", "fields", "required"}
     if unknown:
         _fail(source, f"kind {kind!r} has unknown keys {sorted(unknown)}")
-    subject = _regex(source, f"{kind}.subject", data.get("subject"), re.IGNORECASE)
+    subject = _regex(source, f"{kind}.subject", data.get("subject"), regex.IGNORECASE)
     raw_fields = data.get("fields")
     if not isinstance(raw_fields, dict) or not raw_fields:
         _fail(source, f"{kind}.fields must be a mapping of field to pattern")
@@ -118,7 +136,7 @@ def _kind(source: str, kind: str, data) -> KindTemplate:
     for name, pattern in raw_fields.items():
         if name not in FIELDS:
             _fail(source, f"{kind}.fields has unknown field {name!r} (known: {', '.join(FIELDS)})")
-        compiled = _regex(source, f"{kind}.fields.{name}", pattern, re.IGNORECASE | re.MULTILINE)
+        compiled = _regex(source, f"{kind}.fields.{name}", pattern, regex.IGNORECASE | regex.MULTILINE)
         if "value" not in compiled.groupindex:
             _fail(source, f"{kind}.fields.{name} has no (?P<value>…) group")
         fields[name] = compiled
@@ -147,7 +165,8 @@ def platform_validate(data, *, source: str, name: str) -> Platform:
     if not all(isinstance(f, str) and "%" in f for f in start_formats):
         _fail(source, "'start_formats' must be strptime formats")
     kinds = data.get("kinds")
-    if not isinstance(kinds, dict) or "transfer_offer" not in kinds:
+    # No kinds at all is a registry entry alone (its authentic mail opens unparsed cases until staff add them).
+    if not isinstance(kinds, dict) or (kinds and "transfer_offer" not in kinds):
         _fail(source, "'kinds' must be a mapping with at least 'transfer_offer'")
     for kind in kinds:
         if kind not in KINDS:
@@ -186,6 +205,12 @@ def registry_folders() -> list[Path]:
 
 
 def registry() -> Registry:
+    """The registry in force: the files' (``files_registry``) with the versions staff activated over them."""
+    files = files_registry()
+    return OVERLAY(files) if OVERLAY is not None else files
+
+
+def files_registry() -> Registry:
     """The templates of this folder and of ``TRANSFER_PLATFORM_DIRS``, loaded and validated once per process."""
     global _registry
     if _registry is None:
@@ -259,7 +284,11 @@ def _start(value: str, formats: tuple[str, ...]) -> str:
 
 
 def _accept_link(pattern: re.Pattern, text: str, hosts: tuple[str, ...]) -> str:
-    for found in pattern.finditer(text):
+    try:
+        found_all = list(pattern.finditer(text, timeout=PATTERN_SECONDS))
+    except TimeoutError:
+        return ""
+    for found in found_all:
         link = found.group("value").strip()
         host = (urlsplit(link).hostname or "").lower()
         if urlsplit(link).scheme == "https" and host in hosts:
@@ -273,6 +302,11 @@ def parse(raw: bytes, platform: str) -> ParsedMail | None:
     template = registry().get(platform)
     if template is None:
         return None
+    return parse_with(template, raw)
+
+
+def parse_with(template: Platform, raw: bytes) -> ParsedMail | None:
+    """``parse`` with a given template (a draft under test, or the one in force)."""
     mail = mail_text(raw)
     kind = template.kind_for(mail.subject)
     if kind is None:
@@ -282,7 +316,7 @@ def parse(raw: bytes, platform: str) -> ParsedMail | None:
         if name == "accept_link":
             values[name] = _accept_link(pattern, mail.text, template.accept_link_hosts)
             continue
-        found = pattern.search(mail.text)
+        found = pattern_search(pattern, mail.text)
         values[name] = " ".join(found.group("value").split()) if found and found.group("value") else ""
     seats = seats_split(values.get("seats", ""))
     quantity_text = values.get("quantity", "")
@@ -320,9 +354,12 @@ __all__ = [
     "SANDBOX",
     "Platform",
     "Registry",
+    "files_registry",
     "mail_text",
     "order_platforms",
     "parse",
+    "parse_with",
+    "pattern_search",
     "platform_for_domain",
     "platform_validate",
     "registry",

@@ -14,7 +14,7 @@ from orders.transfers.platforms import order_platforms, parse, platform_for_doma
 
 from . import mail
 
-pytestmark = pytest.mark.embedded
+pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 
 SANDBOX_YAML = (Path(platforms.__file__).parent / "sandbox.yaml").read_text()
 

@@ -1,0 +1,234 @@
+"""Platform templates and registry entries as versioned data (docs/staff-guide.md "Platform templates").
+
+A version holds a platform's template in the file format (``data``: what ``platforms/<name>.yaml`` holds)
+and is validated by the start-up's own validator (``platforms.platform_validate``). The shipped file of a
+platform is its version 1 (``versions_seed`` records it); staff's versions are numbered on from there, each
+with who, when and why. The registry the service reads (``platforms.registry()``) is the files with the
+versions staff activated laid over them (``registry_overlay``, installed when the app is ready), so an
+activation takes effect in every process at its next message, without a release. A version exports back to
+the file format (``data_dump``; ``manage.py export_platform_template``), so it can ship in the repository.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+
+import yaml
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Max
+
+from config.core.statemachine import StateMachine
+
+from .. import platforms
+from ..models import PlatformTemplateHistory, PlatformTemplateVersion
+
+V = PlatformTemplateVersion
+SHIPPED_ACTOR = "system:shipped"
+REGISTRY_KEYS = ("sender_domains", "accept_link_hosts")
+KEY_ORDER = ("platform", "sender_domains", "accept_link_hosts", "static_barcodes", "start_formats", "kinds")
+
+TEMPLATE_MACHINE = StateMachine(
+    name="platform template",
+    field="state",
+    moves={
+        V.State.DRAFT: frozenset({V.State.ACTIVE, V.State.DISCARDED}),
+        V.State.ACTIVE: frozenset({V.State.SUPERSEDED}),
+        V.State.SUPERSEDED: frozenset(),
+        V.State.DISCARDED: frozenset(),
+    },
+    history=PlatformTemplateHistory,
+    history_fk="template",
+)
+
+
+class TemplateInvalid(Exception):
+    """The data is not a valid template: the message names the first problem, as the start-up would."""
+
+
+# --- the file format ---------------------------------------------------------------------------------------------
+def data_validate(data, *, platform: str) -> platforms.Platform:
+    """The ``Platform`` the data makes, by the start-up's validator; ``TemplateInvalid`` naming the problem."""
+    try:
+        return platforms.platform_validate(data, source=f"{platform} (version)", name=platform)
+    except ImproperlyConfigured as exc:
+        raise TemplateInvalid(str(exc)) from exc
+
+
+def data_dump(data: dict) -> str:
+    """The version as its YAML file (keys in the shipped files' order), loadable by ``registry_load``."""
+    ordered = {key: data[key] for key in KEY_ORDER if key in data}
+    if isinstance(ordered.get("kinds"), dict):  # the shipped files' order, whatever order the database kept
+        ordered["kinds"] = {
+            kind: {
+                **{k: spec[k] for k in ("subject", "required") if k in spec},
+                "fields": {f: spec["fields"][f] for f in platforms.FIELDS if f in (spec.get("fields") or {})},
+            }
+            for kind, spec in ((k, ordered["kinds"][k]) for k in platforms.KINDS if k in ordered["kinds"])
+        }
+    header = (
+        f"# The {data.get('platform')} platform: sender domains, accept-link hosts and templates per kind.\n"
+    )
+    return header + yaml.safe_dump(ordered, sort_keys=False, allow_unicode=True, width=120)
+
+
+def data_load(text: str, *, platform: str) -> dict:
+    """A template's YAML text as data, validated (the editor's text, an uploaded file)."""
+    if len(text) > 64_000:
+        raise TemplateInvalid("The template is longer than 64 000 characters.")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TemplateInvalid(f"The template is not valid YAML: {exc}") from exc
+    data_validate(data, platform=platform)
+    return data
+
+
+def shipped_file(platform: str) -> Path | None:
+    """The platform's file in the platforms folder or a ``TRANSFER_PLATFORM_DIRS`` folder, if it has one."""
+    for folder in platforms.registry_folders():
+        path = Path(folder) / f"{platform}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def shipped_data(platform: str) -> dict | None:
+    path = shipped_file(platform)
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path is not None else None
+
+
+def registry_part(data: dict | None) -> dict:
+    """What decides authenticity: the sender domains and accept-link hosts, normalised."""
+    data = data or {}
+    return {key: sorted({str(v).strip().lower() for v in data.get(key) or []}) for key in REGISTRY_KEYS}
+
+
+# --- selectors -----------------------------------------------------------------------------------------------------
+def version_in_force(platform: str) -> V | None:
+    return V.objects.filter(platform=platform, state=V.State.ACTIVE).first()
+
+
+def data_in_force(platform: str) -> dict | None:
+    """The data of the version in force: staff's active version, else the shipped file."""
+    active = version_in_force(platform)
+    return active.data if active is not None else shipped_data(platform)
+
+
+def platform_names() -> list[str]:
+    """Every platform the service knows: the files' and those staff made."""
+    names = set(platforms.registry().names()) | set(V.objects.values_list("platform", flat=True).distinct())
+    return sorted(names)
+
+
+# --- services ------------------------------------------------------------------------------------------------------
+def versions_seed(*, platform: str) -> V | None:
+    """Record the shipped file as version 1 (in force) when the platform has no version yet."""
+    data = shipped_data(platform)
+    if data is None or V.objects.filter(platform=platform).exists():
+        return None
+    try:
+        with transaction.atomic():
+            seeded = V.objects.create(
+                platform=platform,
+                version=1,
+                data=data,
+                state=V.State.ACTIVE,
+                source=V.Source.SHIPPED,
+                reason="The shipped template file",
+                created_by=SHIPPED_ACTOR,
+                activated_by=SHIPPED_ACTOR,
+            )
+            seeded.activated_at = seeded.created_at
+            seeded.save(update_fields=["activated_at"])
+            TEMPLATE_MACHINE.record(
+                obj=seeded, from_state="", to_state=V.State.ACTIVE, actor=SHIPPED_ACTOR, reason=seeded.reason
+            )
+    except IntegrityError:  # seeded by another request at the same moment
+        return None
+    return seeded
+
+
+def version_create(
+    *,
+    platform: str,
+    data: dict,
+    actor: str,
+    reason: str,
+    learned_from=None,
+    based_on: int | None = None,
+) -> V:
+    """A new draft version of ``platform``; ``TemplateInvalid`` when the data does not validate."""
+    platform = platform.strip().lower()
+    if not platform or len(platform) > 32 or not platform.replace("_", "").replace("-", "").isalnum():
+        raise TemplateInvalid("A platform's name is up to 32 letters, digits, '-' or '_'.")
+    data = {**data, "platform": platform}
+    data_validate(data, platform=platform)
+    if not reason.strip():
+        raise TemplateInvalid("Say why: the reason is kept in the platform's history.")
+    versions_seed(platform=platform)
+    for _ in range(3):
+        try:
+            with transaction.atomic():
+                number = (V.objects.filter(platform=platform).aggregate(n=Max("version"))["n"] or 0) + 1
+                # Race: two staff saving a version of one platform at once — the unique (platform, version)
+                # constraint refuses the second number, which is then taken again.
+                created = V.objects.create(
+                    platform=platform,
+                    version=number,
+                    data=data,
+                    based_on=based_on,
+                    learned_from=learned_from,
+                    registry_change=registry_part(data) != registry_part(data_in_force(platform)),
+                    reason=reason.strip()[:500],
+                    created_by=actor,
+                )
+                TEMPLATE_MACHINE.record(
+                    obj=created, from_state="", to_state=V.State.DRAFT, actor=actor, reason=created.reason
+                )
+                return created
+        except IntegrityError:
+            continue
+    raise TemplateInvalid("Another version was saved at the same moment: save again.")
+
+
+# --- the registry the service reads ------------------------------------------------------------------------------
+_cache: dict = {"key": None, "registry": None}
+_cache_lock = threading.Lock()
+
+
+def registry_overlay(base: platforms.Registry) -> platforms.Registry:
+    """``base`` (the files) with staff's versions in force laid over it: one indexed query per call, the
+    merged registry rebuilt only when the versions in force changed."""
+    try:
+        in_force = list(
+            V.objects.filter(state=V.State.ACTIVE, source=V.Source.STAFF)
+            .order_by("platform")
+            .values_list("pk", "platform", "version")
+        )
+    except DatabaseError:  # before the migration that makes the table: the files alone
+        return base
+    if not in_force:
+        return base
+    key = (id(base), tuple(in_force))
+    with _cache_lock:
+        if _cache["key"] == key:
+            return _cache["registry"]
+    merged = dict(base.platforms)
+    data = dict(V.objects.filter(pk__in=[pk for pk, _, _ in in_force]).values_list("pk", "data"))
+    for pk, name, number in in_force:
+        try:
+            merged[name] = dataclasses.replace(data_validate(data[pk], platform=name), version=number)
+        except TemplateInvalid:  # validated when saved: a version the validator now refuses keeps the file
+            continue
+    registry = platforms.Registry(platforms=merged)
+    with _cache_lock:
+        _cache.update(key=key, registry=registry)
+    return registry
+
+
+def overlay_install() -> None:
+    """Called by ``TransfersConfig.ready()`` after the files were validated."""
+    platforms.OVERLAY = registry_overlay

@@ -1,0 +1,119 @@
+"""Platform templates made by staff: the StagePass platform (``tests/transfers/staff/stagepass.py``) with its
+own DKIM key for ``stagepass-tickets.com``, published by a test resolver (no lookup leaves the process); its
+registry entry made under four eyes (proposed by one staff member, approved by another, activated) with no
+template yet, so its authentic mail opens ``unparsed`` cases; live orders of it made through the API."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+
+from orders.models import Order
+from orders.transfers import platforms
+from orders.transfers.dns import use_resolver
+from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.reading.activation import version_activate, version_approve
+from orders.transfers.reading.learn import kind_data, learn
+from orders.transfers.reading.templates_store import version_create
+from tests.catalog.factories import RowFactory
+from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
+from tests.transfers.e2e.conftest import deliver
+from tests.transfers.mailkit import DkimKey, make_key, resolver_for, sign
+from tests.transfers.staff.stagepass import PLATFORM, REGISTRY, stagepass_mail
+
+STAFF_PASSWORD = "a long staff pass 2026"
+
+
+@pytest.fixture
+def stagepass_key() -> DkimKey:
+    return make_key("stagepass-tickets.com", "sp1")
+
+
+@pytest.fixture
+def dns(stagepass_key):
+    with use_resolver(resolver_for(stagepass_key)):
+        yield
+
+
+def staff(username: str, *codenames: str):
+    user = get_user_model().objects.create_user(
+        username, f"{username}@service.example", STAFF_PASSWORD, is_staff=True
+    )
+    user.user_permissions.add(*Permission.objects.filter(codename__startswith="view_"))
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+@pytest.fixture
+def registry_entry(db):
+    """StagePass's sender domains and accept-link hosts, proposed by Alice, approved by Bob, in force."""
+    proposed = version_create(
+        platform=PLATFORM, data=REGISTRY, actor="staff:alice@service.example", reason="StagePass goes live"
+    )
+    version_approve(
+        version_pk=proposed.pk, actor="staff:bob@service.example", reason="checked its DKIM domain"
+    )
+    return version_activate(version_pk=proposed.pk, actor="staff:alice@service.example", reason="in force")
+
+
+@dataclass
+class Shop:
+    partner: object
+    live: object
+    capture: object
+    key: DkimKey
+
+    def order(self, *, quantity: int = 2, event: str = "Skyline Festival") -> Order:
+        """A live StagePass order made through the API and confirmed (``awaiting_transfer``)."""
+        row = RowFactory(
+            name="A",
+            name_display="Row A",
+            available_quantity=50,
+            section__name="101",
+            section__name_display="Section 101",
+            section__event__primary_site=PLATFORM,
+            section__event__name=event,
+        )
+        with self.capture(execute=True):
+            data = api_order(self.live, row, quantity=quantity)
+        order = Order.objects.select_related("event__venue", "partner").get(order_id=data["order_id"])
+        assert order.status == Order.Status.AWAITING_TRANSFER and order.livemode
+        return order
+
+    def mail(self, order: Order, **kwargs) -> InboundMessage:
+        """StagePass's signed mail to ``order`` through the intake, processed after its commit."""
+        return deliver(sign(stagepass_mail(order, **kwargs), self.key), order, self.capture)
+
+    def unparsed(self, order: Order, **kwargs) -> TransferCase:
+        message = self.mail(order, **kwargs)
+        assert message.authentic is True, message.verdicts["auth"]["failures"]
+        return TransferCase.objects.get(message=message, kind="unparsed", state="open")
+
+
+@pytest.fixture
+def shop(db, django_capture_on_commit_callbacks, settings, dns, registry_entry, stagepass_key) -> Shop:
+    settings.PAYMENT_PLATFORM = "sandbox"
+    pairs = make_partner_with_both_pairs(name="Harbourside Ticket Exchange")
+    return Shop(pairs.partner, client_for(pairs.live), django_capture_on_commit_callbacks, stagepass_key)
+
+
+def stagepass_template(order) -> dict:
+    """StagePass's template as staff make it: the proposals from one mail of ``order``, taken as they are."""
+    mail = platforms.mail_text(stagepass_mail(order))
+    learned = learn(
+        text=mail.text, subject=mail.subject, order=order, accept_hosts=("accept.stagepass-tickets.com",)
+    )
+    base = PlatformTemplateVersion.objects.get(platform=PLATFORM, state="active").data
+    offer = kind_data(
+        subject_pattern=learned.subject_pattern,
+        patterns={name: p.pattern for name, p in learned.proposals.items()},
+        general_admission=False,
+    )
+    return {
+        **base,
+        "start_formats": ["%Y-%m-%d %H:%M", learned.start_format],
+        "kinds": {"transfer_offer": offer},
+    }
