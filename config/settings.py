@@ -248,8 +248,9 @@ TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", defau
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
-# In-process copy of hot catalog pages (0 under TESTING, so every test sees every write at once).
-CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0 if TESTING else 1)
+# In-process copy of catalog answers, checked against the catalog's versions on every read (0 under TESTING,
+# where on-commit hooks run only when a test asks: every test then sees every write at once).
+CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0 if TESTING else 5)
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 # Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
