@@ -273,7 +273,8 @@ ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", d
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
-# every third of it while the request runs (partners.idempotency.services.LeaseKeeper): however long the
+# every third of it while the request runs (one partners.idempotency.services.LeaseKeeper per process renews
+# all its requests' leases in one statement): however long the
 # request takes, a retry never runs it a second time. Once the process running it dies, the renewals stop and
 # the key is free again after at most this long.
 IDEMPOTENCY_LEASE_SECONDS = env.float("IDEMPOTENCY_LEASE_SECONDS", default=60.0)
