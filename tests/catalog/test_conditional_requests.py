@@ -217,3 +217,26 @@ def test_without_the_shared_cache_tags_name_the_answer_itself(auth_client, event
         changed = auth_client.get(path, HTTP_IF_NONE_MATCH=first["ETag"])
         assert rows_of(changed) == {"A": 2, "B": 16}
         assert changed["ETag"] != first["ETag"]
+
+
+def test_any_write_to_what_an_event_shows_makes_its_tags_stale(
+    auth_client, event, stored, django_capture_on_commit_callbacks
+):
+    """A venue or a performer renamed outside the catalog's services (the admin's plain pages, a shell)."""
+    listing, detail = paths(event)[0], paths(event)[1]
+    list_tag, detail_tag = auth_client.get(listing)["ETag"], auth_client.get(detail)["ETag"]
+    venue = event.venue
+    venue.name = "Harbor Hall"
+    with django_capture_on_commit_callbacks(execute=True):
+        venue.save()
+    renamed = auth_client.get(detail, HTTP_IF_NONE_MATCH=detail_tag)
+    assert renamed.status_code == 200
+    assert renamed.json()["data"]["venue"]["venue_name"] == "Harbor Hall"
+    listed = auth_client.get(listing, HTTP_IF_NONE_MATCH=list_tag)
+    assert listed.status_code == 200 and listed["ETag"] != list_tag
+    performer = event.performers.get()
+    performer.name = "Harbor Nights"
+    with django_capture_on_commit_callbacks(execute=True):
+        performer.save()
+    again = auth_client.get(detail, HTTP_IF_NONE_MATCH=renamed["ETag"])
+    assert again.json()["data"]["performers"][0]["performer_name"] == "Harbor Nights"
