@@ -116,9 +116,10 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not header:
             return None  # the permission check answers 401 UNAUTHORIZED
         view_keys = _view_cache_keys(request)
-        principal, claims, found = bearer_authenticate(request._request, header, read=view_keys)
+        django_request = getattr(request, "_request", request)
+        principal, claims, found = bearer_authenticate(django_request, header, read=view_keys)
         if view_keys and found is not None:
-            request._request.cache_prefetch = (frozenset(view_keys), found)
+            django_request.cache_prefetch = (frozenset(view_keys), found)
         return principal, claims
 
     def authenticate_header(self, request) -> str:
