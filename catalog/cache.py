@@ -103,28 +103,66 @@ def event_version_key(event_id: str) -> str:
     return "catalog:ev:" + hashlib.blake2b(event_id.encode(), digest_size=16).hexdigest()
 
 
+class _Unsent:
+    """Per process: version changes that could not be written to the shared cache (it did not answer). They
+    are written again by the next change, and by the next catalog read this process serves, so that a change
+    is never left behind an old version once the cache answers again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.catalog = False
+        self.events: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return self.catalog or bool(self.events)
+
+    def take(self) -> tuple[bool, set[str]]:
+        with self.lock:
+            taken = (self.catalog, self.events)
+            self.catalog, self.events = False, set()
+            return taken
+
+    def keep(self, *, catalog: bool = False, events: set[str] = frozenset()) -> None:
+        with self.lock:
+            self.catalog = self.catalog or catalog
+            self.events |= set(events)
+
+
+unsent = _Unsent()
+
+
+def _replace_versions(*, catalog: bool, event_ids: set[str]) -> None:
+    """Write new versions (with every change still unsent); keep them for later if the cache does not answer."""
+    old_catalog, old_events = unsent.take()
+    catalog, event_ids = catalog or old_catalog, set(event_ids) | old_events
+    values = {event_version_key(event_id): uuid.uuid4().hex for event_id in event_ids}
+    try:
+        if catalog:
+            cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+        if values:
+            cache.set_many(values, timeout=EVENT_VERSION_SECONDS)
+    except Exception:
+        unsent.keep(catalog=catalog, events=event_ids)
+        logger.warning("catalog cache unreachable; versions kept to be written again", exc_info=True)
+
+
 def bump_version() -> None:
     """Once a change to the catalog committed: every page, in every process, is rebuilt on its next read."""
     local.clear()
-    try:
-        cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
-    except Exception:
-        logger.warning("catalog cache unreachable; version not bumped", exc_info=True)
+    _replace_versions(catalog=True, event_ids=set())
 
 
 def availability_changed(*, event_ids: set[str]) -> None:
     """Once row quantities of these events changed (call after commit): their section and row pages,
     in every process, are rebuilt on their next read."""
-    if not event_ids:
-        return
-    try:
-        cache.set_many(
-            {event_version_key(event_id): uuid.uuid4().hex for event_id in event_ids},
-            timeout=EVENT_VERSION_SECONDS,
-        )
-    except Exception:
-        # The pages of these events may show the old quantity until they expire (CATALOG_CACHE_SECONDS).
-        logger.warning("catalog cache unreachable; availability version of %s not bumped", event_ids)
+    if event_ids:
+        _replace_versions(catalog=False, event_ids=set(event_ids))
+
+
+def send_unsent() -> None:
+    """Write the version changes this process could not write earlier (a no-op when there are none)."""
+    if unsent:
+        _replace_versions(catalog=False, event_ids=set())
 
 
 def entry_key(*parts: Any) -> str:
@@ -200,6 +238,7 @@ def page(key: str, build: Callable[[], bytes], *, event_id: str | None, found: d
 
 def page_read(key: str, build: Callable[[], bytes], *, event_id: str | None) -> Page:
     """:func:`page` for a caller whose first round trip did not read the entries: it reads them itself."""
+    send_unsent()
     try:
         found = cache.get_many(read_keys(key, event_id=event_id))
     except Exception:

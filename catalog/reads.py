@@ -167,6 +167,7 @@ def error_response(error: api_errors.ApiError, request: HttpRequest) -> HttpResp
 def _answer(request: HttpRequest, route_of: Callable[..., Route], header: str, kwargs: dict) -> HttpResponse:
     # Token first, then scope, then the query (as on every endpoint); the query is read first only to name
     # the answer's entries for the authentication's round trip.
+    cache.send_unsent()
     try:
         route = route_of(request, **kwargs)
         invalid = None

@@ -240,3 +240,22 @@ def test_any_write_to_what_an_event_shows_makes_its_tags_stale(
         performer.save()
     again = auth_client.get(detail, HTTP_IF_NONE_MATCH=renamed["ETag"])
     assert again.json()["data"]["performers"][0]["performer_name"] == "Harbor Nights"
+
+
+def test_a_version_the_cache_missed_is_written_before_the_next_read(
+    auth_client, event, stored, django_capture_on_commit_callbacks
+):
+    """The shared cache did not answer when the order's commit replaced the event's version: the process
+    writes it again before it serves its next catalog read, which is exact, and the old tag is stale."""
+    path = paths(event)[3]
+    first = auth_client.get(path)
+    with django_capture_on_commit_callbacks() as after_commit:
+        order(auth_client, event, quantity=3)
+    with mock.patch.object(catalog_cache.cache, "set_many", side_effect=ConnectionError("redis blinked")):
+        for callback in after_commit:
+            callback()
+    assert catalog_cache.unsent.events == {event.event_id}
+    after = auth_client.get(path, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert rows_of(after) == {"A": 5, "B": 16}
+    assert after["ETag"] != first["ETag"]
+    assert not catalog_cache.unsent
