@@ -45,15 +45,19 @@ LOCAL_MAX_ENTRIES = 1024
 # expired version can never make an older page current again; a day keeps Redis free of dead events' keys.
 EVENT_VERSION_SECONDS = 24 * 3600
 _MISSING = object()
+# What a route's build gives: the answer's data, or the data and the instant it changes by itself.
+Built = bytes | tuple[bytes, float | None]
 
 
 class Page(NamedTuple):
     """One stored answer: the stamp it was built under (``None``: unknown, the cache did not answer), its
-    encoded ``data`` and the base of its tag."""
+    encoded ``data``, the base of its tag, and the instant it stops being current by itself (``None``: only a
+    new version ends it)."""
 
     stamp: tuple | None
     data: bytes
     tag: str
+    until: float | None = None
 
     def etag(self, *, livemode: bool) -> str:
         """The strong ETag of this answer for a token of that mode."""
@@ -193,31 +197,47 @@ def _stamp(found: dict, event_id: str | None) -> tuple:
     return tuple(found.get(k, "0") for k in stamp_keys(event_id))
 
 
-def _tag(stamp: tuple | None, key: str, data: bytes) -> str:
+def _tag(stamp: tuple | None, key: str, data: bytes, until: float | None) -> str:
     if stamp is None:
         # No version could be read: the tag names the bytes themselves.
         material = b"bytes\x1f" + key.encode() + b"\x1f" + data
     else:
-        material = "\x1f".join((*stamp, key)).encode()
+        material = "\x1f".join((*stamp, key, repr(until))).encode()
     return hashlib.blake2b(material, digest_size=15).hexdigest()
 
 
-def page(key: str, build: Callable[[], bytes], *, event_id: str | None, found: dict | None) -> Page:
+def _made(stamp: tuple | None, key: str, build: Callable[[], Built]) -> Page:
+    built = build()
+    data, until = built if isinstance(built, tuple) else (built, None)
+    return Page(stamp, data, _tag(stamp, key, data, until), until)
+
+
+def _current(entry: Any, stamp: tuple) -> bool:
+    return (
+        isinstance(entry, Page)
+        and entry.stamp == stamp
+        and (entry.until is None or entry.until > time.time())
+    )
+
+
+def page(key: str, build: Callable[[], Built], *, event_id: str | None, found: dict | None) -> Page:
     """The answer under ``key``, current as of the versions in ``found`` (what :func:`read_keys` named, read
     in the request's first round trip; ``None`` when the cache did not answer).
+
+    ``build()`` gives the answer's ``data``, or ``(data, until)`` for an answer that changes by itself at the
+    instant ``until`` (epoch seconds; the events list without ``date_from`` drops an event once it starts): it
+    is current until then only, and ``until`` is part of its tag.
 
     No round trip of its own when the process holds a copy of the current stamp or ``found`` holds the
     shared one; a copy that is out of date is rebuilt from the database and shared."""
     if found is None:
-        data = build()
-        return Page(None, data, _tag(None, key, data))
+        return _made(None, key, build)
     stamp = _stamp(found, event_id)
     local_seconds = local_cache_seconds()
     if not _active():
-        data = build()
-        return Page(stamp, data, _tag(stamp, key, data))
+        return _made(stamp, key, build)
     held = local.get(key) if local_seconds > 0 else _MISSING
-    if held is not _MISSING and held.stamp == stamp:
+    if _current(held, stamp):
         return held
     if key in found or held is _MISSING:
         entry = found.get(key, _MISSING)
@@ -227,16 +247,14 @@ def page(key: str, build: Callable[[], bytes], *, event_id: str | None, found: d
             entry = cache.get(key, _MISSING)
         except Exception:
             logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
-            data = build()
-            return Page(None, data, _tag(None, key, data))
-    current = isinstance(entry, Page) and entry.stamp == stamp
-    value = entry if current else _build_and_share(key, stamp, build)
+            return _made(None, key, build)
+    value = entry if _current(entry, stamp) else _build_and_share(key, stamp, build)
     if local_seconds > 0:
         local.put(key, value, local_seconds)
     return value
 
 
-def page_read(key: str, build: Callable[[], bytes], *, event_id: str | None) -> Page:
+def page_read(key: str, build: Callable[[], Built], *, event_id: str | None) -> Page:
     """:func:`page` for a caller whose first round trip did not read the entries: it reads them itself."""
     send_unsent()
     try:
@@ -247,11 +265,10 @@ def page_read(key: str, build: Callable[[], bytes], *, event_id: str | None) -> 
     return page(key, build, event_id=event_id, found=found)
 
 
-def _build_and_share(key: str, stamp: tuple, build: Callable[[], bytes]) -> Page:
+def _build_and_share(key: str, stamp: tuple, build: Callable[[], Built]) -> Page:
     # The stamp was read before the build: a change that commits during the build replaces a version after
     # it, so the page, even if it missed the change, is stored under a stamp that is already out of date.
-    data = build()
-    value = Page(stamp, data, _tag(stamp, key, data))
+    value = _made(stamp, key, build)
     try:
         cache.set(key, value, timeout=settings.CATALOG_CACHE_SECONDS)
     except Exception:

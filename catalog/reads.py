@@ -75,18 +75,21 @@ class Route(NamedTuple):
 
     key: str
     event_id: str | None
-    build: Callable[[], bytes]
+    build: Callable[[], cache.Built]
 
 
 def event_list_route(request, **_) -> Route:
     query = params(EventListParamsSerializer, request)
 
-    def build() -> bytes:
+    def build() -> tuple[bytes, float | None]:
         filters = {k: v for k, v in query.items() if k not in ("limit", "cursor")}
         page, performers = selectors.event_list(
             filters=filters, limit=query["limit"], cursor=query.get("cursor")
         )
-        return page_data(page, lambda e: event_data(e, performers.get(e.pk, [])))
+        data = page_data(page, lambda e: event_data(e, performers.get(e.pk, [])))
+        # Without date_from the list holds only events not started yet: it changes when the first one starts.
+        starts = [e.starts_at.timestamp() for e in page.results]
+        return data, (min(starts) if starts and "date_from" not in filters else None)
 
     return Route(cache.entry_key("events", sorted(query.items())), None, build)
 

@@ -3,9 +3,12 @@
 request of the rate budget); any change that could alter the answer gives a new tag and the full 200. A current
 answer is served from stored bytes, without DRF's dispatch, a serializer or a query."""
 
+from datetime import timedelta
 from unittest import mock
 
 import pytest
+import time_machine
+from django.utils import timezone
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
@@ -15,6 +18,8 @@ from catalog.models import Row
 from config.api import ratelimit
 from partners import services as partner_services
 from tests.conftest import issue_token
+
+from .factories import EventFactory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
@@ -259,3 +264,20 @@ def test_a_version_the_cache_missed_is_written_before_the_next_read(
     assert rows_of(after) == {"A": 5, "B": 16}
     assert after["ETag"] != first["ETag"]
     assert not catalog_cache.unsent
+
+
+def test_the_events_list_tag_goes_stale_when_a_listed_event_starts(auth_client, event, stored):
+    """Without ``date_from`` the list holds the events not started yet: it changes by itself when the first
+    one starts, with no write to the catalog, and its tag with it."""
+    soon = EventFactory(name="Starts Soon", starts_at=timezone.now() + timedelta(minutes=30))
+    first = auth_client.get("/v1/events")
+    assert [e["event_name"] for e in first.json()["data"]["results"]] == ["Starts Soon", "Harbor Lights Tour"]
+    assert auth_client.get("/v1/events", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
+    with time_machine.travel(soon.starts_at + timedelta(seconds=1)):
+        later = auth_client.get("/v1/events", HTTP_IF_NONE_MATCH=first["ETag"])
+        assert later.status_code == 200
+        assert [e["event_name"] for e in later.json()["data"]["results"]] == ["Harbor Lights Tour"]
+        assert later["ETag"] != first["ETag"]
+        # A list whose dates are given does not change with the clock.
+        dated = f"/v1/events?date_from={soon.event_date.isoformat()}"
+        assert auth_client.get(dated, HTTP_IF_NONE_MATCH=auth_client.get(dated)["ETag"]).status_code == 304
