@@ -59,10 +59,11 @@ from bench.wrk import WrkResult, median, run_wrk
 
 # name → (what the ratio is taken of, target ratio to the bare view's requests per second)
 TARGETS = {
-    "events": ("rps", 0.55),
-    "rows": ("rps", 0.50),
-    "token": ("rps", 0.33),
-    "quotes": ("rps", 0.25),
+    "events": ("rps", 0.60),
+    "events304": ("rps", 0.70),
+    "rows": ("rps", 0.55),
+    "token": ("rps", 0.30),
+    "quotes": ("rps", 0.30),
     "flow": ("orders_per_s", 0.07),
 }
 LIST_LATENCY_TARGET = 1.2
@@ -400,7 +401,14 @@ class Bench:
             "grant_type": "client_credentials"}, timeout=10), 200)  # fmt: skip
         client = clients[0]
         targets: list[Target] = []
+        etag = None
         if info["seeded"] and self.probe("events", client.request("GET", EVENTS_PATH), 200):
+            etag = client.request("GET", EVENTS_PATH).headers.get("ETag")
+            if etag is not None:
+                conditional = client.request("GET", EVENTS_PATH, headers={"If-None-Match": etag})
+                self.probe("events304", conditional, 304)
+            else:
+                self.available["events304"] = False
             targets = discover_targets(client, want=self.args.targets)
             log(
                 f"{len(targets)} rows over {len({t.event_id for t in targets})} events for rows/quotes/orders"
@@ -426,6 +434,7 @@ class Bench:
             ("bare", {"mode": "get", "paths": bare_file, **({"url": bare_url} if bare_url else {})}),
             ("token", {"mode": "token", "creds": creds_file}),
             ("events", {"mode": "get", "paths": events_file, "tokens": tokens_file}),
+            ("events304", {"mode": "get", "paths": events_file, "tokens": tokens_file, "inm": etag}),
         ]
         if rows_file:
             plan.append(("rows", {"mode": "get", "paths": rows_file, "tokens": tokens_file}))
@@ -843,6 +852,7 @@ LABELS = {
     "bare": "bare Django view (ceiling)",
     "token": "POST /v1/auth/token",
     "events": "GET /v1/events?limit=20",
+    "events304": "the same with If-None-Match (304)",
     "rows": "GET …/sections/{name}/rows",
     "quotes": "POST /v1/quotes",
     "orders": "POST /v1/orders (pre-made quotes)",

@@ -1,24 +1,28 @@
-"""Short-lived copies of the catalog's read responses, so a hot list costs no database work.
+"""The catalog's versioned response store: the encoded ``data`` of every catalog read, kept per version.
 
-Only the partner-facing read endpoints use this. A page is kept under a key made of the endpoint and its
-full, validated query:
-- in the shared cache (Redis) for ``CATALOG_CACHE_SECONDS`` (default 5), shared by every web process;
-- in the process itself for at most ``CATALOG_LOCAL_CACHE_SECONDS`` (default 1).
+A catalog answer is identified by its route key (the endpoint, its path parameters and its validated,
+normalised query) and stamped with the versions it was built under:
+- the catalog version (``catalog:version``), replaced once any change to events, venues, performers,
+  sections, rows, prices or statuses commits (``bump_version``, staff edits and imports);
+- for section and row pages, the event's availability version (``catalog:ev:<hash of event_id>``), replaced
+  once an order, a cancel, an expiry or a staff adjustment of one of its rows' quantities commits
+  (``availability_changed``).
 
-Each entry is stamped with the versions it was built under, and an entry whose stamp is not the current one
-is never served:
-- the catalog version (``catalog:version``) changes once any staff edit or import commits;
-- each event's availability version (``catalog:ev:<hash of event_id>``) changes once an order, a cancel, an expiry
-  or a staff adjustment of one of its rows' quantities commits (``availability_changed``).
+Both are replaced by the writer itself, after its transaction commits and before its response is sent, so
+the next request anyone makes reads the new version. A version is random (never a counter): a version key that
+expired or was evicted can never bring back the stamp of an older page.
 
-Event pages (the list, one event) carry no quantity: a local hit costs no round trip, and a staff edit shows
-at once in the process that made it and within a second elsewhere. Section and row pages carry the
-quantities (docs/partners/catalog-and-quotes.md "Catalog › Availability and freshness"): every read of them fetches the two versions
-from the shared cache in one MGET, together with the page when this process has no copy, so the next read
-after a committed order shows the new figure in every process, while an unchanged event is still served
-from the cache. Quotes and orders never read from here: they decide on the database's current rows.
+Every catalog read fetches the current versions in the round trip that authenticates it and counts its rate
+limit (``partners.authentication``), together with the shared copy of the page when this process holds none.
+An answer is then served from stored bytes only when it was built under the versions just read:
+- in the process itself (``CATALOG_LOCAL_CACHE_SECONDS``, default 5), checked against the versions on every
+  read, so a local copy is never served after a change that committed anywhere;
+- in the shared cache (Redis) for ``CATALOG_CACHE_SECONDS`` (default 5), shared by every web process.
 
-If the shared cache does not answer, the database answers instead: slower, never wrong.
+The versions also make the answer's strong ``ETag`` (docs/partners/conventions.md "Conditional requests"):
+a tag names the stamp, the route key and the mode, so it changes whenever anything in the answer could.
+If the shared cache does not answer, the database answers and the tag is made from the answer's bytes
+instead: slower, never wrong. Quotes and orders never read from here: they decide on the database's rows.
 """
 
 import hashlib
@@ -28,7 +32,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache
@@ -36,15 +40,32 @@ from django.core.cache import cache
 logger = logging.getLogger(__name__)
 
 VERSION_KEY = "catalog:version"
-LOCAL_MAX_ENTRIES = 512
+LOCAL_MAX_ENTRIES = 1024
 # An event's version outlives every page stamped with it by far (pages live CATALOG_CACHE_SECONDS), so an
 # expired version can never make an older page current again; a day keeps Redis free of dead events' keys.
 EVENT_VERSION_SECONDS = 24 * 3600
 _MISSING = object()
+# What a route's build gives: the answer's data, or the data and the instant it changes by itself.
+Built = bytes | tuple[bytes, float | None]
+
+
+class Page(NamedTuple):
+    """One stored answer: the stamp it was built under (``None``: unknown, the cache did not answer), its
+    encoded ``data``, the base of its tag, and the instant it stops being current by itself (``None``: only a
+    new version ends it)."""
+
+    stamp: tuple | None
+    data: bytes
+    tag: str
+    until: float | None = None
+
+    def etag(self, *, livemode: bool) -> str:
+        """The strong ETag of this answer for a token of that mode."""
+        return f'"{self.tag}{"l" if livemode else "t"}"'
 
 
 class _LocalTier:
-    """A small, thread-safe, time-bounded LRU of built pages in this process."""
+    """A small, thread-safe, time-bounded LRU of pages in this process."""
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
@@ -77,8 +98,8 @@ local = _LocalTier(LOCAL_MAX_ENTRIES)
 
 
 def local_cache_seconds() -> float:
-    """``CATALOG_LOCAL_CACHE_SECONDS``: 1 by default, 0 under TESTING so tests see every write."""
-    return settings.CATALOG_LOCAL_CACHE_SECONDS
+    """``CATALOG_LOCAL_CACHE_SECONDS`` (never longer than the shared copies live)."""
+    return min(settings.CATALOG_LOCAL_CACHE_SECONDS, settings.CATALOG_CACHE_SECONDS)
 
 
 def event_version_key(event_id: str) -> str:
@@ -86,28 +107,66 @@ def event_version_key(event_id: str) -> str:
     return "catalog:ev:" + hashlib.blake2b(event_id.encode(), digest_size=16).hexdigest()
 
 
-def bump_version() -> None:
-    local.clear()
+class _Unsent:
+    """Per process: version changes that could not be written to the shared cache (it did not answer). They
+    are written again by the next change, and by the next catalog read this process serves, so that a change
+    is never left behind an old version once the cache answers again."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.catalog = False
+        self.events: set[str] = set()
+
+    def __bool__(self) -> bool:
+        return self.catalog or bool(self.events)
+
+    def take(self) -> tuple[bool, set[str]]:
+        with self.lock:
+            taken = (self.catalog, self.events)
+            self.catalog, self.events = False, set()
+            return taken
+
+    def keep(self, *, catalog: bool = False, events: set[str] = frozenset()) -> None:
+        with self.lock:
+            self.catalog = self.catalog or catalog
+            self.events |= set(events)
+
+
+unsent = _Unsent()
+
+
+def _replace_versions(*, catalog: bool, event_ids: set[str]) -> None:
+    """Write new versions (with every change still unsent); keep them for later if the cache does not answer."""
+    old_catalog, old_events = unsent.take()
+    catalog, event_ids = catalog or old_catalog, set(event_ids) | old_events
+    values = {event_version_key(event_id): uuid.uuid4().hex for event_id in event_ids}
     try:
-        cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+        if catalog:
+            cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
+        if values:
+            cache.set_many(values, timeout=EVENT_VERSION_SECONDS)
     except Exception:
-        logger.warning("catalog cache unreachable; version not bumped", exc_info=True)
+        unsent.keep(catalog=catalog, events=event_ids)
+        logger.warning("catalog cache unreachable; versions kept to be written again", exc_info=True)
+
+
+def bump_version() -> None:
+    """Once a change to the catalog committed: every page, in every process, is rebuilt on its next read."""
+    local.clear()
+    _replace_versions(catalog=True, event_ids=set())
 
 
 def availability_changed(*, event_ids: set[str]) -> None:
     """Once row quantities of these events changed (call after commit): their section and row pages,
-    in every process, are rebuilt on their next read. A random version, not a counter: a version key that
-    expired or was evicted can never bring back the stamp of an older page."""
-    if not event_ids:
-        return
-    try:
-        cache.set_many(
-            {event_version_key(event_id): uuid.uuid4().hex for event_id in event_ids},
-            timeout=EVENT_VERSION_SECONDS,
-        )
-    except Exception:
-        # The pages of these events may show the old quantity until they expire (CATALOG_CACHE_SECONDS).
-        logger.warning("catalog cache unreachable; availability version of %s not bumped", event_ids)
+    in every process, are rebuilt on their next read."""
+    if event_ids:
+        _replace_versions(catalog=False, event_ids=set(event_ids))
+
+
+def send_unsent() -> None:
+    """Write the version changes this process could not write earlier (a no-op when there are none)."""
+    if unsent:
+        _replace_versions(catalog=False, event_ids=set())
 
 
 def entry_key(*parts: Any) -> str:
@@ -119,110 +178,99 @@ def _active() -> bool:
     return settings.CATALOG_CACHE_SECONDS > 0
 
 
-def prefetch_keys(key: str) -> list[str]:
-    """The shared entries :func:`cached` will read for ``key`` (none on a local hit), so that the request's
-    first round trip (authentication's, see partners.authentication) can fetch them."""
-    if not _active() or (local_cache_seconds() > 0 and local.get(key) is not _MISSING):
-        return []
-    return [VERSION_KEY, key]
+def stamp_keys(event_id: str | None) -> list[str]:
+    """The versions an answer is stamped with: the catalog's, and the event's availability for pages that
+    show quantities (``event_id``)."""
+    return [VERSION_KEY] if event_id is None else [VERSION_KEY, event_version_key(event_id)]
 
 
-def availability_prefetch_keys(key: str, *, event_id: str) -> list[str]:
-    """The shared entries :func:`cached_availability` will read for ``key``."""
-    if not _active():
-        return []
-    held = local_cache_seconds() > 0 and local.get(key) is not _MISSING
-    return [VERSION_KEY, event_version_key(event_id)] + ([] if held else [key])
+def read_keys(key: str, *, event_id: str | None) -> list[str]:
+    """What the request's first round trip reads for the answer under ``key``: the versions, and the shared
+    copy unless this process holds one."""
+    keys = stamp_keys(event_id)
+    if _active() and (local_cache_seconds() <= 0 or local.get(key) is _MISSING):
+        keys.append(key)
+    return keys
 
 
-def _prefetched(prefetch: tuple | None, keys: list[str]) -> dict | None:
-    """The entries of ``keys`` the request's first round trip already read, if it read them all."""
-    if prefetch is None:
-        return None
-    read, found = prefetch
-    return {k: found[k] for k in keys if k in found} if read.issuperset(keys) else None
+def _stamp(found: dict, event_id: str | None) -> tuple:
+    return tuple(found.get(k, "0") for k in stamp_keys(event_id))
 
 
-def cached(key: str, build: Callable[[], Any], *, prefetch: tuple | None = None) -> Any:
-    """``build()``'s result, shared for a few seconds: no round trip on a local hit, one on a shared hit
-    (none when the request's first round trip fetched it: ``prefetch``).
-
-    For pages without quantities (events): a local copy may lag a staff edit made elsewhere by up to
-    ``CATALOG_LOCAL_CACHE_SECONDS``."""
-    seconds = settings.CATALOG_CACHE_SECONDS
-    if seconds <= 0:
-        return build()
-    local_seconds = min(seconds, local_cache_seconds())
-    value = local.get(key) if local_seconds > 0 else _MISSING
-    if value is not _MISSING:
-        return value
-    try:
-        found = _prefetched(prefetch, [VERSION_KEY, key])
-        if found is None:
-            found = cache.get_many([VERSION_KEY, key])
-    except Exception:
-        logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
-        return build()
-    version = found.get(VERSION_KEY, "0")
-    entry = found.get(key, _MISSING)
-    if entry is not _MISSING and isinstance(entry, tuple) and len(entry) == 2 and entry[0] == version:
-        value = entry[1]
+def _tag(stamp: tuple | None, key: str, data: bytes, until: float | None) -> str:
+    if stamp is None:
+        # No version could be read: the tag names the bytes themselves.
+        material = b"bytes\x1f" + key.encode() + b"\x1f" + data
     else:
-        value = _build_and_share(key, version, build, seconds)
-    if local_seconds > 0:
-        local.put(key, value, local_seconds)
-    return value
+        material = "\x1f".join((*stamp, key, repr(until))).encode()
+    return hashlib.blake2b(material, digest_size=15).hexdigest()
 
 
-def cached_availability(
-    key: str, build: Callable[[], Any], *, event_id: str, prefetch: tuple | None = None
-) -> Any:
-    """``build()``'s result for a page showing ``event_id``'s quantities: never older than the last
-    committed change to them, in any process. One round trip per read (the versions, and the page itself
-    unless this process holds a copy stamped with them), none of its own when the request's first round
-    trip fetched them (``prefetch``): the versions are then as current as that round trip."""
-    seconds = settings.CATALOG_CACHE_SECONDS
-    if seconds <= 0:
-        return build()
-    local_seconds = min(seconds, local_cache_seconds())
-    event_key = event_version_key(event_id)
+def _made(stamp: tuple | None, key: str, build: Callable[[], Built]) -> Page:
+    built = build()
+    data, until = built if isinstance(built, tuple) else (built, None)
+    return Page(stamp, data, _tag(stamp, key, data, until), until)
+
+
+def _current(entry: Any, stamp: tuple) -> bool:
+    return (
+        isinstance(entry, Page)
+        and entry.stamp == stamp
+        and (entry.until is None or entry.until > time.time())
+    )
+
+
+def page(key: str, build: Callable[[], Built], *, event_id: str | None, found: dict | None) -> Page:
+    """The answer under ``key``, current as of the versions in ``found`` (what :func:`read_keys` named, read
+    in the request's first round trip; ``None`` when the cache did not answer).
+
+    ``build()`` gives the answer's ``data``, or ``(data, until)`` for an answer that changes by itself at the
+    instant ``until`` (epoch seconds; the events list without ``date_from`` drops an event once it starts): it
+    is current until then only, and ``until`` is part of its tag.
+
+    No round trip of its own when the process holds a copy of the current stamp or ``found`` holds the
+    shared one; a copy that is out of date is rebuilt from the database and shared."""
+    if found is None:
+        return _made(None, key, build)
+    stamp = _stamp(found, event_id)
+    local_seconds = local_cache_seconds()
+    if not _active():
+        return _made(stamp, key, build)
     held = local.get(key) if local_seconds > 0 else _MISSING
-    keys = [VERSION_KEY, event_key] if held is not _MISSING else [VERSION_KEY, event_key, key]
-    try:
-        found = _prefetched(prefetch, keys)
-        if found is None:
-            found = cache.get_many(keys)
-    except Exception:
-        # Without the versions no copy can be trusted, the local one included.
-        logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
-        return build()
-    stamp = (found.get(VERSION_KEY, "0"), found.get(event_key, "0"))
-    if held is not _MISSING and held[0] == stamp:
-        return held[1]
-    if held is not _MISSING:
+    if _current(held, stamp):
+        return held
+    if key in found or held is _MISSING:
+        entry = found.get(key, _MISSING)
+    else:
         # The local copy is out of date: the shared one may already be current (another process rebuilt it).
         try:
             entry = cache.get(key, _MISSING)
         except Exception:
             logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
-            return build()
-    else:
-        entry = found.get(key, _MISSING)
-    if entry is not _MISSING and isinstance(entry, tuple) and len(entry) == 2 and entry[0] == stamp:
-        value = entry[1]
-    else:
-        value = _build_and_share(key, stamp, build, seconds)
+            return _made(None, key, build)
+    value = entry if _current(entry, stamp) else _build_and_share(key, stamp, build)
     if local_seconds > 0:
-        local.put(key, (stamp, value), local_seconds)
+        local.put(key, value, local_seconds)
     return value
 
 
-def _build_and_share(key: str, stamp: Any, build: Callable[[], Any], seconds: float) -> Any:
-    # The stamp was read before the build: a change that commits during the build bumps the version after
-    # it, so the page, even if it missed the change, is stored under a stamp that is already out of date.
-    value = build()
+def page_read(key: str, build: Callable[[], Built], *, event_id: str | None) -> Page:
+    """:func:`page` for a caller whose first round trip did not read the entries: it reads them itself."""
+    send_unsent()
     try:
-        cache.set(key, (stamp, value), timeout=seconds)
+        found = cache.get_many(read_keys(key, event_id=event_id))
+    except Exception:
+        logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
+        found = None
+    return page(key, build, event_id=event_id, found=found)
+
+
+def _build_and_share(key: str, stamp: tuple, build: Callable[[], Built]) -> Page:
+    # The stamp was read before the build: a change that commits during the build replaces a version after
+    # it, so the page, even if it missed the change, is stored under a stamp that is already out of date.
+    value = _made(stamp, key, build)
+    try:
+        cache.set(key, value, timeout=settings.CATALOG_CACHE_SECONDS)
     except Exception:
         logger.warning("catalog cache unreachable; page not cached", exc_info=True)
     return value

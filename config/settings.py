@@ -248,8 +248,9 @@ TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", defau
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
-# In-process copy of hot catalog pages (0 under TESTING, so every test sees every write at once).
-CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0 if TESTING else 1)
+# In-process copy of catalog answers, checked against the catalog's versions on every read (0 under TESTING,
+# where on-commit hooks run only when a test asks: every test then sees every write at once).
+CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0 if TESTING else 5)
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 # Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
@@ -272,7 +273,8 @@ ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", d
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
-# every third of it while the request runs (partners.idempotency.services.LeaseKeeper): however long the
+# every third of it while the request runs (one partners.idempotency.services.LeaseKeeper per process renews
+# all its requests' leases in one statement): however long the
 # request takes, a retry never runs it a second time. Once the process running it dies, the renewals stop and
 # the key is free again after at most this long.
 IDEMPOTENCY_LEASE_SECONDS = env.float("IDEMPOTENCY_LEASE_SECONDS", default=60.0)

@@ -1,6 +1,7 @@
 """Bearer-token authentication, per-partner rate limiting and scope checks for the partner API."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -52,60 +53,73 @@ def rate_limit_key(*, partner_id: str, livemode: bool) -> str:
     return f"partner:{partner_id}:{'live' if livemode else 'test'}"
 
 
+def bearer_authenticate(
+    request, header: str, *, read: list[str] = ()
+) -> tuple[PartnerPrincipal, Any, dict | None]:
+    """Authenticate ``Authorization: <header>`` and count the request against its partner's budget.
+
+    ``request`` is the Django request (its ``ratelimit`` carries the headers). One round trip to the shared
+    cache reads the session's state, the partner's payment readiness, the entries ``read`` (what the view will
+    read: a catalog page and its versions) and counts the partner's rate limit. Returns the principal, the
+    token's claims and the entries of ``read`` found (``None`` when the cache did not answer). Raises the
+    API error a refused token gets (401, 403 ACCOUNT_SUSPENDED, 429)."""
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise errors.Unauthorized(
+            "The Authorization header must be 'Bearer <access_token>'.",
+            headers={"WWW-Authenticate": f'{REALM}, error="invalid_request"'},
+        )
+    claims = tokens.verify(token)
+    ttl = max(1, claims.expires_at - int(timezone.now().timestamp()))
+    # The count is keyed by the signed token's partner id and mode, so it needs no lookup first: live and
+    # test mode each have their own budget.
+    cache_recover()
+    keys = session_cache_keys(session_id=claims.session_id, partner_id=claims.partner_id)
+    limit, found = ratelimit.hit_and_read(
+        key=rate_limit_key(partner_id=claims.partner_id, livemode=claims.livemode),
+        limit=settings.RATE_LIMIT_PER_MINUTE,
+        read=keys + list(read),
+    )
+    state = session_state(
+        session_id=claims.session_id, ttl=ttl, partner_id=claims.partner_id, found=found, read=False
+    )
+    if state.state == SESSION_SUSPENDED:
+        ratelimit.give_back(limit)
+        raise errors.AccountSuspended()
+    if state.state != SESSION_ACTIVE or state.partner_id != claims.partner_id:
+        # A revoked token is not the partner calling: it costs the partner's budget nothing, so nobody
+        # holding an old token can exhaust it.
+        ratelimit.give_back(limit)
+        raise errors.Unauthorized(
+            "The token was revoked.",
+            headers={
+                "WWW-Authenticate": f'{REALM}, error="invalid_token", error_description="token revoked"'
+            },
+        )
+    principal = PartnerPrincipal(
+        pk=state.partner_pk,
+        partner_id=state.partner_id,
+        session_id=claims.session_id,
+        scopes=claims.scopes,
+        livemode=claims.livemode,
+        session=state,
+    )
+    # Every authenticated call counts against its partner's budget, whatever it answers.
+    ratelimit.apply(request, limit)
+    return principal, claims, found
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     def authenticate(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None  # the permission check answers 401 UNAUTHORIZED
-        scheme, _, token = header.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
-            raise errors.Unauthorized(
-                "The Authorization header must be 'Bearer <access_token>'.",
-                headers={"WWW-Authenticate": f'{REALM}, error="invalid_request"'},
-            )
-        claims = tokens.verify(token)
-        ttl = max(1, claims.expires_at - int(timezone.now().timestamp()))
-        # One round trip to the shared cache: the session's state, the partner's payment readiness, the
-        # entries the view will read (a catalog page and its versions) and the partner's rate-limit count.
-        # The count is keyed by the signed token's partner id and mode, so it needs no lookup first: live and
-        # test mode each have their own budget.
-        cache_recover()
-        keys = session_cache_keys(session_id=claims.session_id, partner_id=claims.partner_id)
         view_keys = _view_cache_keys(request)
-        limit, found = ratelimit.hit_and_read(
-            key=rate_limit_key(partner_id=claims.partner_id, livemode=claims.livemode),
-            limit=settings.RATE_LIMIT_PER_MINUTE,
-            read=keys + view_keys,
-        )
-        state = session_state(
-            session_id=claims.session_id, ttl=ttl, partner_id=claims.partner_id, found=found, read=False
-        )
-        if state.state == SESSION_SUSPENDED:
-            ratelimit.give_back(limit)
-            raise errors.AccountSuspended()
-        if state.state != SESSION_ACTIVE or state.partner_id != claims.partner_id:
-            # A revoked token is not the partner calling: it costs the partner's budget nothing, so nobody
-            # holding an old token can exhaust it.
-            ratelimit.give_back(limit)
-            raise errors.Unauthorized(
-                "The token was revoked.",
-                headers={
-                    "WWW-Authenticate": f'{REALM}, error="invalid_token", error_description="token revoked"'
-                },
-            )
-        principal = PartnerPrincipal(
-            pk=state.partner_pk,
-            partner_id=state.partner_id,
-            session_id=claims.session_id,
-            scopes=claims.scopes,
-            livemode=claims.livemode,
-            session=state,
-        )
+        django_request = getattr(request, "_request", request)
+        principal, claims, found = bearer_authenticate(django_request, header, read=view_keys)
         if view_keys and found is not None:
-            request._request.cache_prefetch = (frozenset(view_keys), found)
-        # Every authenticated call counts against its partner's budget, whatever it answers.
-        ratelimit.apply(request, limit)
+            django_request.cache_prefetch = (frozenset(view_keys), found)
         return principal, claims
 
     def authenticate_header(self, request) -> str:

@@ -11,6 +11,7 @@ import hmac
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from django.conf import settings
 from django.utils import timezone
@@ -39,8 +40,13 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode())
 
 
+@lru_cache(maxsize=4)
+def _derived(secret: str) -> bytes:
+    return derive_key(secret, "partner-api access token v1")
+
+
 def _signing_key() -> bytes:
-    return derive_key(settings.TOKEN_SIGNING_KEY, "partner-api access token v1")
+    return _derived(settings.TOKEN_SIGNING_KEY)
 
 
 def _invalid_token(description: str) -> errors.Unauthorized:
@@ -62,25 +68,7 @@ def sign(*, partner_id: str, session_id: str, expires_at: datetime, scope: str, 
 
 def verify(token: str, *, now: float | None = None) -> TokenClaims:
     """Check the signature, then the expiry. Raises UNAUTHORIZED or TOKEN_EXPIRED."""
-    try:
-        payload_b64, signature_b64 = token.split(".")
-        payload, signature = _unb64(payload_b64), _unb64(signature_b64)
-    except (ValueError, binascii.Error):
-        raise _invalid_token("malformed token")
-    expected = hmac.new(_signing_key(), payload, hashlib.sha256).digest()
-    if not hmac.compare_digest(expected, signature):
-        raise _invalid_token("bad signature")
-    try:
-        data = json.loads(payload)
-        claims = TokenClaims(
-            partner_id=str(data["p"]),
-            session_id=str(data["s"]),
-            expires_at=int(data["exp"]),
-            scopes=frozenset(str(data["scp"]).split()),
-            livemode=data.get("test") is not True,
-        )
-    except (ValueError, KeyError, TypeError):
-        raise _invalid_token("malformed payload")
+    claims = _verified(token, _signing_key())
     current = timezone.now().timestamp() if now is None else now
     if claims.expires_at <= current:
         raise errors.TokenExpired(
@@ -89,3 +77,29 @@ def verify(token: str, *, now: float | None = None) -> TokenClaims:
             }
         )
     return claims
+
+
+# A partner sends the same token for up to an hour: its signature is checked once per process and key. Only
+# tokens that verified are kept (a refused one raises, and lru_cache keeps nothing); the expiry is checked on
+# every call, and revocation is the session's business (partners.authentication).
+@lru_cache(maxsize=4096)
+def _verified(token: str, key: bytes) -> TokenClaims:
+    try:
+        payload_b64, signature_b64 = token.split(".")
+        payload, signature = _unb64(payload_b64), _unb64(signature_b64)
+    except (ValueError, binascii.Error):
+        raise _invalid_token("malformed token")
+    expected = hmac.new(key, payload, hashlib.sha256).digest()
+    if not hmac.compare_digest(expected, signature):
+        raise _invalid_token("bad signature")
+    try:
+        data = json.loads(payload)
+        return TokenClaims(
+            partner_id=str(data["p"]),
+            session_id=str(data["s"]),
+            expires_at=int(data["exp"]),
+            scopes=frozenset(str(data["scp"]).split()),
+            livemode=data.get("test") is not True,
+        )
+    except (ValueError, KeyError, TypeError):
+        raise _invalid_token("malformed payload")

@@ -3,7 +3,8 @@
 --   wrk -t T -c C -d D -s bench/lua/bench.lua http://127.0.0.1:PORT -- mode=<mode> key=value ...
 --
 -- Modes
---   get     GET the paths listed in `paths` (a file, one path per line), round-robin; `tokens` optional.
+--   get     GET the paths listed in `paths` (a file, one path per line), round-robin; `tokens` optional;
+--           `inm` (optional) is sent as If-None-Match (the conditional read: 304 while the tag is current).
 --   token   POST /v1/auth/token with the credentials in `creds` (file: one "client_id<TAB>secret" per line).
 --   quote   POST /v1/quotes with the JSON bodies in `bodies`; quote ids of 201 answers are kept (as
 --           "thread:quote_id") and returned by done() so that the `order` mode can consume them.
@@ -130,6 +131,7 @@ function init(args)
     items = {}
     local headers = { ["Accept"] = "application/json" }
     if auth then headers["Authorization"] = auth end
+    if opts.inm then headers["If-None-Match"] = opts.inm end
     for i, p in ipairs(paths) do items[i] = wrk.format("GET", p, headers, nil) end
     make_request = function()
       cursor = cursor % #items + 1

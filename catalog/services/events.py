@@ -54,6 +54,13 @@ def _announce_change() -> None:
     transaction.on_commit(catalog_cache.bump_version)
 
 
+def catalog_model_changed(sender, **kwargs) -> None:
+    """Receiver of every save and delete of a venue, performer, event, section or row, and of an event's
+    performers (connected in ``CatalogConfig.ready``): whatever wrote it (a service, an admin page, a shell),
+    the catalog's version moves once the write commits. Quantities move through ``quantities`` instead."""
+    _announce_change()
+
+
 def catalog_changed() -> None:
     """Tell the read API that sections or rows were edited directly (the admin's inlines)."""
     _announce_change()

@@ -15,6 +15,8 @@ from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import errors
 
@@ -161,15 +163,11 @@ def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tup
     backend = caches["default"]
     if isinstance(backend, RedisCache):
         full_key = backend.make_and_validate_key(cache_key)
-        full_reads = [backend.make_and_validate_key(k) for k in read]
-        pipe = backend._cache.get_client(full_key, write=True).pipeline(transaction=False)
-        if full_reads:
-            pipe.mget(full_reads)
-        pipe.incr(full_key)
-        pipe.expire(full_key, timeout)
-        results = pipe.execute()
+        commands = [("MGET", *(backend.make_and_validate_key(k) for k in read))] if read else []
+        commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
+        results = _pipelined(backend._cache.get_client(full_key, write=True), commands)
         loads = backend._cache._serializer.loads
-        values = results[0] if full_reads else []
+        values = results[0] if read else []
         return int(results[-2]), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
     found = backend.get_many(list(read)) if read else {}
     try:
@@ -178,6 +176,31 @@ def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tup
     except ValueError:  # the key expired between add and incr
         backend.set(cache_key, 1, timeout=timeout)
         return 1, found
+
+
+def _pipelined(client, commands: list[tuple]) -> list:
+    """Send ``commands`` in one write and read their replies: what redis-py's ``pipeline(transaction=False)``
+    does, without building a pipeline object per request (every API request pays this round trip). A
+    connection that failed mid-way is dropped, never handed back with replies still unread; a pooled
+    connection the server closed meanwhile (a Redis restart) is replaced and the round trip sent once more."""
+    pool = client.connection_pool
+    packed = None
+    for attempt in (1, 2):
+        connection = pool.get_connection()
+        try:
+            packed = packed or connection.pack_commands(commands)
+            connection.send_packed_command(packed)
+            return [connection.read_response() for _ in commands]
+        except (RedisConnectionError, RedisTimeoutError):
+            connection.disconnect()
+            if attempt == 2:
+                raise
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            pool.release(connection)
+    raise AssertionError("unreachable")
 
 
 def client_ip(request: HttpRequest) -> str:

@@ -32,7 +32,6 @@ from . import services
 
 logger = logging.getLogger(__name__)
 CLAIM_ATTRIBUTE = "idempotency_claim"
-KEEPER_ATTRIBUTE = "idempotency_lease_keeper"
 
 
 class IdempotencyGate(BaseThrottle):
@@ -57,8 +56,9 @@ class IdempotencyGate(BaseThrottle):
         if isinstance(outcome, services.StoredAnswer):
             raise IdempotentReplay(status=outcome.status, payload=outcome.payload)
         setattr(request._request, CLAIM_ATTRIBUTE, outcome)
-        # The lease is renewed for as long as the request runs (LeaseKeeper), stopped by the middleware.
-        setattr(request._request, KEEPER_ATTRIBUTE, services.LeaseKeeper(outcome).start())
+        # The lease is renewed for as long as the request runs (the process's LeaseKeeper), until the
+        # middleware lets it go.
+        services.lease_keeper.hold(outcome)
         return True
 
     def wait(self) -> None:  # never refuses, so never asked how long to wait
@@ -73,9 +73,9 @@ class IdempotencyMiddleware:
         try:
             response = self.get_response(request)
         finally:
-            keeper = getattr(request, KEEPER_ATTRIBUTE, None)
-            if keeper is not None:
-                keeper.stop()
+            held = getattr(request, CLAIM_ATTRIBUTE, None)
+            if held is not None:
+                services.lease_keeper.let_go(held)
         claim = getattr(request, CLAIM_ATTRIBUTE, None)
         if claim is None:
             return response

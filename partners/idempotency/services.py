@@ -7,6 +7,7 @@ Nothing here reads and then writes on the strength of the read alone.
 
 import json
 import logging
+import os
 import secrets
 import threading
 from dataclasses import dataclass
@@ -162,47 +163,80 @@ def idempotency_key_finish(*, claim: Claim, status: int, payload: dict[str, Any]
     return bool(updated)
 
 
-def idempotency_key_renew(*, claim: Claim) -> bool:
-    """Push the lease of a request that still runs one lease ahead. False once it no longer holds the key."""
-    return bool(
-        IdempotencyKey.objects.filter(
-            pk=claim.pk, claim_token=claim.token, response_status__isnull=True
-        ).update(locked_until=timezone.now() + _lease())
-    )
+def idempotency_keys_renew(*, claims: list[Claim]) -> int:
+    """Push the leases of all these running requests one lease ahead, in one statement. Returns how many
+    were still held (answered, released or taken-over keys are left alone)."""
+    if not claims:
+        return 0
+    return IdempotencyKey.objects.filter(
+        pk__in=[c.pk for c in claims],
+        claim_token__in=[c.token for c in claims],  # tokens are random per request: pk and token pair up
+        response_status__isnull=True,
+    ).update(locked_until=timezone.now() + _lease())
 
 
 class LeaseKeeper:
-    """Renews a claim's lease every third of the lease while its request runs, from a thread of its own.
+    """Renews the leases of every claim this process holds, every third of the lease, from one thread.
 
     gunicorn's gthread workers give a request no time limit and nginx gives up on it after 60 s (a 503 that a
     client retries), so a fixed lease could lapse under a request that still runs, and the retry would run it
     a second time. Renewed, the lease lasts exactly as long as the request: a retry gets 409 until the answer
     is stored. If the process dies, the renewals stop with it and the key is free one lease later.
+
+    One keeper per process (:data:`lease_keeper`), started with the first claim (and again in a forked child):
+    a request hands its claim over (:meth:`hold`) and takes it back when it answers (:meth:`let_go`); each
+    round renews all the claims held in one UPDATE. Idle, it waits without waking and holds no connection.
     """
 
-    def __init__(self, claim: Claim) -> None:
-        self.claim = claim
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="idempotency-lease", daemon=True)
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._claims: set[Claim] = set()
+        self._pid: int | None = None
+        self._thread: threading.Thread | None = None
+        self.rounds = 0  # renewal rounds run, for the tests and the curious
 
-    def start(self) -> "LeaseKeeper":
-        self._thread.start()
-        return self
+    def held(self) -> set[Claim]:
+        with self._lock:
+            return set(self._claims)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def hold(self, claim: Claim) -> None:
+        with self._lock:
+            idle = not self._claims
+            self._claims.add(claim)
+            if self._thread is None or self._pid != os.getpid() or not self._thread.is_alive():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="idempotency-lease", daemon=True)
+                self._thread.start()
+            elif idle:
+                self._lock.notify_all()  # the keeper waits for a first claim: its round starts now
+
+    def let_go(self, claim: Claim) -> None:
+        with self._lock:
+            self._claims.discard(claim)
+
+    def _next_round(self) -> list[Claim]:
+        """Wait a third of the lease while claims are held (forever while none are); the claims to renew."""
+        with self._lock:
+            while not self._claims:
+                connections.close_all()  # idle: this thread holds no connection
+                self._lock.wait()
+            self._lock.wait(max(settings.IDEMPOTENCY_LEASE_SECONDS / 3, 0.05))
+            return list(self._claims)
 
     def _run(self) -> None:
-        interval = max(settings.IDEMPOTENCY_LEASE_SECONDS / 3, 0.05)
-        try:
-            while not self._stop.wait(interval):
-                try:
-                    if not idempotency_key_renew(claim=self.claim):
-                        return  # answered, released or taken over: nothing left to hold
-                except Exception:
-                    logger.exception("could not renew an idempotency key's lease")
-        finally:
-            connections.close_all()  # this thread's own connections
+        while True:
+            claims = self._next_round()
+            if not claims:
+                continue
+            try:
+                idempotency_keys_renew(claims=claims)
+            except Exception:
+                logger.exception("could not renew the leases of %d idempotency keys", len(claims))
+                connections.close_all()  # a broken connection is replaced on the next round
+            self.rounds += 1
+
+
+lease_keeper = LeaseKeeper()
 
 
 def idempotency_key_release(*, claim: Claim) -> None:

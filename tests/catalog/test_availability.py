@@ -129,16 +129,19 @@ def test_a_page_built_before_a_change_committed_is_not_served_after_it(event, lo
     key = catalog_cache.entry_key("test", event.event_id)
     built = []
 
-    def build(value):
-        def run():
+    def build(value: bytes):
+        def run() -> bytes:
             built.append(value)
-            if value == "old":  # the change commits while this page is being built
+            if value == b"old":  # the change commits while this page is being built
                 catalog_cache.availability_changed(event_ids={event.event_id})
             return value
 
         return run
 
-    assert catalog_cache.cached_availability(key, build("old"), event_id=event.event_id) == "old"
-    assert catalog_cache.cached_availability(key, build("new"), event_id=event.event_id) == "new"
-    assert catalog_cache.cached_availability(key, build("unused"), event_id=event.event_id) == "new"
-    assert built == ["old", "new"]
+    def read(builder) -> bytes:
+        return catalog_cache.page_read(key, builder, event_id=event.event_id).data
+
+    assert read(build(b"old")) == b"old"
+    assert read(build(b"new")) == b"new"
+    assert read(build(b"unused")) == b"new"
+    assert built == [b"old", b"new"]

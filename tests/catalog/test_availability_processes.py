@@ -56,6 +56,9 @@ def test_an_order_and_a_cancel_through_one_process_show_at_once_through_the_othe
     for url in (one, other):  # both processes hold the pages, in Redis and in their own tier
         assert _rows(url, auth, event_id) == {"A": 10, "B": 4}
         assert _sections(url, auth, event_id) == {"Lower 101": 14}
+    rows_path = f"/v1/events/{event_id}/sections/Lower%20101/rows"
+    held = http("GET", other + rows_path, headers=auth).headers["ETag"]
+    assert http("GET", other + rows_path, headers={**auth, "If-None-Match": held}).status == 304
 
     quote = http(
         "POST",
@@ -71,12 +74,23 @@ def test_an_order_and_a_cancel_through_one_process_show_at_once_through_the_othe
         headers=auth,
     )  # fmt: skip
     assert created.status == 201, created.body
+    # The tag read before the order is stale in the other process at once: the full answer, a new tag.
+    stale = http("GET", other + rows_path, headers={**auth, "If-None-Match": held})
+    assert stale.status == 200, stale.body
+    assert {r["row_name"]: r["available_quantity"] for r in stale.body["data"]["results"]} == {"A": 7, "B": 4}
+    assert stale.headers["ETag"] != held
+    assert (
+        http("GET", one + rows_path, headers={**auth, "If-None-Match": stale.headers["ETag"]}).status == 304
+    )
     assert _rows(other, auth, event_id) == {"A": 7, "B": 4}
     assert _sections(other, auth, event_id) == {"Lower 101": 11}
     assert _rows(one, auth, event_id) == {"A": 7, "B": 4}
 
     canceled = http("POST", f"{other}/v1/orders/{created.body['data']['order_id']}/cancel", headers=auth)
     assert canceled.status == 200, canceled.body
+    assert (
+        http("GET", one + rows_path, headers={**auth, "If-None-Match": stale.headers["ETag"]}).status == 200
+    )
     assert _rows(one, auth, event_id) == {"A": 10, "B": 4}
     assert _sections(one, auth, event_id) == {"Lower 101": 14}
     assert _rows(other, auth, event_id) == {"A": 10, "B": 4}

@@ -55,3 +55,21 @@ def test_schema_money_fields_are_numbers_and_face_value_a_string(schema):
     assert components["Row"]["properties"]["offer_price"]["type"] == "number"
     assert components["Row"]["properties"]["face_value"]["type"] == "string"
     assert components["Quote"]["properties"]["total_price"]["type"] == "number"
+
+
+def test_schema_documents_conditional_catalog_reads(schema):
+    """docs/partners/conventions.md "Conditional requests": If-None-Match in, ETag and Cache-Control out, and 304."""
+    paths = schema["paths"]
+    for path in (
+        "/v1/events",
+        "/v1/events/{event_id}",
+        "/v1/events/{event_id}/sections",
+        "/v1/events/{event_id}/sections/{name}/rows",
+    ):
+        operation = paths[path]["get"]
+        header_params = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+        assert "If-None-Match" in header_params, path
+        not_modified = operation["responses"]["304"]
+        assert "content" not in not_modified, path  # no body, no envelope
+        assert {"ETag", "Cache-Control", "RateLimit-Remaining"} <= set(not_modified["headers"]), path
+        assert {"ETag", "Cache-Control"} <= set(operation["responses"]["200"]["headers"]), path
