@@ -39,12 +39,14 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-# Debian's prometheus ships promtool, which checks the alerting rules (tests/config/test_observability.py).
+# Debian's prometheus (and its promtool) scrapes the production shape in tests/ops and checks the alert rules
+# in `make lint` (config/deploy/observability).
 .prometheus-installed:
 	@if ! command -v promtool >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
-	  else echo "Install Debian's prometheus (apt-get install prometheus) for promtool"; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      prometheus >/dev/null; \
+	  else echo "Install Debian's prometheus (apt-get install prometheus) for the metrics tests"; exit 1; fi; \
 	fi
 	@touch $@
 
@@ -76,7 +78,7 @@ run: $(VENV)/.installed migrate
 	$(VENV)/bin/gunicorn config.wsgi -c config/deploy/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
 # The production shape's background work on one worker: with no -Q it consumes every queue (the Procfile
-# splits them over two workers). Needs REDIS_URL, like `make beat`.
+# splits them over three workers: worker, webhooks and webhooks_slow). Needs REDIS_URL, like `make beat`.
 worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A config worker --loglevel=INFO
 
@@ -188,11 +190,12 @@ transfer-corpus: $(VENV)/.installed
 schema: $(VENV)/.installed
 	$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/partners/openapi.json
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed .prometheus-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
+	cd config/deploy/observability && promtool check rules alerts.yml && promtool test rules alerts.test.yml
 	$(PY) -m pytest -q -p no:django -W ignore::pytest.PytestConfigWarning --confcutdir=tests/house tests/house
 
 format: $(VENV)/.installed

@@ -18,6 +18,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.deploy.exporter import prepare as prepare_exporter
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
 from config.settings_parts.beat import beat_schedule, inbound_beat_schedule
 from config.settings_parts.inbound import inbound_settings
@@ -87,6 +88,12 @@ if METRICS_HTTP:
     MIDDLEWARE.insert(0, "config.core.metrics.HttpMetricsMiddleware")
 # With it, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback, unproxied.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# The Celery workers, beat and the inbound receiver serve their own /metrics on this port (set on each Procfile
+# line; 0: none), bound to METRICS_BIND (loopback unless set; with METRICS_TOKEN, 0.0.0.0 for a scraper on
+# another machine). Each counts into a fresh multiprocess directory of its own (config/deploy/exporter.py).
+METRICS_PORT = env.int("METRICS_PORT", default=0)
+METRICS_BIND = env.str("METRICS_BIND", default="127.0.0.1")
+prepare_exporter(METRICS_PORT)
 # Multiprocess mode: every process writes its samples there (gunicorn empties it at start). Created if missing,
 # so a Celery worker given the same directory starts even before gunicorn made it.
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -123,7 +130,10 @@ WSGI_APPLICATION = "config.wsgi.application"
 # unless set: `DATA_DIR=/tmp/demo make run` serves a separate, throw-away instance.
 DATA_DIR = Path(env.str("DATA_DIR", default="") or BASE_DIR).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}")}
+# Production names its database and its Redis (below): unset, it would run on a local SQLite file with the
+# tasks in-process and no periodic work, which is the embedded default, not a deployment.
+DATABASE_URL = _required_in_production("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}")
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend with the pool check of config/deploy/postgresql.
     DATABASES["default"]["ENGINE"] = "config.deploy.postgresql"
@@ -169,7 +179,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, rate limits, Celery --------------------------------------------------------------------
-REDIS_URL = env.str("REDIS_URL", default="")
+REDIS_URL = _required_in_production("REDIS_URL", "")
 if not REDIS_URL:
     # The embedded default is one process: its local-memory cache is the shared cache that the sign-in
     # throttling (django-axes) asks for.
@@ -331,7 +341,8 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 if PRODUCTION:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    # A scraper holding METRICS_TOKEN reads /metrics over plain HTTP on the network the service is bound to.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True

@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIRED = ["SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY", "ALLOWED_HOSTS", "PAYMENT_PLATFORM"]
-SHAPE_VARIABLES = {"DJANGO_ENV", "SECRET_KEY_FALLBACKS", "TESTING", "DEBUG", *REQUIRED}
+REQUIRED = [
+    "SECRET_KEY",
+    "TOKEN_SIGNING_KEY",
+    "QUOTE_ENCRYPTION_KEY",
+    "ALLOWED_HOSTS",
+    "PAYMENT_PLATFORM",
+    "DATABASE_URL",
+    "REDIS_URL",
+]
+SHAPE_VARIABLES = {"DJANGO_ENV", "SECRET_KEY_FALLBACKS", "TESTING", "DEBUG", "MEDIA_SHARED", *REQUIRED}
 
 
 def _production(tmp_path, **overrides) -> dict[str, str]:
@@ -25,6 +33,9 @@ def _production(tmp_path, **overrides) -> dict[str, str]:
             "ALLOWED_HOSTS": "api.example.com",
             "PAYMENT_PLATFORM": "sandbox",
             "DATABASE_URL": f"sqlite:///{tmp_path / 'check.sqlite3'}",
+            # Named, never reached: settings and the deployment checks open no connection.
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+            "MEDIA_SHARED": "true",
         }
     )
     env.update(overrides)

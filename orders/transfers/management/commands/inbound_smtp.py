@@ -14,6 +14,7 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from config.deploy.exporter import start_from_settings as start_metrics_exporter
 from orders.transfers.smtp import TransferMailController, TransferMailHandler, parse_listen
 
 # Test hook (tests/transfers/smtp/test_crash.py): seconds the receiver waits after a message is committed
@@ -61,6 +62,8 @@ class Command(BaseCommand):
         except RuntimeError as exc:  # aiosmtpd reports a failed bind from its thread this way
             raise CommandError(f"cannot listen on {host}:{port}: {exc.__cause__ or exc}") from exc
 
+        # Its own /metrics on METRICS_PORT (the Procfile sets it; config/deploy/exporter.py).
+        start_metrics_exporter()
         stop = threading.Event()
         received: list[int] = []
 
