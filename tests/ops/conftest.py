@@ -36,3 +36,33 @@ def scratch_database(tag: str):
 def with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+@pytest.fixture
+def processes(tmp_path):
+    """Processes started by the test; every one is stopped at the end."""
+    from tests.faults.live import Processes
+
+    started = Processes(tmp_path)
+    yield started
+    started.stop_all()
+
+
+@pytest.fixture
+def row(transactional_db):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
+
+    event = EventFactory(name="Operators Live", starts_at=timezone.now() + timedelta(days=30))
+    section = SectionFactory(event=event, name="Lower 101", name_display="Lower Level 101")
+    return RowFactory(section=section, name="A", available_quantity=50)
+
+
+@pytest.fixture
+def creds(transactional_db):
+    from tests.conftest import make_partner
+
+    return make_partner(name="Operated Resale", email="ops@operated.example")
