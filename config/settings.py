@@ -245,6 +245,11 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_BEAT_SCHEDULE = beat_schedule(
     payouts_progress_seconds=env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0)
 )
+# Beat runs on every host; only the one holding a lock in Redis sends (config/deploy/beat_leader.py). A beat
+# whose leader died takes over within this lifetime of the lock plus a few seconds.
+BEAT_LEADER_LOCK_SECONDS = env.float("BEAT_LEADER_LOCK_SECONDS", default=30.0)
+if REDIS_URL:
+    CELERY_BEAT_SCHEDULER = "config.deploy.beat_leader:LeaderScheduler"
 # The embedded default runs this schedule in its web process (config/deploy/scheduler.py): the first round
 # starts this many seconds after the process.
 EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
@@ -370,6 +375,8 @@ import warnings  # noqa: E402
 warnings.filterwarnings("ignore", message="No directory at")
 
 AWS_STORAGE_BUCKET_NAME = env.str("AWS_STORAGE_BUCKET_NAME", default="")
+# Without a bucket, production needs MEDIA_SHARED=true: MEDIA_ROOT is one disk every host of the deployment reads.
+MEDIA_SHARED = env.bool("MEDIA_SHARED", default=False)
 if AWS_STORAGE_BUCKET_NAME:
     _default_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
@@ -383,6 +390,13 @@ if AWS_STORAGE_BUCKET_NAME:
         },
     }
 else:
+    # Ticket files and raw transfer mail on the local disk: another host's worker could not read them, so
+    # production takes this only from an operator who declares MEDIA_ROOT shared by every host (or has one).
+    if PRODUCTION and not MEDIA_SHARED:
+        raise ImproperlyConfigured(
+            "Production stores files in S3 (AWS_STORAGE_BUCKET_NAME): set it, or MEDIA_SHARED=true when "
+            "MEDIA_ROOT is a disk every host of this deployment shares (or there is only one host)"
+        )
     _default_storage = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": MEDIA_ROOT, "base_url": None},
