@@ -180,7 +180,7 @@ fuzz: $(VENV)/.installed
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
 
-# The platform templates against the captured transfer e-mails (docs/operations.md "Platform templates and the corpus").
+# The platform templates against the captured transfer e-mails (docs/operations/receiving-mail.md "Platform templates and the corpus").
 TRANSFER_CORPUS ?= tests/fixtures/transfer_mail
 transfer-corpus: $(VENV)/.installed
 	$(PY) -m orders.transfers.corpus $(TRANSFER_CORPUS)

@@ -1,4 +1,4 @@
-"""DKIM and ARC for ``orders.transfers.auth`` (docs/operations.md "Transfer detection").
+"""DKIM and ARC for ``orders.transfers.auth`` (docs/operations/receiving-mail.md "Transfer detection").
 
 Each DKIM-Signature is verified over the raw bytes with dkimpy, its key fetched through the service's resolver;
 a signature is usable only if it verifies, its key has at least 1024 bits, it has no ``l=``, its ``h=`` covers

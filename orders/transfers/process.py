@@ -1,6 +1,6 @@
 """The processing of one stored inbound message: authenticate, parse, match, decide — each stage's
 verdict stored on the message (``verdicts["auth"|"parse"|"match"|"decision"]``), every order change through
-``orders.transfers.state`` (docs/operations.md "Transfer detection").
+``orders.transfers.state`` (docs/operations/receiving-mail.md "Transfer detection").
 
 Once per message: the message row is locked (``select_for_update``) for the whole processing and a message
 already ``processed`` returns its outcome, so the same message delivered twice at once moves the order once.

@@ -1,4 +1,4 @@
-"""The SMTP receiver of transfer e-mails (``python manage.py inbound_smtp``; docs/operations.md "Receiving mail").
+"""The SMTP receiver of transfer e-mails (``python manage.py inbound_smtp``; docs/operations/receiving-mail.md "Receiving mail").
 
 aiosmtpd speaks SMTP on an event loop; every database call (the RCPT check, storing the message) runs on a
 small thread pool through ``sync_to_async``, never on the loop. RCPT is accepted only for a transfer address

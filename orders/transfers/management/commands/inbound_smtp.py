@@ -1,5 +1,5 @@
 """``python manage.py inbound_smtp [--listen host:port]``: the SMTP receiver of transfer e-mails
-(docs/operations.md "Receiving mail"). Runs until SIGTERM or SIGINT, then stops taking connections and lets the
+(docs/operations/receiving-mail.md "Receiving mail"). Runs until SIGTERM or SIGINT, then stops taking connections and lets the
 messages being stored commit and be answered (up to 20 s)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 class Command(BaseCommand):
-    help = "Receive transfer e-mails over SMTP on INBOUND_SMTP_LISTEN (docs/operations.md 'Receiving mail')."
+    help = "Receive transfer e-mails over SMTP on INBOUND_SMTP_LISTEN (docs/operations/receiving-mail.md 'Receiving mail')."
 
     def add_arguments(self, parser):
         parser.add_argument("--listen", help="host:port (default: INBOUND_SMTP_LISTEN)")
