@@ -286,6 +286,9 @@ ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", d
 # notifications are kept this many days (docs/partners/notifications-and-webhooks.md "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
+# A notification's delivery message is trusted to be on its way for this long (a note in the cache, which goes
+# with Redis); past it, or once Redis lost the message and the note together, the outbox publishes it again.
+NOTIFICATION_REDISPATCH_SECONDS = env.int("NOTIFICATION_REDISPATCH_SECONDS", default=600)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
 # every third of it while the request runs (partners.idempotency.services.LeaseKeeper): however long the
 # request takes, a retry never runs it a second time. Once the process running it dies, the renewals stop and
