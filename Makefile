@@ -62,6 +62,29 @@ $(VENV)/.installed: pyproject.toml
 	cd docs/partners/samples/node && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The container image (config/deploy/container): Debian's podman (run with runc), runc and mmdebstrap, which makes
+# the Debian base locally (no image registry is needed). Not part of `make install`: only `make image` needs them.
+.podman-installed:
+	@if ! command -v podman >/dev/null || ! command -v mmdebstrap >/dev/null || ! command -v runc >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs >/dev/null; \
+	  else echo "Install Debian's podman, runc and mmdebstrap for make image"; exit 1; fi; \
+	fi
+	@touch $@
+
+# One image for every role (docs/operations/install.md "The image"): IMAGE names it.
+.PHONY: image image-test
+image: $(VENV)/.installed .podman-installed
+	bash config/deploy/container/build.sh
+
+# The image's roles as containers against PostgreSQL and Redis, a test order through them to paid (about 2 min,
+# plus the build): outside `make test`.
+image-test: image
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	  $(PY) -m pytest -q config/deploy/container/test_image.py
+
 install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
 
 migrate: $(VENV)/.installed
@@ -203,5 +226,5 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed .node-samples-installed \
+	rm -rf $(VENV) .browser-installed .nginx-installed .faketime-installed .prometheus-installed .podman-installed .node-samples-installed \
 	  docs/partners/samples/node/node_modules db.sqlite3 media staticfiles

@@ -366,6 +366,8 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+# The release step (python -m config.deploy.release) collects them, unless they were collected before (the image).
+RELEASE_COLLECTSTATIC = env.bool("RELEASE_COLLECTSTATIC", default=True)
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=DATA_DIR / "media")
 # Ticket PDFs are private: no MEDIA_URL is served; staff download them through the admin.
 MEDIA_URL = None

@@ -1,7 +1,8 @@
 """The Procfile's ``release`` step (``python -m config.deploy.release``), run once per deploy before the new
 processes start: ``migrate`` then ``collectstatic`` (production serves the collected files through WhiteNoise;
 without them the admin's sign-in page is a 500). One command, so a process manager that ``exec``s a line runs
-both steps; the first failure stops it with a non-zero status."""
+both steps; the first failure stops it with a non-zero status. The container image collects its static files
+when it is built and sets ``RELEASE_COLLECTSTATIC=false``: its release only migrates."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ def main() -> int:
     from django.core.management import call_command
 
     django.setup()
+    from django.conf import settings
+
     call_command("migrate", interactive=False)
-    call_command("collectstatic", interactive=False, verbosity=1)
+    if settings.RELEASE_COLLECTSTATIC:
+        call_command("collectstatic", interactive=False, verbosity=1)
     return 0
 
 
