@@ -1,7 +1,8 @@
 """Redis lost entirely in the middle of the partner flow: orders placed, their confirmations and notifications
-queued, then the Redis server killed and replaced by an empty one (no backup, as docs/operations/
-backup-and-restore.md "Backups" says). The outbox and the sweeps bring every confirmation and every notification
-through: each order confirmed, each notification delivered to the partner's endpoint exactly once."""
+queued, then the Redis server killed and replaced by an empty one (no backup, as
+docs/operations/backup-and-restore.md "Backups" says). The outbox and the sweeps bring every confirmation and
+every notification through: each order confirmed, each notification delivered to the partner's endpoint
+exactly once."""
 
 from __future__ import annotations
 
