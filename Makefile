@@ -73,6 +73,14 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
+# Two hosts of the Procfile shape against one PostgreSQL, Redis and S3 (moto's server), one killed mid-flow, and a
+# Prometheus scraping both (tests/hosts, about four minutes): outside `make test`, which leaves tests/hosts out.
+.PHONY: test-hosts
+test-hosts: $(VENV)/.installed .nginx-installed .prometheus-installed
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 TEST_HOSTS=1 \
+	  $(PY) -m pytest -q --create-db tests/hosts
+
 # One image for every role (docs/operations/install.md "The image"): IMAGE names it.
 .PHONY: image image-test
 image: $(VENV)/.installed .podman-installed
