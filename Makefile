@@ -39,12 +39,14 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
-# Debian's prometheus ships promtool, which checks the alerting rules (tests/config/test_observability.py).
+# Debian's prometheus (and its promtool) scrapes the production shape in tests/ops and checks the alert rules
+# in `make lint` (config/deploy/observability).
 .prometheus-installed:
 	@if ! command -v promtool >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
-	  else echo "Install Debian's prometheus (apt-get install prometheus) for promtool"; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      prometheus >/dev/null; \
+	  else echo "Install Debian's prometheus (apt-get install prometheus) for the metrics tests"; exit 1; fi; \
 	fi
 	@touch $@
 
@@ -59,6 +61,37 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	cd docs/partners/samples/node && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The container image (config/deploy/container): Debian's podman (run with runc), runc and mmdebstrap, which makes
+# the Debian base locally (no image registry is needed). Not part of `make install`: only `make image` needs them.
+.podman-installed:
+	@if ! command -v podman >/dev/null || ! command -v mmdebstrap >/dev/null || ! command -v runc >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs >/dev/null; \
+	  else echo "Install Debian's podman, runc and mmdebstrap for make image"; exit 1; fi; \
+	fi
+	@touch $@
+
+# Two hosts of the Procfile shape against one PostgreSQL, Redis and S3 (moto's server), one killed mid-flow, and a
+# Prometheus scraping both (tests/hosts, about four minutes): outside `make test`, which leaves tests/hosts out.
+.PHONY: test-hosts
+test-hosts: $(VENV)/.installed .nginx-installed .prometheus-installed
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 TEST_HOSTS=1 \
+	  $(PY) -m pytest -q --create-db tests/hosts
+
+# One image for every role (docs/operations/install.md "The image"): IMAGE names it.
+.PHONY: image image-test
+image: $(VENV)/.installed .podman-installed
+	bash config/deploy/container/build.sh
+
+# The image's roles as containers against PostgreSQL and Redis, a test order through them to paid (about 2 min,
+# plus the build): outside `make test`.
+image-test: image
+	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	  $(PY) -m pytest -q config/deploy/container/test_image.py
 
 install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
 
@@ -76,7 +109,7 @@ run: $(VENV)/.installed migrate
 	$(VENV)/bin/gunicorn config.wsgi -c config/deploy/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
 
 # The production shape's background work on one worker: with no -Q it consumes every queue (the Procfile
-# splits them over two workers). Needs REDIS_URL, like `make beat`.
+# splits them over three workers: worker, webhooks and webhooks_slow). Needs REDIS_URL, like `make beat`.
 worker: $(VENV)/.installed
 	$(VENV)/bin/celery -A config worker --loglevel=INFO
 
@@ -173,7 +206,7 @@ fuzz: $(VENV)/.installed
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
 
-# The platform templates against the captured transfer e-mails (docs/operations.md "Platform templates and the corpus").
+# The platform templates against the captured transfer e-mails (docs/operations/receiving-mail.md "Platform templates and the corpus").
 TRANSFER_CORPUS ?= tests/fixtures/transfer_mail
 transfer-corpus: $(VENV)/.installed
 	$(PY) -m orders.transfers.corpus $(TRANSFER_CORPUS)
@@ -183,11 +216,12 @@ transfer-corpus: $(VENV)/.installed
 schema: $(VENV)/.installed
 	$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/partners/openapi.json
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed .prometheus-installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
+	cd config/deploy/observability && promtool check rules alerts.yml && promtool test rules alerts.test.yml
 	$(PY) -m pytest -q -p no:django -W ignore::pytest.PytestConfigWarning --confcutdir=tests/house tests/house
 
 format: $(VENV)/.installed
@@ -195,5 +229,5 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .prometheus-installed .node-samples-installed \
+	rm -rf $(VENV) .browser-installed .nginx-installed .prometheus-installed .podman-installed .node-samples-installed \
 	  docs/partners/samples/node/node_modules db.sqlite3 media staticfiles

@@ -186,6 +186,7 @@ class Stack:
                 # No BENCH_COUNT: the timed servers carry no counting middleware (bench/counting.py); the counting
                 # pass starts a server of its own with env={"BENCH_COUNT": "1"}.
                 "MEDIA_ROOT": str(self.run_dir / "media"),
+                "MEDIA_SHARED": "true",  # one host
                 "STATIC_ROOT": str(self.run_dir / "static"),
                 # Four slashes: django-environ drops the first one of the path ("filemail:///x" is "x").
                 "EMAIL_URL": f"filemail:///{self.run_dir / 'mail'}",

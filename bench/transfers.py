@@ -74,6 +74,7 @@ def shape_env(shape: str, data_dir: Path) -> dict[str, str]:
                 "PAYMENT_PLATFORM": "sandbox",
                 "SECURE_SSL_REDIRECT": "False",
                 "EMAIL_URL": "consolemail://",
+                "MEDIA_SHARED": "true",  # one host
             }
         )
         env.pop("CELERY_BROKER_URL", None)

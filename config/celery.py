@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from celery.signals import beat_init, worker_ready
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -15,6 +16,8 @@ app.autodiscover_tasks()
 # ``webhooks_slow`` those to endpoints whose last attempt timed out; the Procfile runs a worker for each.
 # The webhooks' sweep, purge and e-mail stay on the default queue: slow deliveries never starve them.
 # The queue names can be changed (several deployments on one Redis; the tests' own workers).
+# TASK_QUEUE renames the default queue (everything but the webhook attempts) the same way.
+TASK_QUEUE = os.environ.get("TASK_QUEUE", "celery")
 WEBHOOK_QUEUE = os.environ.get("WEBHOOK_QUEUE", "webhooks")
 WEBHOOK_SLOW_QUEUE = os.environ.get("WEBHOOK_SLOW_QUEUE", "webhooks_slow")
 app.conf.task_routes = {
@@ -23,6 +26,22 @@ app.conf.task_routes = {
 }
 # Every queue the service uses, declared: a worker started without ``-Q`` (``celery -A config worker``)
 # consumes all of them, so one plain worker runs everything; ``-Q`` splits them over workers.
-QUEUES = ("celery", WEBHOOK_QUEUE, WEBHOOK_SLOW_QUEUE)
-app.conf.task_default_queue = "celery"
+QUEUES = (TASK_QUEUE, WEBHOOK_QUEUE, WEBHOOK_SLOW_QUEUE)
+app.conf.task_default_queue = TASK_QUEUE
 app.conf.task_queues = tuple(Queue(name, routing_key=name) for name in QUEUES)
+
+
+# Each worker and beat serve their own /metrics on METRICS_PORT (config/deploy/exporter.py): the worker once its
+# pool runs (the pool's processes count, the main process serves), beat as it starts.
+@worker_ready.connect
+def _worker_metrics_serve(**_kwargs) -> None:
+    from config.deploy.exporter import start_from_settings
+
+    start_from_settings()
+
+
+@beat_init.connect
+def _beat_metrics_serve(**_kwargs) -> None:
+    from config.deploy.exporter import start_from_settings
+
+    start_from_settings()

@@ -18,6 +18,7 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from config.deploy.exporter import prepare as prepare_exporter
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
 from config.settings_parts.beat import beat_schedule, inbound_beat_schedule
 from config.settings_parts.inbound import inbound_settings
@@ -87,6 +88,12 @@ if METRICS_HTTP:
     MIDDLEWARE.insert(0, "config.core.metrics.HttpMetricsMiddleware")
 # With it, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback, unproxied.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# The Celery workers, beat and the inbound receiver serve their own /metrics on this port (set on each Procfile
+# line; 0: none), bound to METRICS_BIND (loopback unless set; with METRICS_TOKEN, 0.0.0.0 for a scraper on
+# another machine). Each counts into a fresh multiprocess directory of its own (config/deploy/exporter.py).
+METRICS_PORT = env.int("METRICS_PORT", default=0)
+METRICS_BIND = env.str("METRICS_BIND", default="127.0.0.1")
+prepare_exporter(METRICS_PORT)
 # Multiprocess mode: every process writes its samples there (gunicorn empties it at start). Created if missing,
 # so a Celery worker given the same directory starts even before gunicorn made it.
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -123,7 +130,10 @@ WSGI_APPLICATION = "config.wsgi.application"
 # unless set: `DATA_DIR=/tmp/demo make run` serves a separate, throw-away instance.
 DATA_DIR = Path(env.str("DATA_DIR", default="") or BASE_DIR).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}")}
+# Production names its database and its Redis (below): unset, it would run on a local SQLite file with the
+# tasks in-process and no periodic work, which is the embedded default, not a deployment.
+DATABASE_URL = _required_in_production("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}")
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Django's backend with the pool check of config/deploy/postgresql.
     DATABASES["default"]["ENGINE"] = "config.deploy.postgresql"
@@ -169,7 +179,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, rate limits, Celery --------------------------------------------------------------------
-REDIS_URL = env.str("REDIS_URL", default="")
+REDIS_URL = _required_in_production("REDIS_URL", "")
 if not REDIS_URL:
     # The embedded default is one process: its local-memory cache is the shared cache that the sign-in
     # throttling (django-axes) asks for.
@@ -235,6 +245,11 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_BEAT_SCHEDULE = beat_schedule(
     payouts_progress_seconds=env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0)
 )
+# Beat runs on every host; only the one holding a lock in Redis sends (config/deploy/beat_leader.py). A beat
+# whose leader died takes over within this lifetime of the lock plus a few seconds.
+BEAT_LEADER_LOCK_SECONDS = env.float("BEAT_LEADER_LOCK_SECONDS", default=30.0)
+if REDIS_URL:
+    CELERY_BEAT_SCHEDULER = "config.deploy.beat_leader:LeaderScheduler"
 # The embedded default runs this schedule in its web process (config/deploy/scheduler.py): the first round
 # starts this many seconds after the process.
 EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
@@ -272,6 +287,9 @@ ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", d
 # notifications are kept this many days (docs/partners/notifications-and-webhooks.md "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
 NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
+# A notification's delivery message is trusted to be on its way for this long (a note in the cache, which goes
+# with Redis); past it, or once Redis lost the message and the note together, the outbox publishes it again.
+NOTIFICATION_REDISPATCH_SECONDS = env.int("NOTIFICATION_REDISPATCH_SECONDS", default=600)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
 # every third of it while the request runs (one partners.idempotency.services.LeaseKeeper per process renews
 # all its requests' leases in one statement): however long the
@@ -333,7 +351,8 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 if PRODUCTION:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+    # A scraper holding METRICS_TOKEN reads /metrics over plain HTTP on the network the service is bound to.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
@@ -349,6 +368,8 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+# The release step (python -m config.deploy.release) collects them, unless they were collected before (the image).
+RELEASE_COLLECTSTATIC = env.bool("RELEASE_COLLECTSTATIC", default=True)
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=DATA_DIR / "media")
 # Ticket PDFs are private: no MEDIA_URL is served; staff download them through the admin.
 MEDIA_URL = None
@@ -361,6 +382,8 @@ import warnings  # noqa: E402
 warnings.filterwarnings("ignore", message="No directory at")
 
 AWS_STORAGE_BUCKET_NAME = env.str("AWS_STORAGE_BUCKET_NAME", default="")
+# Without a bucket, production needs MEDIA_SHARED=true: MEDIA_ROOT is one disk every host of the deployment reads.
+MEDIA_SHARED = env.bool("MEDIA_SHARED", default=False)
 if AWS_STORAGE_BUCKET_NAME:
     _default_storage = {
         "BACKEND": "storages.backends.s3.S3Storage",
@@ -374,6 +397,13 @@ if AWS_STORAGE_BUCKET_NAME:
         },
     }
 else:
+    # Ticket files and raw transfer mail on the local disk: another host's worker could not read them, so
+    # production takes this only from an operator who declares MEDIA_ROOT shared by every host (or has one).
+    if PRODUCTION and not MEDIA_SHARED:
+        raise ImproperlyConfigured(
+            "Production stores files in S3 (AWS_STORAGE_BUCKET_NAME): set it, or MEDIA_SHARED=true when "
+            "MEDIA_ROOT is a disk every host of this deployment shares (or there is only one host)"
+        )
     _default_storage = {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": MEDIA_ROOT, "base_url": None},

@@ -236,7 +236,7 @@ class OrderAdmin(OrderTransferAdminMixin, OrderLifecycleAdminMixin, admin.ModelA
             actions.append(("Cancel order", reverse("admin:orders_order_cancel", args=[order.pk]), "cancel"))
         return actions
 
-    # --- permissions: each life-cycle action asks for its own (docs/operations.md "Staff permissions and groups") ----------------------
+    # --- permissions: each life-cycle action asks for its own (docs/staff-guide.md "Staff permissions and groups") ----------------------
     def has_cancel_order_permission(self, request: HttpRequest, obj: Order | None = None) -> bool:
         return staff_may(request, "orders.cancel_order")
 

@@ -254,7 +254,7 @@ class Notification(models.Model):
     ``payload`` is the notification object exactly as the feed and the webhooks send it (``id``, ``type``,
     ``created_at``, ``livemode``, ``data``), rendered when the change happens. ``dispatched_at`` is set once
     the in-process subscribers (``orders.signals``) have been handed the notification; a periodic sweep
-    hands over again whatever never reached the broker.
+    hands over again whatever they never got (never published, or lost with Redis).
     """
 
     class Type(models.TextChoices):

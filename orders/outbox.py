@@ -3,11 +3,14 @@
 ``order_notification_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
 and inserts it in the caller's transaction, so there is no change without its notification and no
 notification without its change. After commit ``notification_dispatch`` publishes one delivery task for
-the subscribers of ``orders.signals`` that want it (their types and the order's new status) and marks the row
-dispatched once the broker took it. The task runs each subscriber in turn, each receipt written as its handler
-returns; a subscriber that fails for now has the task retried with backoff, and the ones that already handled
-the notification skip it by their receipt (``NotificationReceipt``), so one failing subscriber never re-runs
-another. ``notifications_dispatch_pending`` (beat) publishes again what never reached the broker. Retention:
+the subscribers of ``orders.signals`` that want it (their types and the order's new status), and notes in the
+cache that its message is on the way. The task runs each subscriber in turn, each receipt written as its handler
+returns, and marks the row dispatched once they all ran; a subscriber that fails for now has the task retried
+with backoff, and the ones that already handled the notification skip it by their receipt
+(``NotificationReceipt``), so one failing subscriber never re-runs another. ``notifications_dispatch_pending``
+(beat) publishes again every row not dispatched past the grace whose message is not known to be on the way:
+one that never reached the broker, and one the broker lost with Redis (the note in the cache went with it).
+Retention:
 ``notifications_purge`` deletes rows older than ``NOTIFICATION_RETENTION_DAYS`` in batches.
 """
 
@@ -16,6 +19,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
@@ -182,13 +186,29 @@ def notification_dispatch(
     Returns whether it did. A failed publish leaves the row undispatched for ``notifications_dispatch_pending``.
     """
     names = [subscriber.name for subscriber in signals.subscribers_for(notification_type, order_status)]
+    if not names:  # nobody wants it: handed over to all of its subscribers already
+        _mark_dispatched(notification_pk)
+        return True
     # A subscriber that already handled it (a publish repeated by the sweep) skips it by its receipt.
-    if names and not publish("orders.tasks.notifications_deliver", notification_pk, names):
+    if not publish("orders.tasks.notifications_deliver", notification_pk, names):
         return False
+    try:
+        # On its way: the sweep leaves it to the worker for this long. A message in a queue that outlives
+        # the note (a long backlog) is published once more, and its subscribers skip it by their receipts.
+        cache.set(_on_the_way_key(notification_pk), 1, settings.NOTIFICATION_REDISPATCH_SECONDS)
+    except Exception:
+        logger.warning("outbox: the cache did not answer; the sweep may publish pk=%s again", notification_pk)
+    return True
+
+
+def _on_the_way_key(notification_pk: int) -> str:
+    return f"outbox:on-the-way:{notification_pk}"
+
+
+def _mark_dispatched(notification_pk: int) -> None:
     Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
         dispatched_at=timezone.now()
     )
-    return True
 
 
 def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> int:
@@ -203,8 +223,15 @@ def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = 
         .order_by("created_at", "id")
         .values_list("pk", "type", "payload")[:limit]
     )
+    pending = list(pending)
+    try:
+        on_the_way = cache.get_many([_on_the_way_key(pk) for pk, _, _ in pending])
+    except Exception:
+        on_the_way = {}  # Redis is gone, and with it every message it held: publish them all again
     dispatched = 0
     for pk, notification_type, payload in pending:
+        if _on_the_way_key(pk) in on_the_way:
+            continue
         status = _order_status(payload)
         if not notification_dispatch(
             notification_pk=pk, notification_type=notification_type, order_status=status
@@ -253,6 +280,8 @@ def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) 
             [NotificationReceipt(notification_id=notification_pk, subscriber=name)], ignore_conflicts=True
         )
         ran.append(name)
+    # Every subscriber had its turn (a failure for good is left to that subscriber's own sweep).
+    _mark_dispatched(notification_pk)
     return ran
 
 

@@ -189,7 +189,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, SuspensionA
         ]
         return custom + self.credential_urls() + self.test_credential_urls() + super().get_urls()
 
-    # --- permissions: each staff action asks for its own (docs/operations.md "Staff permissions and groups") --------------------------
+    # --- permissions: each staff action asks for its own (docs/staff-guide.md "Staff permissions and groups") --------------------------
     def has_rotate_credentials_permission(self, request: HttpRequest, obj: Partner | None = None) -> bool:
         return staff_may(request, "partners.rotate_credentials")
 

@@ -55,7 +55,7 @@ class Partner(models.Model):
 
     class Meta:
         ordering = ["name"]
-        # Staff actions that go beyond editing the record (docs/operations.md "Staff permissions and groups").
+        # Staff actions that go beyond editing the record (docs/staff-guide.md "Staff permissions and groups").
         permissions = [
             ("rotate_credentials", "Can rotate a partner's API credentials and see the new secret once"),
             ("suspend_partner", "Can suspend and reactivate a partner"),

@@ -1,4 +1,4 @@
-"""Named staff permissions (docs/operations.md "Staff permissions and groups"): what the admin's actions, buttons and the views behind
+"""Named staff permissions (docs/staff-guide.md "Staff permissions and groups"): what the admin's actions, buttons and the views behind
 their confirmation pages ask before they act."""
 
 from django.core.exceptions import PermissionDenied

@@ -163,26 +163,35 @@ def _is_loopback(address: str) -> bool:
         return False
 
 
-def metrics_allowed(request: HttpRequest) -> bool:
+def metrics_allowed_headers(*, authorization: str, proxied: bool, remote_addr: str) -> bool:
+    """The access rule, for /metrics here and for the other processes' exporters (config/deploy/exporter.py)."""
     token = settings.METRICS_TOKEN
     if token:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        scheme, _, given = header.partition(" ")
+        scheme, _, given = authorization.partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
-    if any(request.META.get(name) for name in _PROXY_HEADERS):
+    if proxied:
         return False  # passed a proxy (nginx adds X-Forwarded-For): not this machine's scraper
-    return _is_loopback(request.META.get("REMOTE_ADDR", ""))
+    return _is_loopback(remote_addr)
 
 
-def exposition() -> bytes:
-    """Every sample of every process (multiprocess mode) or of this one, then the scrape-time gauges."""
+def metrics_allowed(request: HttpRequest) -> bool:
+    return metrics_allowed_headers(
+        authorization=request.META.get("HTTP_AUTHORIZATION", ""),
+        proxied=any(request.META.get(name) for name in _PROXY_HEADERS),
+        remote_addr=request.META.get("REMOTE_ADDR", ""),
+    )
+
+
+def exposition(*, gauges: bool = True) -> bytes:
+    """Every sample of every process (multiprocess mode) or of this one, then the scrape-time gauges (the web
+    processes' /metrics only: the other processes' exporters leave them out, so they are computed once)."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
         body = generate_latest(registry)
     else:
         body = generate_latest(REGISTRY)
-    return body + generate_latest(GAUGES)
+    return body + generate_latest(GAUGES) if gauges else body
 
 
 @never_cache

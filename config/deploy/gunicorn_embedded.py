@@ -15,7 +15,7 @@ def post_worker_init(worker) -> None:
     start_embedded_scheduler()
 
 
-# --- the SMTP receiver (docs/operations.md "Receiving mail") --------------------------------------------------
+# --- the SMTP receiver (docs/operations/receiving-mail.md "Receiving mail") --------------------------------------------------
 # `make run` serves the whole flow, transfer e-mails included: the master starts `manage.py inbound_smtp` once
 # it has bound the web port, as its own child process, and stops it when it exits. The child is told by the
 # kernel to die with the master (PR_SET_PDEATHSIG), so a killed `make run` leaves no receiver behind. A port

@@ -1,4 +1,4 @@
-"""Transfer detection's settings (docs/operations.md "Transfer detection"): where the service receives the
+"""Transfer detection's settings (docs/operations/receiving-mail.md "Transfer detection"): where the service receives the
 sellers' transfer e-mails, which channels hand them over, and how long the evidence is kept."""
 
 import environ
@@ -46,7 +46,7 @@ def inbound_settings(env: environ.Env) -> dict:
 
 
 def anymail_settings(env: environ.Env, channels: tuple[str, ...]) -> dict:
-    """django-anymail's settings for the providers' inbound webhooks (docs/operations.md "Provider channels").
+    """django-anymail's settings for the providers' inbound webhooks (docs/operations/receiving-mail.md "Provider channels").
 
     ``INBOUND_WEBHOOK_SECRET`` is the basic-auth ``user:password`` in every provider's webhook URL (a comma
     separates the old and the new one during a rotation); it is required in production as soon as a

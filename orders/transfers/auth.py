@@ -1,5 +1,5 @@
 """Is an inbound message the ticketing platform's own mail to this order's transfer address?
-(docs/operations.md "Transfer detection": "Authentic means all of these".)
+(docs/operations/receiving-mail.md "Transfer detection": "Authentic means all of these".)
 
 ``authenticate`` checks, over the raw bytes as received:
 - a header section of at most 64 KB without a bare CR or LF and with at most 5 DKIM-Signature headers

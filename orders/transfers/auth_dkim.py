@@ -1,4 +1,4 @@
-"""DKIM and ARC for ``orders.transfers.auth`` (docs/operations.md "Transfer detection").
+"""DKIM and ARC for ``orders.transfers.auth`` (docs/operations/receiving-mail.md "Transfer detection").
 
 Each DKIM-Signature is verified over the raw bytes with dkimpy, its key fetched through the service's resolver;
 a signature is usable only if it verifies, its algorithm is ``rsa-sha256`` (``rsa-sha1`` is refused), its key

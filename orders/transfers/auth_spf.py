@@ -1,5 +1,5 @@
 """SPF for ``orders.transfers.auth``: recorded for mail received over SMTP from a known client address, never
-sufficient and never required (docs/operations.md "Transfer detection").
+sufficient and never required (docs/operations/receiving-mail.md "Transfer detection").
 
 pyspf's ``check2`` evaluation, with its DNS answered by the service's resolver (TXT through ``txt``; A, AAAA, MX
 and PTR through the resolver's ``lookup`` when it has one, else no data): a temporary DNS failure is the

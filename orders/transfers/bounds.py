@@ -1,4 +1,4 @@
-"""The bounds of hostile inbound mail (docs/operations.md "Receiving mail"): what a message's header section
+"""The bounds of hostile inbound mail (docs/operations/receiving-mail.md "Receiving mail"): what a message's header section
 and MIME structure may be before anything reads them further.
 
 A seller knows their order's transfer address and keeps every genuine platform e-mail they received, so every

@@ -1,5 +1,5 @@
 """The e-mail providers' inbound webhooks (django-anymail's ``inbound`` signal): each hands the raw MIME to
-``orders.transfers.intake.message_receive`` (docs/operations.md "Provider channels").
+``orders.transfers.intake.message_receive`` (docs/operations/receiving-mail.md "Provider channels").
 
 DKIM is verified over the bytes the sender signed, so the message anymail parsed (``message.as_bytes()``
 re-serialises it) is never what is stored. The original bytes come from what each provider sends:

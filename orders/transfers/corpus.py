@@ -1,5 +1,5 @@
 """The platform templates against a corpus of captured transfer e-mails (``make transfer-corpus``;
-docs/operations.md "Platform templates and the corpus").
+docs/operations/receiving-mail.md "Platform templates and the corpus").
 
 The corpus is a folder per platform (``tests/fixtures/transfer_mail/<platform>/``) of ``.eml`` files, each
 with a ``.json`` beside it: the order it was sent for (``order``), what a person reading it says it is

@@ -1,4 +1,4 @@
-"""What an authentic, parsed transfer e-mail does to its order (docs/operations.md "Transfer detection").
+"""What an authentic, parsed transfer e-mail does to its order (docs/operations/receiving-mail.md "Transfer detection").
 
 - ``transfer_offer``: matched against the order; a mismatch opens a ``mismatch`` case and sets
   ``transfer_state = mismatch`` (the order stays in ``awaiting_transfer``). A match is recorded as evidence,

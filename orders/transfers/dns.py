@@ -1,5 +1,5 @@
 """DNS for the authentication of inbound mail: one injectable resolver for the DKIM keys, the ARC sealers' keys
-and SPF (docs/operations.md "Transfer detection").
+and SPF (docs/operations/receiving-mail.md "Transfer detection").
 
 Every lookup goes through ``get_resolver()``: the service's own layer first, which answers the sandbox
 platform's DKIM key (``sandbox._domainkey.sandbox.invalid``) from the key kept in the database and never asks

@@ -26,7 +26,7 @@ from .models import InboundMessage
 logger = logging.getLogger(__name__)
 
 S = Order.Status
-# The statuses whose transfer address takes mail (docs/operations.md "Transfer detection"): the order still waits
+# The statuses whose transfer address takes mail (docs/operations/receiving-mail.md "Transfer detection"): the order still waits
 # for its tickets, or its received transfer may still be accepted on the platform or recalled by the seller.
 RECEIVING_STATUSES = (S.ACCEPTED, S.AWAITING_TRANSFER, S.TICKET_RECEIVED, S.PAYOUT_IN_PROCESS, S.SCHEDULED)
 PROCESS_TASK = "orders.transfers.tasks.message_process"

@@ -1,5 +1,5 @@
 """A parsed transfer e-mail against its order: exact after normalising, field by field
-(docs/operations.md "Platform templates and the corpus").
+(docs/operations/receiving-mail.md "Platform templates and the corpus").
 
 Normalising: Unicode NFKC, case, runs of whitespace, the prefixes "Section", "Sec", "Sect" and "Row", and
 leading zeros of every number ("Sec. 007" and "section 7" are the same). Compared:

@@ -1,6 +1,6 @@
 """The processing of one stored inbound message: authenticate, parse, match, decide — each stage's
 verdict stored on the message (``verdicts["auth"|"parse"|"match"|"decision"]``), every order change through
-``orders.transfers.state`` (docs/operations.md "Transfer detection").
+``orders.transfers.state`` (docs/operations/receiving-mail.md "Transfer detection").
 
 Once per message: a run claims the row (skip-locked, a lease in ``next_attempt_at``), authenticates with no
 lock held (DNS), then locks the row (``nowait``) to decide; a message already ``processed`` returns its

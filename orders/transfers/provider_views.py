@@ -1,4 +1,4 @@
-"""The providers' inbound webhook URLs (``/inbound/…``, docs/operations.md "Provider channels"): anymail's
+"""The providers' inbound webhook URLs (``/inbound/…``, docs/operations/receiving-mail.md "Provider channels"): anymail's
 inbound views, each answering 404 unless its channel is in ``INBOUND_CHANNELS``, and keeping the raw
 message's bytes for ``orders.transfers.channels``.
 

@@ -1,6 +1,6 @@
 """What the providers' inbound channels share: the request body read as bytes (a multipart field exactly as
 posted), Amazon S3 for SES's S3 action, and the sweeper that stores an S3 object whose SNS notification was
-lost (docs/operations.md "Provider channels")."""
+lost (docs/operations/receiving-mail.md "Provider channels")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seller's reminders and the sweeps of transfer detection (docs/operations.md "Transfer detection").
+"""The seller's reminders and the sweeps of transfer detection (docs/operations/receiving-mail.md "Transfer detection").
 
 - ``partial_reminder``: an hour after a partial transfer, the seller is told what is still missing, if
   the order is still partial then.

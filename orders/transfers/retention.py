@@ -1,4 +1,4 @@
-"""Raw mail retention (docs/operations.md "Retention and privacy"): the raw bytes of an inbound message are
+"""Raw mail retention (docs/operations/receiving-mail.md "Retention and privacy"): the raw bytes of an inbound message are
 kept ``INBOUND_RAW_RETENTION_DAYS`` (180), then deleted from storage.
 
 The row stays, with its headers, verdicts and evidence, so staff still see what was decided and why; only

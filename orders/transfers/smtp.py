@@ -1,4 +1,4 @@
-"""The SMTP receiver of transfer e-mails (``python manage.py inbound_smtp``; docs/operations.md "Receiving mail").
+"""The SMTP receiver of transfer e-mails (``python manage.py inbound_smtp``; docs/operations/receiving-mail.md "Receiving mail").
 
 aiosmtpd speaks SMTP on an event loop; every database call (the RCPT check, storing the message) runs on a
 small thread pool through ``sync_to_async``, never on the loop. RCPT is accepted only for a transfer address
@@ -7,7 +7,7 @@ session, never sends a bounce. DATA is answered 250 only after ``intake.message_
 after the message and its rows were committed; a database error answers 451 so the sender tries again later,
 and a retry of the same bytes finds the rows it already wrote.
 
-Its bounds (docs/operations.md "Receiving mail"): at most ``MAX_RECIPIENTS`` (5) recipients a message (452 for
+Its bounds (docs/operations/receiving-mail.md "Receiving mail"): at most ``MAX_RECIPIENTS`` (5) recipients a message (452 for
 more), ``MAX_SESSIONS`` (50) sessions at once (421 to the next), ``COMMAND_TIMEOUT_SECONDS`` (60) for each command
 and its data (the session is closed past it), and a header section within ``orders.transfers.bounds`` (64 KB,
 no bare CR or LF, at most 5 DKIM-Signature headers; else 554 at DATA, nothing stored).

@@ -1,4 +1,4 @@
-"""Amazon SNS message signatures (docs/operations.md "Provider channels"): a notification posted to the SES
+"""Amazon SNS message signatures (docs/operations/receiving-mail.md "Provider channels"): a notification posted to the SES
 webhook is taken only when Amazon signed it, with the certificate at its ``SigningCertURL`` — an
 ``https://sns.<region>.amazonaws.com/….pem`` address, that host exactly, nothing else is fetched — and, when
 ``INBOUND_SES_TOPIC_ARNS`` lists topics, only from one of them. The basic-auth secret proves the post was

@@ -185,8 +185,8 @@ def order_recall(*, order: Order, actor: str, reason: str, message=None) -> Orde
 
 # --- cases ------------------------------------------------------------------------------------------------
 K = TransferCase.Kind
-# The kinds of case that could still lead to a payout, so hold the in-hand expiry while open (docs/operations.md
-# "Receiving mail"); a mismatch or an unparsed mail only when the mail was authentic (or the evidence is a
+# The kinds of case that could still lead to a payout, so hold the in-hand expiry while open
+# (docs/operations/receiving-mail.md "Receiving mail"); a mismatch or an unparsed mail only when the mail was authentic (or the evidence is a
 # ticket file the partner gave). Never: unverified, unverifiable, replay_suspected.
 EXPIRY_DEFERRING_KINDS = frozenset(
     {

@@ -1,5 +1,5 @@
 """The providers' inbound webhooks, mounted at ``/inbound/`` (config/urls.py) with anymail's own paths, so a
-provider is set up as anymail's documentation describes (docs/operations.md "Provider channels")."""
+provider is set up as anymail's documentation describes (docs/operations/receiving-mail.md "Provider channels")."""
 
 from django.urls import path, re_path
 

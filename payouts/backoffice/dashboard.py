@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
@@ -107,15 +108,32 @@ def _changelist(name: str, **params: str) -> str:
     return reverse(f"admin:{name}_changelist") + ("?" + urlencode(params) if params else "")
 
 
-def _queues(*, today: date) -> list[Queue]:
-    soon = today + timedelta(
-        days=2
-    )  # the in-hand date is a venue-local date: today, tomorrow or the day after
-    awaiting = Order.objects.live().filter(status=S.AWAITING_TRANSFER)
-    counts = awaiting.aggregate(
-        due_soon=Count("id", filter=Q(in_hand_date__gte=today, in_hand_date__lte=soon)),
-        overdue=Count("id", filter=Q(in_hand_date__lt=today)),
+def _transfer_deadlines(*, now: datetime) -> dict[str, int]:
+    """Orders awaiting transfer whose in-hand date is, at their venue, today or within two days (``due_soon``)
+    or already past (``overdue``): the venue's date, as the expiry run reads it, never UTC's. One grouped
+    query (an in-hand date per time zone); the venue's today is worked out per time zone."""
+    # No venue's local "today" is later than UTC's tomorrow: later in-hand dates are neither due nor overdue.
+    horizon = (now + timedelta(days=1)).date() + timedelta(days=2)
+    groups = (
+        Order.objects.live()
+        .filter(status=S.AWAITING_TRANSFER, in_hand_date__lte=horizon)
+        .order_by()
+        .values_list("event__timezone", "in_hand_date")
+        .annotate(n=Count("id"))
     )
+    counts = {"due_soon": 0, "overdue": 0}
+    for zone, in_hand, n in groups:
+        local_today = now.astimezone(ZoneInfo(zone)).date()
+        if in_hand < local_today:
+            counts["overdue"] += n
+        elif in_hand <= local_today + timedelta(days=2):
+            counts["due_soon"] += n
+    return counts
+
+
+def _queues(*, today: date, now: datetime | None = None) -> list[Queue]:
+    soon = today + timedelta(days=2)  # the admin's filters below: UTC dates, at most a day off a venue's
+    counts = _transfer_deadlines(now=now or _start_of_day(today) + timedelta(hours=12))
     declined = Charge.objects.filter(status=Charge.Status.FAILED).count()
     failed_refunds = Charge.objects.filter(refund_status=Charge.RefundStatus.FAILED).count()
     failed_payouts = Payout.objects.filter(status=Payout.Status.FAILED).count()
@@ -304,7 +322,7 @@ def staff_dashboard(*, now: datetime | None = None) -> Dashboard:
             _period("Today", day_start, day_start + timedelta(days=1)),
             _period("This week", week_start, week_start + timedelta(days=7)),
         ],
-        queues=_queues(today=today),
+        queues=_queues(today=today, now=now),
         transfer_cases=_transfer_cases(),
         orders_chart=_orders_chart(today=today),
         payouts_chart=_payouts_chart(today=today),

@@ -74,7 +74,7 @@ def gauges_compute() -> dict:
         "outbox_pending": outbox["pending"],
         "outbox_oldest_age_seconds": (now - outbox["oldest"]).total_seconds() if outbox["oldest"] else 0.0,
         "payouts": {status: payouts.get(status, 0) for status in Payout.Status.values},
-        "staff_queue": {_slug(queue.label): queue.count for queue in _queues(today=now.date())},
+        "staff_queue": {_slug(queue.label): queue.count for queue in _queues(today=now.date(), now=now)},
         "task_queue_length": {},
     }
     try:

@@ -1,4 +1,4 @@
-"""Two staff groups ship with the service (docs/operations.md "Staff permissions and groups"): "Support (read only)" sees every
+"""Two staff groups ship with the service (docs/staff-guide.md "Staff permissions and groups"): "Support (read only)" sees every
 record the admin shows and acts on none; "Operations" also edits partners and the catalog and may take every
 staff action. Neither group sees staff accounts, groups or sign-in devices: superusers manage those.
 

@@ -57,6 +57,8 @@ def _run_settings(env_overrides: dict) -> subprocess.CompletedProcess:
             "QUOTE_ENCRYPTION_KEY",
             "ALLOWED_HOSTS",
             "PAYMENT_PLATFORM",
+            "DATABASE_URL",
+            "REDIS_URL",
         }
     }
     env.update(env_overrides)
@@ -68,7 +70,15 @@ def _run_settings(env_overrides: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize(
     "missing",
-    ["SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY", "ALLOWED_HOSTS", "PAYMENT_PLATFORM"],
+    [
+        "SECRET_KEY",
+        "TOKEN_SIGNING_KEY",
+        "QUOTE_ENCRYPTION_KEY",
+        "ALLOWED_HOSTS",
+        "PAYMENT_PLATFORM",
+        "DATABASE_URL",
+        "REDIS_URL",
+    ],
 )
 def test_production_refuses_to_start_without_keys(missing):
     env = {
@@ -79,6 +89,9 @@ def test_production_refuses_to_start_without_keys(missing):
         "QUOTE_ENCRYPTION_KEY": "q",
         "ALLOWED_HOSTS": "api.example.com",
         "PAYMENT_PLATFORM": "sandbox",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/unused",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+        "MEDIA_SHARED": "true",
     }
     del env[missing]
     result = _run_settings(env)
@@ -96,6 +109,9 @@ def test_production_settings_start_with_keys():
             "QUOTE_ENCRYPTION_KEY": "q",
             "ALLOWED_HOSTS": "api.example.com",
             "PAYMENT_PLATFORM": "sandbox",
+            "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/unused",
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+            "MEDIA_SHARED": "true",
         }
     )
     assert result.returncode == 0, result.stderr

@@ -9,8 +9,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIRED = ["SECRET_KEY", "TOKEN_SIGNING_KEY", "QUOTE_ENCRYPTION_KEY", "ALLOWED_HOSTS", "PAYMENT_PLATFORM"]
-SHAPE_VARIABLES = {"DJANGO_ENV", "SECRET_KEY_FALLBACKS", "TESTING", "DEBUG", *REQUIRED}
+REQUIRED = [
+    "SECRET_KEY",
+    "TOKEN_SIGNING_KEY",
+    "QUOTE_ENCRYPTION_KEY",
+    "ALLOWED_HOSTS",
+    "PAYMENT_PLATFORM",
+    "DATABASE_URL",
+    "REDIS_URL",
+]
+SHAPE_VARIABLES = {"DJANGO_ENV", "SECRET_KEY_FALLBACKS", "TESTING", "DEBUG", "MEDIA_SHARED", *REQUIRED}
 
 
 def _production(tmp_path, **overrides) -> dict[str, str]:
@@ -25,6 +33,9 @@ def _production(tmp_path, **overrides) -> dict[str, str]:
             "ALLOWED_HOSTS": "api.example.com",
             "PAYMENT_PLATFORM": "sandbox",
             "DATABASE_URL": f"sqlite:///{tmp_path / 'check.sqlite3'}",
+            # Named, never reached: settings and the deployment checks open no connection.
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+            "MEDIA_SHARED": "true",
         }
     )
     env.update(overrides)
@@ -92,3 +103,19 @@ def test_secret_key_fallbacks_come_from_the_environment(tmp_path):
         _production(tmp_path, SECRET_KEY_FALLBACKS=fallbacks), "check", "--deploy", "--fail-level", "WARNING"
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_production_refuses_local_disk_media_unless_declared_shared(tmp_path):
+    refused = _manage(_production(tmp_path, MEDIA_SHARED=None), "check")
+    assert refused.returncode != 0, refused.stdout
+    assert "MEDIA_SHARED=true" in refused.stderr and "AWS_STORAGE_BUCKET_NAME" in refused.stderr
+    probe = "print(settings.STORAGES['default']['BACKEND'])"
+    shared = _setup(_production(tmp_path, MEDIA_SHARED="true"), probe)
+    assert shared.returncode == 0, shared.stderr
+    assert shared.stdout.strip() == "django.core.files.storage.FileSystemStorage"
+    s3 = _setup(_production(tmp_path, MEDIA_SHARED=None, AWS_STORAGE_BUCKET_NAME="tickets"), probe)
+    assert s3.returncode == 0, s3.stderr
+    assert s3.stdout.strip() == "storages.backends.s3.S3Storage"
+    # The embedded default keeps its files on disk without being asked.
+    local = _setup(_production(tmp_path, DJANGO_ENV=None, MEDIA_SHARED=None), probe)
+    assert local.stdout.strip() == "django.core.files.storage.FileSystemStorage", local.stderr

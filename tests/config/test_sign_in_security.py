@@ -83,6 +83,9 @@ def test_two_factor_for_staff_is_required_by_default_in_production():
         "QUOTE_ENCRYPTION_KEY": "q",
         "ALLOWED_HOSTS": "api.example.com",
         "PAYMENT_PLATFORM": "sandbox",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/unused",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+        "MEDIA_SHARED": "true",
         "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     probe = (

@@ -76,6 +76,7 @@ def production_env(**overrides: str) -> dict[str, str]:
             "REDIS_URL": settings.REDIS_URL,
             "CACHE_KEY_PREFIX": settings.CACHES["default"].get("KEY_PREFIX", "ps"),
             "EMAIL_URL": "consolemail://",
+            "MEDIA_SHARED": "true",  # one host: its MEDIA_ROOT is every host's
             "PYTHONUNBUFFERED": "1",
         }
     )

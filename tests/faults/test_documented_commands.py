@@ -32,6 +32,13 @@ from .live import BIN, ROOT, free_port, http, production_env, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUEUES = ("celery", "webhooks", "webhooks_slow")
+METRICS_PORTS = (
+    "WORKER_METRICS_PORT",
+    "WEBHOOKS_METRICS_PORT",
+    "WEBHOOKS_SLOW_METRICS_PORT",
+    "BEAT_METRICS_PORT",
+    "INBOUND_METRICS_PORT",
+)
 
 
 def procfile() -> dict[str, str]:
@@ -84,6 +91,8 @@ def shell_env():
         WEB_THREADS="4",
         NGINX_WORKERS="1",
         HOST="127.0.0.1",
+        # Each process's own /metrics on a free port (the Procfile's defaults may be taken on a shared machine).
+        **{name: str(free_port()) for name in METRICS_PORTS},
     )
 
 
@@ -191,7 +200,7 @@ def test_the_procfile_inbound_line_as_written_receives_a_transfer_email(
     from tests.orders.factories import make_order
 
     lines = procfile()
-    assert lines["inbound"] == "python manage.py inbound_smtp", lines
+    assert lines["inbound"].endswith(" python manage.py inbound_smtp"), lines
     listen = f"127.0.0.1:{free_port()}"
     inbound = start(
         processes, "inbound", lines["inbound"], {**shell_env, "INBOUND_SMTP_LISTEN": listen}, ROOT
@@ -254,4 +263,11 @@ def test_the_documented_worker_commands_name_no_queue_for_the_one_worker_shape()
         name: shlex.split(lines[name])[shlex.split(lines[name]).index("--queues") + 1]
         for name in ("worker", "webhooks", "webhooks_slow")
     }
-    assert set(",".join(queues.values()).split(",")) == set(QUEUES), queues
+    # Each names its queue by the variable config/celery.py reads, so a renamed queue keeps its worker.
+    assert queues == {
+        "worker": "${TASK_QUEUE:-celery}",
+        "webhooks": "${WEBHOOK_QUEUE:-webhooks}",
+        "webhooks_slow": "${WEBHOOK_SLOW_QUEUE:-webhooks_slow}",
+    }, queues
+    defaults = {re.fullmatch(r"\$\{\w+:-(\w+)\}", queue).group(1) for queue in queues.values()}
+    assert defaults == set(QUEUES), queues

@@ -92,7 +92,7 @@ def test_header_abuse_is_refused_by_gunicorn_or_enveloped_by_the_app(production_
     reply = _raw(production_url, head + b"Authorization: Bearer " + b"a" * 6000 + b"\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 401") and b'"code":"UNAUTHORIZED"' in reply
     # Past them (8,190 bytes in one header, more than 100 headers) gunicorn refuses before the application
-    # runs: 431, its own small HTML page (docs/operations.md "Logging and redaction").
+    # runs: 431, its own small HTML page (docs/operations/monitoring.md "Logging and redaction").
     for abuse in (
         b"Authorization: Bearer " + b"a" * 9000 + b"\r\n",
         b"".join(b"X-H%d: 1\r\n" % i for i in range(120)),

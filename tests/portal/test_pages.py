@@ -110,6 +110,9 @@ def test_session_and_csrf_cookies_are_secure_in_production():
         "QUOTE_ENCRYPTION_KEY": "q",
         "ALLOWED_HOSTS": "portal.example",
         "PAYMENT_PLATFORM": "sandbox",
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/unused",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+        "MEDIA_SHARED": "true",
         "PATH": "/usr/bin:/bin",
     }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

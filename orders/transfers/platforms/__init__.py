@@ -1,5 +1,5 @@
 """The ticketing platforms the service reads transfer e-mails of: one YAML template per ``primary_site`` in
-this folder (docs/operations.md "Platform templates and the corpus").
+this folder (docs/operations/receiving-mail.md "Platform templates and the corpus").
 
 A template names the platform's sender domains (the authentication's From alignment reads them), the hosts
 its accept links may point at, whether its barcodes are static, and per kind (``transfer_offer``,

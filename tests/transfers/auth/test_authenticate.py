@@ -1,5 +1,5 @@
 """``authenticate``: the platform's genuine transfer mail passes; every forgery of the matrix fails with a line
-staff can read (docs/operations.md "Transfer detection"). Real DKIM signatures with keys made here, DNS
+staff can read (docs/operations/receiving-mail.md "Transfer detection"). Real DKIM signatures with keys made here, DNS
 answered by a StaticResolver (the sandbox key by the service's own resolver)."""
 
 from datetime import timedelta

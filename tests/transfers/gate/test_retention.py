@@ -1,4 +1,4 @@
-"""Raw mail is kept ``INBOUND_RAW_RETENTION_DAYS`` (docs/operations.md "Retention and privacy"): then its
+"""Raw mail is kept ``INBOUND_RAW_RETENTION_DAYS`` (docs/operations/receiving-mail.md "Retention and privacy"): then its
 stored file goes (once no message within the retention still names it) and the row stays, verdicts kept."""
 
 from __future__ import annotations

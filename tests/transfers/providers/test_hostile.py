@@ -1,4 +1,4 @@
-"""The providers' doors under attack (docs/operations.md "Receiving mail"): credentials checked before a byte of
+"""The providers' doors under attack (docs/operations/receiving-mail.md "Receiving mail"): credentials checked before a byte of
 the body is read, SNS certificates only from ``sns.<region>.amazonaws.com`` and a bounded cache of them, one
 body limit in nginx, the service and the docs, and the SES bucket sweep surviving a huge object and taking
 its recipients from SES's receipt only."""
@@ -118,7 +118,7 @@ def test_nginx_the_service_and_the_docs_bound_the_webhook_body_with_one_number()
     location = template[template.index("location /inbound/") :]
     size = re.search(r"client_max_body_size (\d+)m;", location[: location.index("}")]).group(1)
     assert int(size) * 1024 * 1024 == webhook_body_limit()
-    docs = (ROOT / "docs/operations.md").read_text()
+    docs = (ROOT / "docs/operations/receiving-mail.md").read_text()
     receiving = docs[docs.index("### Receiving mail") : docs.index("### Processing")]
     assert f"{size} MiB" in receiving and f"{webhook_body_limit():,}" in receiving
     assert "11 MB" not in docs[docs.index("### Provider channels") :].split("###")[1]

@@ -1,4 +1,4 @@
-"""The bounds of hostile mail in the production shape (docs/operations.md "Receiving mail"): PostgreSQL, Redis,
+"""The bounds of hostile mail in the production shape (docs/operations/receiving-mail.md "Receiving mail"): PostgreSQL, Redis,
 one Celery worker of concurrency 2 processing what the real receiver stored. With three 1 MB signature-flood
 messages in flight a genuine transfer still reaches ``ticket_received`` within 10 s; a poison message is
 ``processed`` within 2 minutes and never again; a PDF bomb's check ends within 10 s of decoding plus 1 s."""

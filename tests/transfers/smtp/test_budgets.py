@@ -1,4 +1,4 @@
-"""The time budgets of a message sent to the real receiver (docs/operations.md "Receiving mail"): one 5 s budget
+"""The time budgets of a message sent to the real receiver (docs/operations/receiving-mail.md "Receiving mail"): one 5 s budget
 for the whole SPF evaluation however many lookups its record makes, and 10 s of wall time for decoding a
 ticket file, after which the child process reading it is killed and a case opens."""
 

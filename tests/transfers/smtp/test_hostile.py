@@ -1,4 +1,4 @@
-"""A seller attacking the receiver over SMTP (docs/operations.md "Receiving mail"): a bare CR smuggling a second
+"""A seller attacking the receiver over SMTP (docs/operations/receiving-mail.md "Receiving mail"): a bare CR smuggling a second
 To into a genuine signed mail, a signature flood, an oversized header section, weak or partial signatures,
 and the receiver's caps on recipients, sessions and the time per command. Each attack is sent to the real
 receiver; the order it aims at never moves."""

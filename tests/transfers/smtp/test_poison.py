@@ -1,4 +1,4 @@
-"""Poison mail through the real receiver (docs/operations.md "Receiving mail"): a nest of 1,000 multiparts, 201
+"""Poison mail through the real receiver (docs/operations/receiving-mail.md "Receiving mail"): a nest of 1,000 multiparts, 201
 parts, NUL characters; each ends ``processed`` at once, never tried again. Junk mail never holds the in-hand
 expiry, the processing holds no lock across DNS, and the decoded text goes with the raw mail."""
 

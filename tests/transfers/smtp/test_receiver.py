@@ -1,4 +1,4 @@
-"""The SMTP receiver (docs/operations.md "Receiving mail"), spoken to over real SMTP: RCPT only for a transfer
+"""The SMTP receiver (docs/operations/receiving-mail.md "Receiving mail"), spoken to over real SMTP: RCPT only for a transfer
 address that takes mail, SIZE 10 MB, a message stored and committed before 250, a sender's retry stored once,
 a database failure answered 451 so the sender tries again."""
 

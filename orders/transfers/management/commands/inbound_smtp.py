@@ -1,5 +1,5 @@
 """``python manage.py inbound_smtp [--listen host:port]``: the SMTP receiver of transfer e-mails
-(docs/operations.md "Receiving mail"). Runs until SIGTERM or SIGINT, then stops taking connections and lets the
+(docs/operations/receiving-mail.md "Receiving mail"). Runs until SIGTERM or SIGINT, then stops taking connections and lets the
 messages being stored commit and be answered (up to 20 s)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from config.deploy.exporter import start_from_settings as start_metrics_exporter
 from orders.transfers.smtp import TransferMailController, TransferMailHandler, parse_listen
 
 # Test hook (tests/transfers/smtp/test_crash.py): seconds the receiver waits after a message is committed
@@ -29,7 +30,7 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 class Command(BaseCommand):
-    help = "Receive transfer e-mails over SMTP on INBOUND_SMTP_LISTEN (docs/operations.md 'Receiving mail')."
+    help = "Receive transfer e-mails over SMTP on INBOUND_SMTP_LISTEN (docs/operations/receiving-mail.md 'Receiving mail')."
 
     def add_arguments(self, parser):
         parser.add_argument("--listen", help="host:port (default: INBOUND_SMTP_LISTEN)")
@@ -61,6 +62,8 @@ class Command(BaseCommand):
         except RuntimeError as exc:  # aiosmtpd reports a failed bind from its thread this way
             raise CommandError(f"cannot listen on {host}:{port}: {exc.__cause__ or exc}") from exc
 
+        # Its own /metrics on METRICS_PORT (the Procfile sets it; config/deploy/exporter.py).
+        start_metrics_exporter()
         stop = threading.Event()
         received: list[int] = []
 
