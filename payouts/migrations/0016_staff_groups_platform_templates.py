@@ -38,7 +38,7 @@ def add_platform_template_permissions(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("payouts", "0015_staff_groups_disputes"),
-        ("transfers", "0003_platform_template_versions"),
+        ("transfers", "0004_platform_template_versions"),
     ]
 
     operations = [migrations.RunPython(add_platform_template_permissions, migrations.RunPython.noop)]

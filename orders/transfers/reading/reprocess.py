@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .. import intake, platforms, process, state
+from ..bounds import mime_shape
 from ..models import InboundMessage, PlatformTemplateVersion, TransferCase
 
 logger = logging.getLogger(__name__)
@@ -35,8 +36,24 @@ def platform_open_unparsed(platform: str) -> list[int]:
     )
 
 
+def _authenticated_beforehand(case_pk: int):
+    """The case's raw message and its authentication, made before any lock is taken (DNS is asked)."""
+    message = (
+        InboundMessage.objects.select_related("order__event__venue", "order__partner")
+        .filter(cases__pk=case_pk)
+        .first()
+    )
+    if message is None or message.order is None:
+        return None, None
+    raw = intake.raw_read(message)
+    if raw is None or mime_shape(raw).problem:
+        return raw, None
+    return raw, process.authenticator()(raw, message=message, order=message.order)
+
+
 def case_reprocess(*, case_pk: int) -> str:
     """Process the case's message again with the templates in force; returns what happened."""
+    raw, verdict = _authenticated_beforehand(case_pk)
     with transaction.atomic():
         # Race: the task delivered twice, or staff resolving the case meanwhile — the case is decided once.
         case = TransferCase.objects.select_for_update().get(pk=case_pk)
@@ -53,7 +70,6 @@ def case_reprocess(*, case_pk: int) -> str:
         )
         entry = platforms.registry().get(message.platform)
         version = entry.version if entry is not None else None
-        raw = intake.raw_read(message)
         parsed = platforms.parse_with(entry, raw) if entry is not None and raw is not None else None
         if parsed is None or parsed.missing:
             tried = list(case.details.get("reprocessed", []))
@@ -68,7 +84,7 @@ def case_reprocess(*, case_pk: int) -> str:
         }
         message.verdicts = {**message.verdicts, "previous": previous}
         message.stage, message.outcome = InboundMessage.Stage.RECEIVED, InboundMessage.Outcome.PENDING
-        outcome = process._run(message)
+        outcome = process._run(message, raw, verdict)
         decided = message.verdicts.get("decision", {})
         if decided.get("case") == Kind.UNPARSED and decided.get("case_pk") == case.pk:
             return "unparsed"

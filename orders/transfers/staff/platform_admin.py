@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib import admin, messages
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -24,21 +24,16 @@ from config.core.admin_permissions import require, staff_may
 from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnly, StatusHistoryInline
 
-from .. import intake, platforms
 from ..models import PlatformTemplateHistory, PlatformTemplateVersion, TransferCase
-from ..reading import learn as learning
 from ..reading.activation import Refused, version_activate, version_approve, version_discard
 from ..reading.templates_store import (
-    TemplateInvalid,
     data_dump,
     data_in_force,
-    data_load,
     registry_part,
-    version_create,
-    version_in_force,
 )
 from ..reading.trial import template_trial
 from .platform_report import platforms_report
+from .platform_writing import TemplateWriting
 
 V = PlatformTemplateVersion
 MANAGE = "transfers.manage_platform_templates"
@@ -105,7 +100,7 @@ class PlatformTemplateHistoryInline(StatusHistoryInline):
 
 
 @admin.register(PlatformTemplateVersion)
-class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
+class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
     list_display = (
         "version_link",
         "state",
@@ -256,175 +251,6 @@ class PlatformTemplateVersionAdmin(ReadOnly, admin.ModelAdmin):
         return {**self.admin_site.each_context(request), "opts": self.model._meta, **values}
 
     # --- make a template from a case's mail ---------------------------------------------------------------------
-    def learn_view(self, request: HttpRequest, case_pk: int) -> HttpResponse:
-        require(request, MANAGE)
-        case = get_object_or_404(
-            TransferCase.objects.select_related("message", "order__event__venue"), pk=case_pk
-        )
-        raw = intake.raw_read(case.message) if case.message else None
-        if case.kind != TransferCase.Kind.UNPARSED or case.order is None or raw is None:
-            raise Http404("Only an unparsed case with its order and its raw mail can teach a template.")
-        platform = case.message.platform
-        base = data_in_force(platform)
-        if base is None:
-            raise Http404("The platform has no registry entry.")
-        mail = platforms.mail_text(raw)
-        order = case.order
-        learned = learning.learn(
-            text=mail.text,
-            subject=mail.subject,
-            order=order,
-            accept_hosts=tuple(registry_part(base)["accept_link_hosts"]),
-        )
-        avoid = (order.event.name, order.event.venue.name)
-        kind = request.POST.get("kind", "transfer_offer")
-        kind = kind if kind in platforms.KINDS else "transfer_offer"
-        subject_pattern = request.POST.get("subject_pattern", learned.subject_pattern)[:MAX_PATTERN]
-        rows = []
-        chosen: dict[str, str] = {}
-        for name in learning.FIELDS:
-            if name in ("section", "row", "seats") and order.general_admission:
-                continue
-            proposal = learned.proposals.get(name) or learning.Proposal(name, None, "")
-            pattern, line = proposal.pattern, proposal.line
-            if request.method == "POST":
-                pattern = request.POST.get(f"pattern_{name}", "")[:MAX_PATTERN].strip()
-                picked, line_text = (
-                    request.POST.get(f"picked_{name}", ""),
-                    request.POST.get(f"line_{name}", ""),
-                )
-                line = (
-                    int(line_text)
-                    if line_text.isdigit() and 1 <= int(line_text) <= len(learned.lines)
-                    else None
-                )
-                if line is not None and line_text != picked:  # staff picked another line: read it instead
-                    pattern = learning.pattern_for_line(learned.lines, line, name, avoid=avoid)
-                elif pattern:
-                    line = learning.line_of(pattern, mail.text)
-            found, problem = learning.read_with(pattern, mail.text)
-            chosen[name] = pattern
-            rows.append(
-                {"proposal": proposal, "pattern": pattern, "line": line, "found": found, "problem": problem}
-            )
-        subject_ok = (
-            bool(learning.read_with(f"(?P<value>{subject_pattern})", mail.subject)[0])
-            if subject_pattern
-            else False
-        )
-        error = ""
-        if request.method == "POST" and request.POST.get("do") == "save":
-            reason = request.POST.get("reason", "").strip()[:500]
-            data = dict(base)
-            kinds = dict(data.get("kinds") or {})
-            kinds[kind] = learning.kind_data(
-                subject_pattern=subject_pattern, patterns=chosen, general_admission=order.general_admission
-            )
-            data["kinds"] = kinds
-            if learned.start_format and learned.start_format not in (data.get("start_formats") or []):
-                data["start_formats"] = [
-                    *(data.get("start_formats") or platforms.DEFAULT_START_FORMATS),
-                    learned.start_format,
-                ]
-            if not subject_ok:
-                error = "The subject pattern does not recognise this mail's subject."
-            elif not reason:
-                error = "Say why: the reason is kept in the platform's history."
-            else:
-                active = version_in_force(platform)
-                try:
-                    created = version_create(
-                        platform=platform,
-                        data=data,
-                        actor=staff_actor(request),
-                        reason=reason,
-                        learned_from=case,
-                        based_on=active.version if active else None,
-                    )
-                except TemplateInvalid as exc:
-                    error = str(exc)
-                else:
-                    self.log_change(request, created, f"Made from the mail of case #{case.pk}: {reason}")
-                    self.message_user(
-                        request,
-                        f"Draft version {created.version} of {platform} saved. Test it against the stored mail.",
-                        messages.SUCCESS,
-                    )
-                    return HttpResponseRedirect(
-                        reverse("admin:transfers_platformtemplateversion_test", args=[created.pk])
-                    )
-        context = self._context(
-            request,
-            title=f"Make a {platform} template from case #{case.pk}",
-            case=case,
-            order=order,
-            platform=platform,
-            lines=list(enumerate(learned.lines, start=1)),
-            subject=mail.subject,
-            subject_pattern=subject_pattern,
-            subject_ok=subject_ok,
-            kinds=platforms.KINDS,
-            kind=kind,
-            rows=rows,
-            reason=request.POST.get("reason", ""),
-            error=error,
-            seconds=platforms.PATTERN_SECONDS,
-            back_url=reverse("admin:transfers_transfercase_change", args=[case.pk]),
-        )
-        return TemplateResponse(request, "admin/transfers/platformtemplateversion/learn.html", context)
-
-    # --- edit as YAML (registry entries, new platforms) ---------------------------------------------------------
-    def edit_view(self, request: HttpRequest) -> HttpResponse:
-        require(request, MANAGE)
-        source = request.GET.get("from") or request.POST.get("from", "")
-        platform = (request.POST.get("platform") or request.GET.get("platform") or "").strip().lower()[:32]
-        text, based_on = "", None
-        if source.isdigit():
-            version = get_object_or_404(V, pk=int(source))
-            platform, text, based_on = version.platform, data_dump(version.data), version.version
-        elif platform and data_in_force(platform) is not None:
-            text = data_dump(data_in_force(platform))
-        error = ""
-        if request.method == "POST":
-            text = request.POST.get("yaml", "")[:64_001]
-            reason = request.POST.get("reason", "").strip()[:500]
-            try:
-                if not platform:
-                    raise TemplateInvalid("Name the platform (its primary_site).")
-                data = data_load(text, platform=platform) if text.strip() else None
-                if data is None:
-                    raise TemplateInvalid("The template is empty.")
-                created = version_create(
-                    platform=platform, data=data, actor=staff_actor(request), reason=reason, based_on=based_on
-                )
-            except TemplateInvalid as exc:
-                error = str(exc)
-            else:
-                self.log_change(request, created, f"New version: {reason}")
-                note = (
-                    " It changes the sender domains or accept-link hosts: a second staff member must approve it."
-                    if created.registry_change
-                    else ""
-                )
-                self.message_user(
-                    request, f"Draft version {created.version} of {platform} saved.{note}", messages.SUCCESS
-                )
-                return HttpResponseRedirect(
-                    reverse("admin:transfers_platformtemplateversion_change", args=[created.pk])
-                )
-        context = self._context(
-            request,
-            title=f"New version of {platform}" if platform else "A new platform",
-            platform=platform,
-            source=source,
-            text=text,
-            reason=request.POST.get("reason", ""),
-            error=error,
-            back_url=reverse("admin:transfers_platformtemplateversion_changelist"),
-        )
-        return TemplateResponse(request, "admin/transfers/platformtemplateversion/edit.html", context)
-
-    # --- test, export -----------------------------------------------------------------------------------------------
     def test_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         require(request, MANAGE)
         version = get_object_or_404(V, pk=pk)

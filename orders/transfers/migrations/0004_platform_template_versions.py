@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('transfers', '0002_sandbox_signing_key'),
+        ('transfers', '0003_hostile_input_bounds'),
     ]
 
     operations = [
