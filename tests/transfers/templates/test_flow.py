@@ -78,6 +78,8 @@ def test_the_mail_of_an_unparsed_case_is_proposed_as_a_template_from_the_orders_
         signed_in(manager).get(f"/admin/transfers/platformtemplateversion/learn/{case.pk}/").content.decode()
     )
     assert '<li id="line-8">Skyline Festival</li>' in html  # the mail as numbered lines
+    venue_start = f"{order.event.venue_starts_at:%Y-%m-%d %H:%M} (venue time, {order.event.timezone})"
+    assert venue_start in html  # the order's start as the venue's clock gives it, not UTC
     reads = dict(re.findall(r'<tr data-field="(\w+)">.*?<span class="reads">([^<]*)</span>', html, re.S))
     starts = order.event.venue_starts_at
     assert reads == {
