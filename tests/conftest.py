@@ -69,10 +69,10 @@ def _isolated_environment(settings, tmp_path):
 
 @pytest.fixture(autouse=True)
 def _clock_of_the_test(request):
-    """``@pytest.mark.clock(when)``, on a test or in a module's ``pytestmark``: the test runs on a clock that starts
+    """``@pytest.mark.travel(when)``, on a test or in a module's ``pytestmark``: the test runs on a clock that starts
     at ``when`` (before any other fixture: tokens, orders and sessions are made on it) and ticks on. Data written for
     given days, and pages that show "today", then mean the same whatever day the suite runs on."""
-    marker = request.node.get_closest_marker("clock")
+    marker = request.node.get_closest_marker("travel")
     if marker is None:
         yield
         return

@@ -13,7 +13,7 @@ from tests.conftest import assert_error
 from .conftest import section_change_form
 from .factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
+pytestmark = [pytest.mark.django_db, pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
 
 
 def test_admin_event_search_by_name_venue_and_city(admin_client, event):

@@ -15,7 +15,7 @@ from tests.conftest import assert_error
 from .conftest import client_with_scope
 from .factories import EventFactory, PerformerFactory, VenueFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
+pytestmark = [pytest.mark.django_db, pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
 
 
 def names(response) -> list[str]:

@@ -11,7 +11,7 @@ from catalog.models import Event, Row, Section, Venue
 from quotes.services import quote_create
 from tests.conftest import make_partner
 
-pytestmark = [pytest.mark.django_db, pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
+pytestmark = [pytest.mark.django_db, pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
 
 HEADER = (
     "external_id,event_name,starts_at,timezone,venue_name,city,state,country,primary_site,performers,status,"

@@ -15,7 +15,7 @@ from tests.conftest import assert_error
 from .conftest import ORDER_FORM, quote_body
 
 # The forged expiry lies decades after the clock of these tests.
-pytestmark = pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
+pytestmark = pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
 
 FORGED_QUOTE = {
     "offer_price": "0.01",

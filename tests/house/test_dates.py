@@ -2,8 +2,9 @@
 lies more than a year in the past (history, which the calendar never overtakes).
 
 A literal is under a frozen clock when it sits inside a ``with …travel(…)`` block, inside a function that freezes
-the clock itself (a ``time_machine`` argument, a ``travel``/``move_to`` call, a ``travel`` or ``mark.clock``
-decorator), or in a module whose ``pytestmark`` holds ``mark.clock`` or whose autouse fixture freezes the clock. Dates a test computes from ``now`` are not literals.
+the clock itself (a ``time_machine`` argument, a ``travel``/``move_to`` call, a ``travel`` or ``mark.travel``
+decorator), or in a module whose ``pytestmark`` holds ``mark.travel`` or whose autouse fixture freezes the
+clock. Dates a test computes from ``now`` are not literals.
 
 Run alone with ``python -m pytest -q -p no:django --confcutdir=tests/house tests/house``.
 """
@@ -25,7 +26,7 @@ ISO = re.compile(r"(?<!\d)((?:19|20|21)\d\d)-([01]\d)-([0-3]\d)(?!\d)")
 DAY_MONTH_YEAR = re.compile(rf"(?<!\d)([0-3]?\d) ({MONTHS})[a-z]* ((?:19|20|21)\d\d)(?!\d)")
 MONTH_DAY_YEAR = re.compile(rf"\b({MONTHS})[a-z]* ([0-3]?\d), ((?:19|20|21)\d\d)(?!\d)")
 DATE_CALLS = {"datetime", "date"}
-FREEZERS = ("travel", "move_to", "time_machine", "clock")
+FREEZERS = ("travel", "move_to", "time_machine")
 
 
 def literal_dates(node: ast.AST) -> list[date]:
@@ -67,7 +68,7 @@ def _autouse_freeze(tree: ast.Module) -> bool:
         marks = isinstance(node, ast.Assign) and any(
             getattr(t, "id", "") == "pytestmark" for t in node.targets
         )
-        if marks and "mark.clock(" in ast.unparse(node.value):
+        if marks and "mark.travel(" in ast.unparse(node.value):
             return True
         if isinstance(node, ast.FunctionDef) and _freezes(node):
             for decorator in node.decorator_list:
@@ -137,8 +138,8 @@ def test_the_rule_finds_a_date_outside_a_frozen_clock(source):
         "@pytest.fixture(autouse=True)\ndef clock(time_machine):\n    time_machine.move_to(X)\n"
         "WHEN = datetime(2026, 11, 28, 1, 0)",
         'VERSION = "2026-13-45"',
-        "pytestmark = [pytest.mark.django_db, pytest.mark.clock(datetime(2026, 11, 21))]\nWHEN = '2026-12-01'",
-        "@pytest.mark.clock('2026-11-21')\ndef test_x():\n    assert day == '2026-11-28'",
+        "pytestmark = [pytest.mark.django_db, pytest.mark.travel(datetime(2026, 11, 21))]\nWHEN = '2026-12-01'",
+        "@pytest.mark.travel('2026-11-21')\ndef test_x():\n    assert day == '2026-11-28'",
     ],
 )
 def test_the_rule_accepts_history_and_frozen_clocks(source):

@@ -16,7 +16,7 @@ pytestmark = [
     pytest.mark.django_db,
     pytest.mark.embedded,
     # The orders are made the day before the instants the tests read the queues at.
-    pytest.mark.clock(datetime(2026, 11, 17, 4, 0, tzinfo=UTC)),
+    pytest.mark.travel(datetime(2026, 11, 17, 4, 0, tzinfo=UTC)),
 ]
 
 # At 05:00 UTC on 18 November it is still the 17th in Honolulu (UTC-10); at 12:00 UTC it is already the 19th

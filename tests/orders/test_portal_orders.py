@@ -23,7 +23,7 @@ from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_o
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.embedded,
-    pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
+    pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
 ]
 
 

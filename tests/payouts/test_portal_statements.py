@@ -16,7 +16,7 @@ from tests.portal.exports_data import charge_on, order_at, payout_on
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.embedded,
-    pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
+    pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
 ]
 NEW_YORK = ZoneInfo("America/New_York")
 

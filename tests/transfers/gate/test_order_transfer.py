@@ -19,7 +19,7 @@ from .conftest import awaiting_order, received_order
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.embedded,
-    pytest.mark.clock(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
+    pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
 ]
 
 TS = Order.TransferState
