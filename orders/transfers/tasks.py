@@ -15,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 # Every task of transfer detection has a soft time limit (``SoftTimeLimitExceeded`` raised in the task: a
 # message then ends with a case) and a hard one (the worker process is replaced), so that no message, file or
-# sweep holds a worker of the default queue, where payouts and confirmations run too. A message's hard limit
+# sweep holds a worker of the default queue, where the payout and confirmation work runs too. A message's hard limit
 # stays under its run's lease (``orders.transfers.process.LEASE``, 2 min).
 LIMITS = {
     "message": {"soft_time_limit": 60, "time_limit": 90},
@@ -109,7 +109,12 @@ def raw_purge() -> int:
     return purge()
 
 
-@shared_task(base=RetryingTask, name="orders.transfers.tasks.platform_cases_reprocess", max_retries=5)
+@shared_task(
+    base=RetryingTask,
+    name="orders.transfers.tasks.platform_cases_reprocess",
+    max_retries=5,
+    **LIMITS["long_sweep"],
+)
 def platform_cases_reprocess(version_pk: int) -> dict:
     """A template version was activated: process its platform's open unparsed cases again."""
     from .reading.reprocess import platform_cases_reprocess as reprocess
@@ -117,7 +122,7 @@ def platform_cases_reprocess(version_pk: int) -> dict:
     return reprocess(version_pk=version_pk)
 
 
-@shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due")
+@shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due", **LIMITS["long_sweep"])
 def platform_cases_reprocess_due() -> int:
     """The open unparsed cases a version in force has not processed yet (its activation's message was lost)."""
     from .reading.reprocess import platform_cases_reprocess_due as sweep
