@@ -16,7 +16,7 @@ import pytest
 
 from orders.models import Notification, Order
 from tests.faults.conftest import ORDER_FORM, quote_body
-from tests.faults.live import free_port, http, wait_for
+from tests.faults.live import free_port, http, real_clock_env, wait_for
 from tests.webhooks.conftest import Receiver
 
 from .shape import Host, host_env, own_queues, poll
@@ -39,6 +39,7 @@ class RedisServer:
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", str(self.dir)],
             stdout=subprocess.DEVNULL,
+            env=real_clock_env(),  # infrastructure: on the machine's clock, like the shared Redis
         )  # fmt: skip
         import redis
 
