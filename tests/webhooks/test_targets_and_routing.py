@@ -116,6 +116,7 @@ def _settings_of(env: dict[str, str]) -> dict:
 
 
 @pytest.mark.django_db
+@pytest.mark.production  # the production shape needs REDIS_URL to start
 def test_production_refuses_http_and_private_targets_by_default():
     assert _settings_of(production_env()) == [False, False, 10.0]
 
