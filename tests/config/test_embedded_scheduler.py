@@ -10,7 +10,7 @@ from config.deploy.scheduler import EmbeddedScheduler, Entry, entries_from_setti
 from orders.models import Order
 from payouts.models import Payout
 from tests.conftest import make_partner
-from tests.faults.live import Processes, database_url_of_tests, http
+from tests.faults.live import Processes, database_url_of_tests, free_port, http
 from tests.orders.factories import make_order
 
 pytestmark = pytest.mark.embedded
@@ -98,6 +98,9 @@ def test_make_run_moves_a_received_order_to_paid_on_its_own(processes):
             "SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS": "1",
             "SANDBOX_PAYOUT_PAID_AFTER_SECONDS": "2",
             "EMAIL_URL": "consolemail://",
+            # The receiver make run starts beside it listens on a port of this test's own, not on 2525, which a
+            # make run of the developer's (or another test run) may hold.
+            "INBOUND_SMTP_LISTEN": f"127.0.0.1:{free_port()}",
         }
     )
     url = processes.web(env, config="config/deploy/gunicorn_embedded.py")
