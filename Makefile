@@ -73,6 +73,24 @@ $(VENV)/.installed: pyproject.toml
 	fi
 	@touch $@
 
+# The compose file's tool (config/deploy/container/compose.yaml): podman-compose from PyPI, pinned, in a virtualenv
+# of its own under build/. Debian bookworm's podman-compose (1.0.3) ignores depends_on's conditions and starts every
+# container at once, so the roles would race the release; 1.6.0 starts them after the release has exited. Debian's
+# dnsname CNI plugin lets the containers of a compose network reach each other by service name (podman 4.3 on CNI).
+PODMAN_COMPOSE_VENV := build/podman-compose
+PODMAN_COMPOSE := $(PODMAN_COMPOSE_VENV)/bin/podman-compose
+.compose-installed: .podman-installed
+	@if ! test -x /usr/lib/cni/dnsname; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      golang-github-containernetworking-plugin-dnsname >/dev/null; \
+	  else echo "Install Debian's golang-github-containernetworking-plugin-dnsname for make compose-test"; exit 1; fi; \
+	fi
+	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is required"; exit 1; }
+	$(PYTHON) -m venv $(PODMAN_COMPOSE_VENV)
+	$(PODMAN_COMPOSE_VENV)/bin/pip install --quiet podman-compose==1.6.0 python-dotenv==1.2.4 PyYAML==6.0.4
+	@touch $@
+
 # Two hosts of the Procfile shape against one PostgreSQL, Redis and S3 (moto's server), one killed mid-flow, and a
 # Prometheus scraping both (tests/hosts, about four minutes): outside `make test`, which leaves tests/hosts out.
 .PHONY: test-hosts
@@ -92,6 +110,19 @@ image-test: image
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
 	  $(PY) -m pytest -q config/deploy/container/test_image.py
+
+# Local stand-ins for the official postgres and redis images compose.yaml names (Debian's postgresql-15 and
+# redis-server on the image's base), for machines that reach no image registry.
+.PHONY: compose-images compose-test
+compose-images: image
+	bash config/deploy/container/standins/build.sh
+
+# compose.yaml as an operator runs it, with podman-compose: every role, PostgreSQL and Redis (the stand-ins), the
+# partner flow to a paid test order through the web container, then `down -v` (about 3 min, plus the builds; the
+# lines it runs are docs/operations/install.md "Compose"):
+# outside `make test`.
+compose-test: $(VENV)/.installed .compose-installed compose-images
+	TESTING=1 $(PY) -m pytest -q -s config/deploy/container/test_compose.py
 
 install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
 
@@ -229,5 +260,6 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .prometheus-installed .podman-installed .node-samples-installed \
+	rm -rf $(VENV) .browser-installed .nginx-installed .prometheus-installed .podman-installed .compose-installed \
+	  .node-samples-installed build \
 	  docs/partners/samples/node/node_modules db.sqlite3 media staticfiles

@@ -1,7 +1,6 @@
 """`make image-test`: the roles of the image (config/deploy/container/Containerfile) run as containers with
 Debian's podman against this machine's PostgreSQL and Redis, and the README's partner flow, as printed, takes a
-test-mode order through them: the sandbox's transfer mail through the inbound container and a worker to
-``ticket_received``, then the test-mode advance to ``paid``.
+test-mode order through them to ``paid`` (partner_flow.py).
 
 Outside the suite of `make test` (building the image takes minutes): `make image-test` builds it, then runs this.
 A fresh database and queue names of its own; every container started here is removed at the end.
@@ -9,43 +8,21 @@ A fresh database and queue names of its own; every container started here is rem
 
 from __future__ import annotations
 
-import json
 import os
-import re
-import shlex
 import subprocess
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from tests.faults.live import ROOT, free_port, http, wait_for
+from config.deploy.container.partner_flow import printed_pairs, take_a_test_order_to_paid
+from tests.faults.live import free_port, wait_for
 
 IMAGE = os.environ.get("IMAGE", "localhost/partner-service:latest")
 PODMAN = ["podman", "--runtime", "runc"]
 # What these machines allow: runc (crun refuses the hybrid cgroups), no raised limits, the host's network.
 RUN = ["run", "--network", "host", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
 ROLES = ("web", "worker", "webhooks", "webhooks_slow", "beat", "inbound")
-
-
-def readme_flow() -> str:
-    """The README's "The partner flow" block, as printed."""
-    section = (ROOT / "README.md").read_text().split("\n## The partner flow\n", 1)[1].split("\n## ", 1)[0]
-    return section.split("```sh\n", 1)[1].split("```", 1)[0]
-
-
-def printed_pairs(output: str) -> dict[str, tuple[str, str]]:
-    found = re.findall(
-        r"^\s*(live|test-mode) pair:\s+client_id (\S+)\s+client_secret (\S+)$", output, flags=re.M
-    )
-    return {kind: (client_id, secret) for kind, client_id, secret in found}
-
-
-def bash(export_line: str, block: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("API", "CLIENT_ID", "CLIENT_SECRET", "TOKEN")}
-    return subprocess.run(  # noqa: S603
-        ["/bin/bash", "-c", f"set -eo pipefail\n{export_line}\n{block}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
-    )  # fmt: skip
 
 
 def podman(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -113,38 +90,13 @@ def test_the_image_runs_every_role_and_takes_a_test_order_to_paid(tmp_path):
             return podman("healthcheck", "run", containers[0], timeout=30).returncode == 0
 
         assert wait_for(healthy, timeout=120, interval=1), logs()
-        api = f"http://127.0.0.1:{port}/v1"
-        export_line = f"export API={api} CLIENT_ID={pairs['test-mode'][0]} CLIENT_SECRET={shlex.quote(pairs['test-mode'][1])}"  # fmt: skip
-        result = bash(export_line, readme_flow())
-        assert result.returncode == 0, result.stdout + result.stderr + logs()
-        answers = [json.loads(line) for line in result.stdout.splitlines()]
-        order = answers[-1]["data"]
-        # The sandbox's transfer mail went to the inbound container; a worker reads it (not at once, as under
-        # make run), then the order goes on to paid through the payout.
-        assert answers[-2]["data"]["order_id"] == order["order_id"], answers[-2]
-        assert (order["livemode"], order["status"]) in (
-            (False, "awaiting_transfer"),
-            (False, "ticket_received"),
-        )
-
-        token = http("POST", f"{api}/auth/token", json_body={"client_id": pairs["test-mode"][0], "client_secret": pairs["test-mode"][1], "grant_type": "client_credentials"})  # fmt: skip
-        auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
-
-        def status() -> str:
-            return http("GET", f"{api}/orders/{order['order_id']}", headers=auth).body["data"]["status"]
-
-        # The transfer mail, through the inbound container and a worker, moves it to ticket_received.
-        assert wait_for(lambda: status() == "ticket_received", timeout=180, interval=1), logs()
-        # Test orders are never paid out: the test-mode advance walks the payout steps, through the same life cycle.
-        advanced = http("POST", f"{api}/test/orders/{order['order_id']}/advance", json_body={"to": "paid"}, headers=auth)  # fmt: skip
-        assert advanced.status == 200, advanced.body
-        assert status() == "paid", logs()
+        order_id = take_a_test_order_to_paid(f"http://127.0.0.1:{port}/v1", pairs["test-mode"], logs)
         # Every role still runs.
         running = podman(
             "ps", "--format", "{{.Names}}", "--filter", f"name=partner-image-{tag}"
         ).stdout.split()
         assert sorted(running) == sorted(containers), logs()
-        print(f"paid through the image's containers: {order['order_id']}")
+        print(f"paid through the image's containers: {order_id}")
     finally:
         for container in containers:
             podman("rm", "-f", "-t", "10", container)
