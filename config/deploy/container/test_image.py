@@ -87,7 +87,10 @@ def test_the_image_runs_every_role_and_takes_a_test_order_to_paid(tmp_path):
             return "\n".join(f"--- {c}\n{podman('logs', '--tail', '30', c).stderr}" for c in containers)
 
         def healthy() -> bool:  # the image's HEALTHCHECK, on /healthz
-            return podman("healthcheck", "run", containers[0], timeout=30).returncode == 0
+            try:
+                return podman("healthcheck", "run", containers[0], timeout=30).returncode == 0
+            except subprocess.TimeoutExpired:  # a loaded machine: try again
+                return False
 
         assert wait_for(healthy, timeout=120, interval=1), logs()
         order_id = take_a_test_order_to_paid(f"http://127.0.0.1:{port}/v1", pairs["test-mode"], logs)
