@@ -96,7 +96,7 @@ PODMAN_COMPOSE := $(PODMAN_COMPOSE_VENV)/bin/podman-compose
 .PHONY: test-hosts
 test-hosts: $(VENV)/.installed .nginx-installed .prometheus-installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 TEST_HOSTS=1 \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TEST_HOSTS=1 \
 	  $(PY) -m pytest -q --create-db tests/hosts
 
 # One image for every role (docs/operations/install.md "The image"): IMAGE names it.
@@ -108,7 +108,7 @@ image: $(VENV)/.installed .podman-installed
 # plus the build): outside `make test`.
 image-test: image
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	  $(PY) -m pytest -q config/deploy/container/test_image.py
 
 # Local stand-ins for the official postgres and redis images compose.yaml names (Debian's postgresql-15 and
@@ -155,7 +155,7 @@ test: install
 
 test-passes: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-embedded
 
@@ -178,7 +178,7 @@ test-dates: $(VENV)/.installed
 # PostgreSQL and then, for its tests marked `embedded`, on the embedded default.
 test-fast: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	  $(PY) -m pytest -q --reuse-db $(PYTEST_ARGS)
 	@$(MAKE) --no-print-directory test-embedded
 
@@ -191,7 +191,7 @@ test-embedded: $(VENV)/.installed
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  echo "embedded pass: SQLite in $$dir, no Redis, tasks in-process" && \
 	  env -u DJANGO_ENV DATABASE_URL=sqlite:///$$dir/test.sqlite3 REDIS_URL= CELERY_BROKER_URL=memory://localhost/ \
-	    EMBEDDED_PASS=1 TESTING=1 $(PY) -m pytest -q --create-db $(PYTEST_ARGS) -m "embedded and not production"; \
+	    EMBEDDED_PASS=1 $(PY) -m pytest -q --create-db $(PYTEST_ARGS) -m "embedded and not production"; \
 	  status=$$?; if [ $$status = 5 ]; then echo "no embedded tests in this selection"; status=0; fi; exit $$status
 
 # Benchmarks and the soak test run the production shape on loopback against their own database and Redis db.
@@ -234,7 +234,7 @@ soak: $(VENV)/.installed .nginx-installed
 FUZZ_EXAMPLES ?= 300
 fuzz: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TESTING=1 FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
 	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
 
 # The platform templates against the captured transfer e-mails (docs/operations/receiving-mail.md "Platform templates and the corpus").

@@ -1,7 +1,7 @@
 """The ceiling every benchmark figure is compared with: a bare Django view behind the same middleware.
 
-Mounted at ``/bench/bare`` only when ``BENCH_BASELINE=1`` (see ``config/urls.py``); never in a normal
-deployment.
+Mounted at ``/bench/bare`` by the benchmark's own URLs (bench/urls.py, the ``ROOT_URLCONF`` of bench/settings.py),
+which no deployment serves.
 """
 
 from django.http import HttpRequest, JsonResponse

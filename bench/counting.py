@@ -1,6 +1,6 @@
 """Counted, not estimated: the SQL statements, database transactions and Redis round trips of each request.
 
-Installed only when ``BENCH_COUNT=1`` (config/settings.py adds the middleware): ``make bench`` sets it on the
+Installed only when ``BENCH_COUNT=1`` (bench/settings.py adds the middleware): ``make bench`` sets it on the
 one server of its counting pass (bench/run.py), never on the servers it times. Every response then carries
 ``X-Bench-Queries``, ``X-Bench-Transactions`` and ``X-Bench-Redis``; the counting pass (bench/lua/bench.lua,
 ``count=1``) sums them.

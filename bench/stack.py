@@ -167,9 +167,12 @@ class Stack:
         return database_url(self.base_database_url, self.database)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TESTING", "DATABASE_"))}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
         env.update(
             {
+                # The service's settings plus the benchmark's hooks (bench/settings.py): the ceiling at
+                # /bench/bare, and the counting middleware where BENCH_COUNT=1.
+                "DJANGO_SETTINGS_MODULE": "bench.settings",
                 "DJANGO_ENV": "production",
                 "SECRET_KEY": "bench-secret-key-" + "x" * 40,
                 "TOKEN_SIGNING_KEY": "bench-token-signing-key",
@@ -182,7 +185,6 @@ class Stack:
                 "CACHE_KEY_PREFIX": self.cache_prefix,
                 "RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
                 "TOKEN_RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
-                "BENCH_BASELINE": "1",
                 # No BENCH_COUNT: the timed servers carry no counting middleware (bench/counting.py); the counting
                 # pass starts a server of its own with env={"BENCH_COUNT": "1"}.
                 "MEDIA_ROOT": str(self.run_dir / "media"),

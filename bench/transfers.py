@@ -57,7 +57,7 @@ def free_port() -> int:
 
 
 def shape_env(shape: str, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("TESTING", "DJANGO_SETTINGS_MODULE")}
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update({"PYTHONPATH": str(ROOT), "DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"})
     if shape == "production":
         env.update(

@@ -6,70 +6,86 @@ Two shapes from one module:
 - production shape (``DJANGO_ENV=production`` with ``DATABASE_URL`` and ``REDIS_URL``): PostgreSQL through
   psycopg 3's pool, Redis as cache, rate-limit store and Celery broker.
 
-The tables that no environment variable shapes much (the apps, middleware and templates, DRF and the OpenAPI
-schema, the beat schedule, logging)
-are built in ``config/settings_parts/`` and imported here by name.
+Every setting is assigned by its name, here or in a module of ``config/settings_parts/`` that this one imports
+by name: the environment and the shape (``environment.py``), the tables no environment variable shapes much
+(the apps, middleware and templates in ``project.py``, DRF and the OpenAPI schema in ``api.py``, the beat
+schedule, logging), the database connection, the storages, transfer detection (``inbound.py``) and the payment
+platform (``payments.py``). Tests set what they need themselves (docs/development.md "Tests and markers"); the
+benchmark's hooks are in its own settings, ``bench/settings.py``.
 """
 
 import os
 from datetime import timedelta
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from config.deploy.exporter import prepare as prepare_exporter
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
 from config.settings_parts.beat import beat_schedule, inbound_beat_schedule
-from config.settings_parts.inbound import inbound_settings
+from config.settings_parts.database import database_config
+from config.settings_parts.environment import (  # noqa: F401 (read by Django)
+    BASE_DIR,
+    DJANGO_ENV,
+    DJANGO_ENVIRONMENTS,
+    PRODUCTION,
+    env,
+    required_in_production,
+)
+from config.settings_parts.inbound import (  # noqa: F401 (read by Django)
+    ANYMAIL,
+    INBOUND_CHANNELS,
+    INBOUND_DNS_TIMEOUT_SECONDS,
+    INBOUND_MAX_BYTES,
+    INBOUND_RAW_RETENTION_DAYS,
+    INBOUND_SES_BUCKET,
+    INBOUND_SES_PREFIX,
+    INBOUND_SES_TOPIC_ARNS,
+    INBOUND_SES_VERIFY_SIGNATURE,
+    INBOUND_SMTP_LISTEN,
+    INBOUND_TRUSTED_ARC_SEALERS,
+    TRANSFER_FILE_PAYOUT_HOLD_HOURS,
+    TRANSFER_PLATFORM_DIRS,
+)
 from config.settings_parts.logs import logging_config
+from config.settings_parts.payments import (  # noqa: F401 (read by Django)
+    PAYMENT_PLATFORM,
+    PAYMENT_PLATFORM_TIMEOUT_SECONDS,
+    SANDBOX_PAYOUT_PAID_AFTER_SECONDS,
+    SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS,
+    STRIPE_API_BASE,
+    STRIPE_API_VERSION,
+    STRIPE_CONNECT_BASE,
+    STRIPE_CONNECT_CLIENT_ID,
+    STRIPE_MAX_NETWORK_RETRIES,
+    STRIPE_SECRET_KEY,
+    STRIPE_WEBHOOK_MAX_BYTES,
+    STRIPE_WEBHOOK_SECRET,
+    STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+)
 from config.settings_parts.project import (  # noqa: F401 (read by Django)
     AUTH_PASSWORD_VALIDATORS,
     AUTHENTICATION_BACKENDS,
     INSTALLED_APPS,
     TEMPLATES,
 )
-from config.settings_parts.project import MIDDLEWARE as _MIDDLEWARE
+from config.settings_parts.project import MIDDLEWARE as project_middleware
+from config.settings_parts.storage import storages_config
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-
-env = environ.Env()
-if (BASE_DIR / ".env").exists():
-    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
-
-# The service's two shapes. Anything else (a typo, "prod", "staging") would quietly run with the development
-# keys and none of the production safeguards, so it stops the service here.
-DJANGO_ENVIRONMENTS = ("development", "production")
-DJANGO_ENV = env.str("DJANGO_ENV", default="development")
-if DJANGO_ENV not in DJANGO_ENVIRONMENTS:
-    raise ImproperlyConfigured(f"DJANGO_ENV must be 'development' or 'production', not {DJANGO_ENV!r}")
-PRODUCTION = DJANGO_ENV == "production"
-TESTING = env.bool("TESTING", default=False)
-
-
-def _required_in_production(name: str, dev_default: str) -> str:
-    value = env.str(name, default="")
-    if value.strip():  # blank counts as missing; the value itself is kept exactly as given
-        return value
-    if PRODUCTION:
-        raise ImproperlyConfigured(f"{name} must be set when DJANGO_ENV=production")
-    return dev_default
-
-
-SECRET_KEY = _required_in_production("SECRET_KEY", "dev-only-secret-key-not-for-production-use-0123456789")
+SECRET_KEY = required_in_production("SECRET_KEY", "dev-only-secret-key-not-for-production-use-0123456789")
 # Earlier values of SECRET_KEY (comma-separated), still accepted for what they signed or encrypted: Django's
 # sessions and password-reset links, the stored webhook signing secrets and idempotent answers, the list
 # cursors. Rotation: move the old key here, set the new SECRET_KEY, drop the old one once nothing needs it.
 SECRET_KEY_FALLBACKS = [key.strip() for key in env.list("SECRET_KEY_FALLBACKS", default=[]) if key.strip()]
-TOKEN_SIGNING_KEY = _required_in_production("TOKEN_SIGNING_KEY", "dev-only-token-signing-key")
-QUOTE_ENCRYPTION_KEY = _required_in_production("QUOTE_ENCRYPTION_KEY", "dev-only-quote-encryption-key")
+TOKEN_SIGNING_KEY = required_in_production("TOKEN_SIGNING_KEY", "dev-only-token-signing-key")
+QUOTE_ENCRYPTION_KEY = required_in_production("QUOTE_ENCRYPTION_KEY", "dev-only-quote-encryption-key")
 # Older quote keys still accepted for decryption while a rotation is under way (comma-separated).
 QUOTE_ENCRYPTION_OLD_KEYS = env.list("QUOTE_ENCRYPTION_OLD_KEYS", default=[])
 
 DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = [
     host.strip()
-    for host in _required_in_production("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
+    for host in required_in_production("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
     if host.strip()
 ]
 if PRODUCTION and not ALLOWED_HOSTS:
@@ -77,15 +93,10 @@ if PRODUCTION and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
-MIDDLEWARE = list(_MIDDLEWARE)
-# Sessions, CSRF, the signed-in user, messages and django-axes run inside config.core.pages.PagesMiddleware (the
-# partner API skips them), where the admin's and django-axes' checks do not look: config.core.pages checks it.
-SILENCED_SYSTEM_CHECKS = ["admin.E408", "admin.E409", "admin.E410", "axes.W002", "security.W003"]
 # Prometheus metrics (config/core/metrics.py): first, so the latency covers every other middleware.
 # METRICS_HTTP=False leaves it out (`make bench` measures their cost that way); /metrics still answers.
 METRICS_HTTP = env.bool("METRICS_HTTP", default=True)
-if METRICS_HTTP:
-    MIDDLEWARE.insert(0, "config.core.metrics.HttpMetricsMiddleware")
+MIDDLEWARE = [*(["config.core.metrics.HttpMetricsMiddleware"] if METRICS_HTTP else []), *project_middleware]
 # With it, /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`; without it, only loopback, unproxied.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 # The Celery workers, beat and the inbound receiver serve their own /metrics on this port (set on each Procfile
@@ -98,9 +109,6 @@ prepare_exporter(METRICS_PORT)
 # so a Celery worker given the same directory starts even before gunicorn made it.
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
-# `make bench` counts each request's SQL statements and Redis round trips (bench/counting.py); never deployed.
-if env.bool("BENCH_COUNT", default=False):
-    MIDDLEWARE.insert(0, "bench.counting.CountingMiddleware")
 
 # --- Sign-in security for people (admin and portal) ---------------------------------------------------------
 # Throttling (django-axes): after LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that
@@ -132,61 +140,16 @@ DATA_DIR = Path(env.str("DATA_DIR", default="") or BASE_DIR).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 # Production names its database and its Redis (below): unset, it would run on a local SQLite file with the
 # tasks in-process and no periodic work, which is the embedded default, not a deployment.
-DATABASE_URL = _required_in_production("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}")
-DATABASES = {"default": env.db_url_config(DATABASE_URL)}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Django's backend with the pool check of config/deploy/postgresql.
-    DATABASES["default"]["ENGINE"] = "config.deploy.postgresql"
-    if env.bool("DATABASE_POOL", default=True):
-        # psycopg 3's pool keeps connections open across requests; Django requires CONN_MAX_AGE=0 with it.
-        DATABASES["default"]["CONN_MAX_AGE"] = 0
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": env.int("DATABASE_POOL_MIN", default=2),
-            "max_size": env.int("DATABASE_POOL_MAX", default=20),
-            "timeout": env.int("DATABASE_POOL_TIMEOUT", default=10),
-            # Idle connections are closed after this: a process idle for a long time reconnects fresh.
-            "max_idle": env.float("DATABASE_POOL_MAX_IDLE", default=300.0),
-        }
-    else:
-        DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-    # Every connection is checked before a request uses it, so one the server closed (a failover, a restart, an
-    # idle cut) is replaced before a request meets it; config/core/dbretry.py retries the rare request whose
-    # connection dies after the check. A pooled one as it leaves the pool: the check polls its socket and pings
-    # only one with something to read (config/deploy/postgresql), so a sound connection costs no round trip.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_POOL_CHECK", default=True)
-    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
-        # Server-side binding sends each statement's text apart from its values, so psycopg prepares a
-        # statement the connection has run ``prepare_threshold`` times and PostgreSQL stops planning it
-        # from scratch on every request. The prepared statements live with the pooled connection. Behind
-        # a transaction-pooling PgBouncer, turn this off (DATABASE_PREPARED_STATEMENTS=False).
-        DATABASES["default"].setdefault("OPTIONS", {}).update(
-            {
-                "server_side_binding": True,
-                "prepare_threshold": env.int("DATABASE_PREPARE_THRESHOLD", default=5),
-            }
-        )
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN, so two writers
-    # queue instead of failing with "database is locked" half-way through a transaction.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            "transaction_mode": "IMMEDIATE",
-        }
-    )
-    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+DATABASE_URL = required_in_production("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}")
+DATABASES = {"default": database_config(DATABASE_URL)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, rate limits, Celery --------------------------------------------------------------------
-REDIS_URL = _required_in_production("REDIS_URL", "")
-if not REDIS_URL:
-    # The embedded default is one process: its local-memory cache is the shared cache that the sign-in
-    # throttling (django-axes) asks for.
-    SILENCED_SYSTEM_CHECKS.append("axes.W001")
-if REDIS_URL:
-    CACHES = {
-        "default": {
+REDIS_URL = required_in_production("REDIS_URL", "")
+CACHES = {
+    "default": (
+        {
             # Django's backend, reusing its redis client instead of building one per call (config/deploy/cache.py).
             "BACKEND": "config.deploy.cache.ReusingRedisCache",
             "LOCATION": REDIS_URL,
@@ -194,9 +157,22 @@ if REDIS_URL:
             # Short timeouts: a dead Redis must degrade a request, never hang it.
             "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5, "retry_on_timeout": False},
         }
-    }
-else:
-    CACHES = {"default": {"BACKEND": "config.deploy.cache.MeteredLocMemCache", "LOCATION": "partner-service"}}
+        if REDIS_URL
+        else {"BACKEND": "config.deploy.cache.MeteredLocMemCache", "LOCATION": "partner-service"}
+    )
+}
+# Sessions, CSRF, the signed-in user, messages and django-axes run inside config.core.pages.PagesMiddleware (the
+# partner API skips them), where the admin's and django-axes' checks do not look: config.core.pages checks it.
+# The embedded default is one process: its local-memory cache is the shared cache that the sign-in throttling
+# (django-axes) asks for (axes.W001).
+SILENCED_SYSTEM_CHECKS = [
+    "admin.E408",
+    "admin.E409",
+    "admin.E410",
+    "axes.W002",
+    "security.W003",
+    *([] if REDIS_URL else ["axes.W001"]),
+]
 
 RATE_LIMIT_PER_MINUTE = env.int("RATE_LIMIT_PER_MINUTE", default=600)
 TOKEN_RATE_LIMIT_PER_MINUTE = env.int("TOKEN_RATE_LIMIT_PER_MINUTE", default=60)
@@ -213,9 +189,10 @@ if CELERY_BROKER_URL.rstrip("/") == "memory:":
     CELERY_BROKER_URL = "memory://localhost/"
     if "CELERY_BROKER_URL" in os.environ:
         os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
-if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
-    # kombu's Redis transport, reusing its client for every publish (config/deploy/broker.py).
-    CELERY_BROKER_TRANSPORT = "config.deploy.broker:Transport"
+# kombu's Redis transport, reusing its client for every publish (config/deploy/broker.py); otherwise the URL's.
+CELERY_BROKER_TRANSPORT = (
+    "config.deploy.broker:Transport" if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None
+)
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True
@@ -242,14 +219,17 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.2,
 }
-CELERY_BEAT_SCHEDULE = beat_schedule(
-    payouts_progress_seconds=env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0)
-)
+# Transfer detection's providers add the SES bucket sweep (config/settings_parts/inbound.py).
+CELERY_BEAT_SCHEDULE = {
+    **beat_schedule(payouts_progress_seconds=env.float("PAYOUTS_PROGRESS_INTERVAL_SECONDS", default=60.0)),
+    **inbound_beat_schedule(channels=INBOUND_CHANNELS, ses_bucket=INBOUND_SES_BUCKET),
+}
 # Beat runs on every host; only the one holding a lock in Redis sends (config/deploy/beat_leader.py). A beat
 # whose leader died takes over within this lifetime of the lock plus a few seconds.
 BEAT_LEADER_LOCK_SECONDS = env.float("BEAT_LEADER_LOCK_SECONDS", default=30.0)
-if REDIS_URL:
-    CELERY_BEAT_SCHEDULER = "config.deploy.beat_leader:LeaderScheduler"
+CELERY_BEAT_SCHEDULER = (
+    "config.deploy.beat_leader:LeaderScheduler" if REDIS_URL else "celery.beat:PersistentScheduler"
+)
 # The embedded default runs this schedule in its web process (config/deploy/scheduler.py): the first round
 # starts this many seconds after the process.
 EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
@@ -257,25 +237,17 @@ EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DEL
 # --- Partner API ------------------------------------------------------------------------------------
 ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
 # Each web process reads the token sessions revoked in the database at most this often, so a revocation
-# holds everywhere within this bound even if Redis missed it (partners/revocation.py). Under TESTING once
-# an hour, so that the query-count tests stay deterministic; the tests of the bound set it themselves.
-TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=3600 if TESTING else 2)
+# holds everywhere within this bound even if Redis missed it (partners/revocation.py).
+TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=2)
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
-# In-process copy of catalog answers, checked against the catalog's versions on every read (0 under TESTING,
-# where on-commit hooks run only when a test asks: every test then sees every write at once).
-CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=0 if TESTING else 5)
+# In-process copy of catalog answers, checked against the catalog's versions on every read.
+CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=5)
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 # Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
 ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default="transfers.buyback.example")
-# Transfer detection: INBOUND_SMTP_LISTEN, INBOUND_CHANNELS, INBOUND_TRUSTED_ARC_SEALERS, INBOUND_RAW_RETENTION_DAYS,
-# TRANSFER_FILE_PAYOUT_HOLD_HOURS and the receiver's bounds (config/settings_parts/inbound.py).
-_inbound = inbound_settings(env)
-globals().update(_inbound)
-CELERY_BEAT_SCHEDULE.update(
-    inbound_beat_schedule(channels=_inbound["INBOUND_CHANNELS"], ses_bucket=_inbound["INBOUND_SES_BUCKET"])
-)
+# Transfer detection (INBOUND_*, TRANSFER_*, ANYMAIL) is read in config/settings_parts/inbound.py.
 # The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
 # seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
 # confirmation resumes within STALE + 30 s. STALE stays above the e-mail leases (a claim: 90 s; a hand-over:
@@ -313,31 +285,7 @@ WEBHOOK_PARTNER_MAX_IN_FLIGHT = env.int("WEBHOOK_PARTNER_MAX_IN_FLIGHT", default
 WEBHOOK_RETENTION_DAYS = env.int("WEBHOOK_RETENTION_DAYS", default=30)
 WEBHOOK_MAX_ENDPOINTS = 10
 
-# --- Payment platform --------------------------------------------------------------------------------
-# No default in production: a deployment says which platform moves its money (the sandbox moves none).
-PAYMENT_PLATFORM = _required_in_production("PAYMENT_PLATFORM", "sandbox")
-if PAYMENT_PLATFORM not in ("sandbox", "stripe"):
-    raise ImproperlyConfigured(f"PAYMENT_PLATFORM must be 'sandbox' or 'stripe', not {PAYMENT_PLATFORM!r}")
-SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_SCHEDULE_AFTER_SECONDS", default=60)
-SANDBOX_PAYOUT_PAID_AFTER_SECONDS = env.int("SANDBOX_PAYOUT_PAID_AFTER_SECONDS", default=300)
-STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
-STRIPE_CONNECT_CLIENT_ID = env.str("STRIPE_CONNECT_CLIENT_ID", default="")
-# Stripe's endpoints (overridable for a proxy or a Stripe mock) and the API version sent on every call: the
-# version the pinned ``stripe`` package is typed for (docs/operations/payments-stripe.md "API version").
-STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="https://api.stripe.com").rstrip("/")
-STRIPE_CONNECT_BASE = env.str("STRIPE_CONNECT_BASE", default="https://connect.stripe.com").rstrip("/")
-STRIPE_API_VERSION = env.str("STRIPE_API_VERSION", default="2026-10-28.endive")
-# The library retries network faults, 409s and 5xx this many times (same idempotency key) before giving up.
-STRIPE_MAX_NETWORK_RETRIES = env.int("STRIPE_MAX_NETWORK_RETRIES", default=2)
-# The signing secrets (whsec_…) of the endpoints that deliver to /payments/stripe/events, comma-separated: the
-# platform's endpoint and the Connect one each have their own, and a rolled secret overlaps its successor.
-STRIPE_WEBHOOK_SECRET = env.list("STRIPE_WEBHOOK_SECRET", default=[])
-# A signed event older than this is refused (a replay); Stripe's own default.
-STRIPE_WEBHOOK_TOLERANCE_SECONDS = env.int("STRIPE_WEBHOOK_TOLERANCE_SECONDS", default=300)
-# Stripe's events are a few kilobytes; anything past this is refused (413) before it is read further.
-STRIPE_WEBHOOK_MAX_BYTES = env.int("STRIPE_WEBHOOK_MAX_BYTES", default=256 * 1024)
-# A platform call that takes longer than this is treated as unavailable (the caller retries).
-PAYMENT_PLATFORM_TIMEOUT_SECONDS = env.float("PAYMENT_PLATFORM_TIMEOUT_SECONDS", default=10.0)
+# --- Payment platform: PAYMENT_PLATFORM, SANDBOX_*, STRIPE_* (config/settings_parts/payments.py) ---------------
 
 # --- Auth, sessions, security --------------------------------------------------------------------------
 LOGIN_URL = "portal:login"
@@ -349,16 +297,16 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-if PRODUCTION:
-    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    # A scraper holding METRICS_TOKEN reads /metrics over plain HTTP on the network the service is bound to.
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
-    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = True
-    SESSION_COOKIE_SECURE = True
-    CSRF_COOKIE_SECURE = True
+# Production only: HTTPS (behind the proxy's X-Forwarded-Proto), HSTS and secure cookies; Django's defaults else.
+SECURE_SSL_REDIRECT = PRODUCTION and env.bool("SECURE_SSL_REDIRECT", default=True)
+# A scraper holding METRICS_TOKEN reads /metrics over plain HTTP on the network the service is bound to.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"] if PRODUCTION else []
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if PRODUCTION else None
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000) if PRODUCTION else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = PRODUCTION
+SECURE_HSTS_PRELOAD = PRODUCTION
+SESSION_COOKIE_SECURE = PRODUCTION
+CSRF_COOKIE_SECURE = PRODUCTION
 
 # --- I18N, static, media, storage -----------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -384,47 +332,23 @@ warnings.filterwarnings("ignore", message="No directory at")
 AWS_STORAGE_BUCKET_NAME = env.str("AWS_STORAGE_BUCKET_NAME", default="")
 # Without a bucket, production needs MEDIA_SHARED=true: MEDIA_ROOT is one disk every host of the deployment reads.
 MEDIA_SHARED = env.bool("MEDIA_SHARED", default=False)
-if AWS_STORAGE_BUCKET_NAME:
-    _default_storage = {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {
-            "bucket_name": AWS_STORAGE_BUCKET_NAME,
-            "endpoint_url": env.str("AWS_S3_ENDPOINT_URL", default="") or None,
-            "region_name": env.str("AWS_S3_REGION_NAME", default="") or None,
-            "default_acl": "private",
-            "querystring_auth": True,
-            "file_overwrite": False,
-        },
-    }
-else:
-    # Ticket files and raw transfer mail on the local disk: another host's worker could not read them, so
-    # production takes this only from an operator who declares MEDIA_ROOT shared by every host (or has one).
-    if PRODUCTION and not MEDIA_SHARED:
-        raise ImproperlyConfigured(
-            "Production stores files in S3 (AWS_STORAGE_BUCKET_NAME): set it, or MEDIA_SHARED=true when "
-            "MEDIA_ROOT is a disk every host of this deployment shares (or there is only one host)"
-        )
-    _default_storage = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": MEDIA_ROOT, "base_url": None},
-    }
-STORAGES = {
-    "default": _default_storage,
-    "staticfiles": {
-        "BACKEND": (
-            "whitenoise.storage.CompressedManifestStaticFilesStorage"
-            if PRODUCTION
-            else "django.contrib.staticfiles.storage.StaticFilesStorage"
-        )
-    },
-}
+STORAGES = storages_config(bucket=AWS_STORAGE_BUCKET_NAME, media_root=MEDIA_ROOT, media_shared=MEDIA_SHARED)
 
 # Non-file request bodies above this get 413; the order PDF has its own 10 MB limit.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 
 # --- E-mail -------------------------------------------------------------------------------------------
-vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+# EMAIL_URL names the backend and the server: smtp+tls://user:password@host:587, consolemail://, filemail:////path.
+_email = env.email_url("EMAIL_URL", default="consolemail://")
+EMAIL_BACKEND = _email["EMAIL_BACKEND"]
+EMAIL_HOST = _email["EMAIL_HOST"]
+EMAIL_PORT = _email["EMAIL_PORT"]
+EMAIL_HOST_USER = _email["EMAIL_HOST_USER"]
+EMAIL_HOST_PASSWORD = _email["EMAIL_HOST_PASSWORD"]
+EMAIL_USE_TLS = _email.get("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = _email.get("EMAIL_USE_SSL", False)
+EMAIL_FILE_PATH = _email["EMAIL_FILE_PATH"]
 # A mail server that stops answering fails a send within this many seconds per step, well inside the
 # confirmation e-mail's claim lease.
 EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=30)

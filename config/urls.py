@@ -1,5 +1,3 @@
-import os
-
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.renderers import (
@@ -70,12 +68,6 @@ urlpatterns = [
     path("inbound/", include("orders.transfers.urls")),
     re_path(r"^v1$", views.api_not_found),
 ]
-
-# The benchmark's ceiling (bench/baseline.py): mounted only for `make bench`, never in a deployment.
-if os.environ.get("BENCH_BASELINE") == "1":
-    from bench.baseline import bare
-
-    urlpatterns.append(path("bench/bare", bare, name="bench-bare"))
 
 handler400 = "config.views.handler400"
 handler403 = "config.views.handler403"

@@ -51,7 +51,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(settings, tmp_path):
-    """Each test: its own MEDIA_ROOT, an empty shared cache, Celery tasks run in-process."""
+    """Each test: its own MEDIA_ROOT, an empty shared cache, Celery tasks run in-process, and the settings that
+    make the test process deterministic (the settings' defaults are production's, whoever runs them)."""
+    # Revocations read from the database once an hour, not every 2 s: a query-count test does not meet that
+    # read on some runs and not on others. The tests of the bound set it themselves (tests/partners).
+    settings.TOKEN_REVOCATION_POLL_SECONDS = 3600
+    # No in-process copy of catalog answers: a test that is not `transaction=True` never runs the on-commit hook
+    # that replaces the catalog's version, so every test sees every write at once only without it.
+    settings.CATALOG_LOCAL_CACHE_SECONDS = 0
     settings.MEDIA_ROOT = tmp_path / "media"
     settings.STORAGES = {**settings.STORAGES}
     if settings.STORAGES["default"]["BACKEND"].endswith("FileSystemStorage"):

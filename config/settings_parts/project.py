@@ -1,6 +1,6 @@
 """The tables of the Django project itself: the installed apps, the middleware in its order, the
 authentication backends, the templates and the password rules. No environment variable changes them (the
-benchmark's counting middleware is added in ``config.settings``)."""
+HTTP metrics middleware, first unless ``METRICS_HTTP=False``, is added in ``config.settings``)."""
 
 from pathlib import Path
 

@@ -85,7 +85,7 @@ def test_make_run_moves_a_received_order_to_paid_on_its_own(processes):
     env = {
         k: v
         for k, v in __import__("os").environ.items()
-        if k not in ("TESTING", "DJANGO_SETTINGS_MODULE", "REDIS_URL", "DJANGO_ENV")
+        if k not in ("DJANGO_SETTINGS_MODULE", "REDIS_URL", "DJANGO_ENV")
     }
     env.update(
         {

@@ -31,7 +31,7 @@ README = ROOT / "README.md"
 INTEGRATING = ROOT / "docs/partners/integrating.md"
 # Settings the tests run with that a user's `make run` never sees.
 _NOT_INHERITED = (
-    "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "TESTING", "EMBEDDED_PASS", "DJANGO_ENV",
+    "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "EMBEDDED_PASS", "DJANGO_ENV",
     "DJANGO_SETTINGS_MODULE", "MEDIA_ROOT", "STATIC_ROOT", "PUBLIC_BASE_URL", "MAKEFLAGS", "MAKELEVEL", "MFLAGS",
 )  # fmt: skip
 
@@ -209,7 +209,7 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
         # The README's forged transfer, on a second order made the same way: the order stays, a case waits.
         ordering = flow[: flow.index('echo "$ORDER"\n') + len('echo "$ORDER"\n')]
         send = (
-            f"env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL -u TESTING DATA_DIR={data_dir} "
+            f"env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL DATA_DIR={data_dir} "
             f"INBOUND_SMTP_LISTEN={first.smtp} .venv/bin/python manage.py send_test_transfer "
             '$(echo "$ORDER" | field data.order_id) --variant forged'
         )

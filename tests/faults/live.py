@@ -62,7 +62,7 @@ def real_clock_env() -> dict[str, str]:
 
 def production_env(**overrides: str) -> dict[str, str]:
     """Environment of the production shape (DJANGO_ENV=production) against the test database."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TESTING", "DJANGO_SETTINGS_MODULE")}
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update(
         {
             "DJANGO_ENV": "production",

@@ -123,7 +123,7 @@ def test_a_dump_and_the_media_restored_into_a_fresh_database_serve_every_order_f
         }
         # The scratch database is the page's `createdb partner_restored`.
         shell(f"pg_restore --no-owner --no-privileges --exit-on-error --jobs=4 --dbname={name} {dump}", env)
-        shell(f"{BIN}/python manage.py migrate --check", {**env, "TESTING": "", "DJANGO_ENV": "development"})
+        shell(f"{BIN}/python manage.py migrate --check", {**env, "DJANGO_ENV": "development"})
         shell(f'rsync -a {backup}/partner-media/ "$MEDIA_ROOT"/', env)
 
         # --- the service on the restored database and files ---------------------------------------------------

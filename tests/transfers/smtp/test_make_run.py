@@ -12,7 +12,7 @@ import subprocess
 
 from tests.faults.live import BIN, ROOT, free_port, wait_for
 
-_NOT_INHERITED = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "TESTING", "EMBEDDED_PASS", "DJANGO_ENV")
+_NOT_INHERITED = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "EMBEDDED_PASS", "DJANGO_ENV")
 
 
 def gunicorn(tmp_path, smtp_port: int) -> subprocess.Popen:
