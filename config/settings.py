@@ -10,7 +10,7 @@ Every setting is assigned by its name, here or in a module of ``config/settings_
 by name: the environment and the shape (``environment.py``), the tables no environment variable shapes much
 (the apps, middleware and templates in ``project.py``, DRF and the OpenAPI schema in ``api.py``, the beat
 schedule, logging), the database connection, the storages, transfer detection (``inbound.py``) and the payment
-platform (``payments.py``). Tests set what they need themselves (docs/development.md "Tests and markers"); the
+platform (``payments.py``). Tests set what they need themselves (docs/development.md "Settings in tests"); the
 benchmark's hooks are in its own settings, ``bench/settings.py``.
 """
 
