@@ -122,7 +122,7 @@ compose-images: image
 # lines it runs are docs/operations/install.md "Compose"):
 # outside `make test`.
 compose-test: $(VENV)/.installed .compose-installed compose-images
-	TESTING=1 $(PY) -m pytest -q -s config/deploy/container/test_compose.py
+	$(PY) -m pytest -q -s config/deploy/container/test_compose.py
 
 install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
 
