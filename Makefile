@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/par
 TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-passes test-dates test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
+.PHONY: install run test test-passes test-production test-dates test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
 	transfer-corpus schema
 
 $(VENV)/.installed: pyproject.toml
@@ -147,17 +147,21 @@ worker: $(VENV)/.installed
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
 
-# Two passes. First the whole suite on PostgreSQL and Redis; then (`test-embedded`) the tests marked `embedded`
-# on the embedded default. The test database is created fresh every run (`--create-db`), whatever
-# PYTEST_ARGS says: CI runs this.
+# Two passes, run side by side: the whole suite on PostgreSQL and Redis (`test-production`) and the tests marked
+# `embedded` on the embedded default (`test-embedded`). They share nothing (the embedded pass has its own SQLite
+# file and no Redis); each prints its report when it ends, and `make test` fails if either fails. The test
+# database is created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
 test: install
 	@$(MAKE) --no-print-directory test-passes
 
 test-passes: $(VENV)/.installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-production test-embedded
+
+test-production: $(VENV)/.installed
+	@echo "production pass: PostgreSQL and Redis"
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
 	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
-	@$(MAKE) --no-print-directory test-embedded
 
 # Both passes of `make test` with every process's clock moved to DATE (YYYY-MM-DD, 10:00 UTC) by libfaketime:
 # `make test-dates DATE=2028-01-01`. The preloaded library is the libfaketime build the `libfaketime` package ships
