@@ -100,7 +100,7 @@ def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = No
     return _json_ready(order_detail_output(order))
 
 
-def order_notification_record(
+def order_notification_build(
     *,
     order: Order,
     type: str,
@@ -108,8 +108,11 @@ def order_notification_record(
     reason: str | None,
     at: datetime,
     history: list[OrderStatusHistory] | None = None,
+    rendered: dict | None = None,
 ) -> Notification:
-    """Write the notification of a change of ``order`` in the caller's transaction; dispatch after commit."""
+    """The notification of a change of ``order``, rendered and not yet written (``order.pk`` may be unset: the
+    order's creation on PostgreSQL inserts both in one statement). ``rendered``: the order as
+    ``order_detail_output`` gave it, when the caller already has it."""
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
     notification = Notification(
@@ -121,11 +124,29 @@ def order_notification_record(
         "created_at": utc_iso(at),
         "livemode": notification.livemode,
         "data": {
-            "order": order_payload(order=order, history=history),
+            "order": _json_ready(rendered)
+            if rendered is not None
+            else order_payload(order=order, history=history),
             "previous_status": previous_status,
             "reason": reason,
         },
     }
+    return notification
+
+
+def order_notification_record(
+    *,
+    order: Order,
+    type: str,
+    previous_status: str | None,
+    reason: str | None,
+    at: datetime,
+    history: list[OrderStatusHistory] | None = None,
+) -> Notification:
+    """Write the notification of a change of ``order`` in the caller's transaction; dispatch after commit."""
+    notification = order_notification_build(
+        order=order, type=type, previous_status=previous_status, reason=reason, at=at, history=history
+    )
     rawsql.insert(notification)
     notification_dispatch_after_commit(notification=notification)
     return notification

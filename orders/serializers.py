@@ -343,8 +343,16 @@ class _Renderer(threading.local):
 _renderers = _Renderer()
 
 
+# What the single order shows beyond the order of a list or a 201.
+_DETAIL_ONLY = frozenset(OrderDetailSerializer._declared_fields) - frozenset(OrderSerializer._declared_fields)
+
+
 def order_output(order: Order) -> dict:
-    """``OrderSerializer(order).data``, without building the serializer."""
+    """``OrderSerializer(order).data``, without building the serializer; taken from ``order.detail_output``
+    (what ``order_detail_output`` gave) when the order was just rendered in full (its creation)."""
+    rendered = getattr(order, "detail_output", None)
+    if rendered is not None:
+        return {name: value for name, value in rendered.items() if name not in _DETAIL_ONLY}
     return _renderers.order.to_representation(order)
 
 

@@ -27,6 +27,8 @@ from .quantities import (
     row_quantity_adjust,
     row_quantity_release,
     row_quantity_take,
+    row_quantity_taken,
+    row_take_sql,
 )
 
 __all__ = [
@@ -45,7 +47,9 @@ __all__ = [
     "row_quantity_adjust",
     "row_quantity_release",
     "row_quantity_take",
+    "row_quantity_taken",
     "row_save",
+    "row_take_sql",
     "row_upsert",
     "venue_get_or_create",
 ]

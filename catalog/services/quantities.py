@@ -4,7 +4,8 @@
 Every change is relative (an ``F()`` update computed by the database), so no writer ever puts back a figure
 it read earlier: an order taken between a staff member opening a page and saving it stays taken. Each change
 tells the read API after commit, so the next read of the event's sections and rows, in any web process,
-shows the new quantity.
+shows the new quantity. An order on PostgreSQL takes its quantity inside its own single statement, with the
+decrement written here (``row_take_sql``) and told here (``row_quantity_taken``).
 """
 
 from django.db import transaction
@@ -27,6 +28,28 @@ def _availability_changed_on_commit(*, row_pk: int, event_id: str | None = None)
         event_id = next(iter(event_id), None)
     if event_id is not None:
         transaction.on_commit(lambda: catalog_cache.availability_changed(event_ids={event_id}))
+
+
+def row_take_sql(*, only_if: str = "") -> str:
+    """:func:`row_quantity_take`'s conditional decrement as SQL, for a caller that runs it inside one
+    statement of its own (the order's creation on PostgreSQL: a data-modifying ``WITH``). Parameters: the
+    quantity, the row's pk, the quantity again. ``only_if``: one more SQL condition (the caller's own, with
+    no parameter). It returns the row's id when it took the quantity, nothing when the row has fewer left.
+    The caller then calls :func:`row_quantity_taken` (a taken quantity must reach the read API)."""
+    table = Row._meta.db_table
+    condition = f" AND {only_if}" if only_if else ""
+    # Race: orders for different quotes on one row — the conditional decrement never oversells.
+    return (
+        f"UPDATE {table} SET available_quantity = available_quantity - %s"  # noqa: S608 - names from the model
+        f" WHERE id = %s AND available_quantity >= %s{condition} RETURNING id"
+    )
+
+
+def row_quantity_taken(*, event_id: str) -> None:
+    """A caller's own statement (:func:`row_take_sql`) took quantity from a row of this event: the next read of
+    its sections and rows, in any web process, shows it once the change commits (at once outside a
+    transaction)."""
+    transaction.on_commit(lambda: catalog_cache.availability_changed(event_ids={event_id}))
 
 
 # No savepoint: inside the caller's transaction (an order's), the change is one more statement of it.

@@ -7,49 +7,103 @@ prepared by the field itself (``pre_save``, so ``auto_now_add`` and defaults app
 ``get_db_prep_save``), through Django's cursor (its error translation, its execute wrappers), with the
 statement text built once per model, so that the connection prepares it like any repeated query. Model
 signals are not sent: none of these models has receivers (a model with ``db_default`` values, or any
-expression as a value, is saved through the ORM instead).
+expression as a value, is saved through the ORM instead). :func:`columns`, :func:`values` and
+:func:`typed_placeholders` give the same columns and prepared values to a caller that writes several rows in
+one statement of its own (the order's creation on PostgreSQL, a data-modifying ``WITH``).
 """
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connections
 from django.db.models import Field, Model
 
-_statements: dict[type[Model], tuple[str, list[Any]]] = {}
+
+class Columns(NamedTuple):
+    """What an INSERT of a model names: its table and columns (every concrete field but the database-generated
+    primary key), quoted, in the order of ``fields``; ``pk`` is the primary key's column."""
+
+    table: str
+    names: str
+    fields: list[Field]
+    pk: str
 
 
-def _statement(model: type[Model], using: str) -> tuple[str, list[Any]]:
-    found = _statements.get(model)
+_columns: dict[tuple[type[Model], str], Columns] = {}
+_statements: dict[tuple[type[Model], str], str] = {}
+_casts: dict[tuple[type[Model], str], list[str]] = {}
+
+
+def columns(model: type[Model], *, using: str = "default") -> Columns:
+    """The model's insert columns (built once per model and database vendor)."""
+    vendor = connections[using].vendor
+    found = _columns.get((model, vendor))
     if found is None:
         meta = model._meta
         quote = connections[using].ops.quote_name
         fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
-        # Names from the model's metadata, every value a parameter.
-        table, columns = quote(meta.db_table), ", ".join(quote(f.column) for f in fields)
-        placeholders, pk = ", ".join(["%s"] * len(fields)), quote(meta.pk.column)
-        sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) RETURNING {pk}"  # noqa: S608
-        found = _statements[model] = (sql, fields)
+        found = _columns[(model, vendor)] = Columns(
+            quote(meta.db_table), ", ".join(quote(f.column) for f in fields), fields, quote(meta.pk.column)
+        )
     return found
+
+
+def typed_placeholders(model: type[Model], *, using: str = "default") -> list[str]:
+    """``CAST(%s AS <type>)`` for every insert column, in order: the values of an ``INSERT … SELECT``,
+    where (unlike ``VALUES``) the database cannot take a parameter's type from the column it goes to.
+    Character columns are cast without their length, so a value too long still fails as it would in
+    ``VALUES`` instead of being cut."""
+    connection = connections[using]
+    found = _casts.get((model, connection.vendor))
+    if found is None:
+        types = [
+            re.sub(r"^(varchar|character varying)\(\d+\)$", r"\1", f.db_type(connection))
+            for f in columns(model, using=using).fields
+        ]
+        found = _casts[(model, connection.vendor)] = [f"CAST(%s AS {t})" for t in types]
+    return found
+
+
+def values(obj: Model, *, using: str = "default") -> list[Any] | None:
+    """The parameters that insert ``obj``, in the order of :func:`columns`, each prepared by its field
+    (``pre_save``, so ``auto_now_add`` and defaults apply, then ``get_db_prep_save``); ``None`` when a value
+    is an expression, which only the ORM can save."""
+    connection = connections[using]
+    fields = columns(type(obj), using=using).fields
+    raw = [f.pre_save(obj, True) for f in fields]
+    if any(hasattr(value, "resolve_expression") for value in raw):
+        return None
+    return [f.get_db_prep_save(value, connection) for f, value in zip(fields, raw, strict=True)]
+
+
+def saved(obj: Model, pk: Any, *, using: str = "default") -> Model:
+    """Mark ``obj`` as the row just inserted under ``pk``."""
+    setattr(obj, obj._meta.pk.attname, pk)
+    obj._state.adding = False
+    obj._state.db = using
+    return obj
 
 
 def insert(obj: Model, *, using: str = "default") -> Model:
     """INSERT ``obj`` (a new instance with a database-generated primary key); sets its pk and returns it."""
     model = type(obj)
-    sql, fields = _statement(model, using)
-    connection = connections[using]
-    values = [f.pre_save(obj, True) for f in fields]
-    if any(hasattr(value, "resolve_expression") for value in values):
+    params = values(obj, using=using)
+    if params is None:
         obj.save(force_insert=True, using=using)
         return obj
-    params = [f.get_db_prep_save(value, connection) for f, value in zip(fields, values, strict=True)]
+    connection = connections[using]
+    sql = _statements.get((model, connection.vendor))
+    if sql is None:
+        table, names, fields, pk = columns(model, using=using)
+        placeholders = ", ".join(["%s"] * len(fields))
+        # Names from the model's metadata, every value a parameter.
+        sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders}) RETURNING {pk}"  # noqa: S608
+        _statements[(model, connection.vendor)] = sql
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         (pk,) = cursor.fetchone()
-    setattr(obj, model._meta.pk.attname, pk)
-    obj._state.adding = False
-    obj._state.db = using
-    return obj
+    return saved(obj, pk, using=using)
 
 
 class Select:

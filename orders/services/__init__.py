@@ -1,5 +1,5 @@
-"""Every write on orders: creation from a quote, the life cycle, expiry (the confirmation's steps are in
-``orders.services.confirmation_state``).
+"""Every write on orders: creation from a quote (``orders.services.creation``), the life cycle, expiry (the
+confirmation's steps are in ``orders.services.confirmation_state``).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
@@ -7,25 +7,20 @@ transition write their notification (``orders.outbox``) in the same transaction.
 """
 
 import logging
-from datetime import date, timedelta
+from datetime import timedelta
 
-from django.core.files import File
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from catalog.models import Event, Row
-from catalog.services import row_quantity_release, row_quantity_take
-from config.api.envelope import utc_iso
-from config.core import metrics, rawsql
+from catalog.models import Event
+from catalog.services import row_quantity_release
+from config.core import metrics
 from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
-from quotes.codec import decode_quote_id
-from quotes.models import Quote
 
 from .. import errors, outbox
 from ..models import Notification, Order, OrderStatusHistory
-from ..uploads import ticket_pdf_delete, ticket_pdf_store
 
 logger = logging.getLogger(__name__)
 
@@ -58,153 +53,6 @@ ORDER_MACHINE = StateMachine(
         order_id=order.order_id, from_status=from_status, to_status=to_status
     ),
 )
-
-IN_HAND_MIN_DAYS_BEFORE_EVENT = 2
-
-
-# --- creation ----------------------------------------------------------------------------------------------
-def latest_in_hand_date(event_date: date) -> date:
-    return event_date - timedelta(days=IN_HAND_MIN_DAYS_BEFORE_EVENT)
-
-
-def order_create(
-    *,
-    partner_pk: int,
-    actor: str,
-    quote_id: str,
-    delivery_type: str,
-    is_ready_to_deliver: bool,
-    in_hand_date: date | None = None,
-    file: File | None = None,
-    seller_email: str = "",
-    seller_name: str = "",
-    partner_reference: str = "",
-    livemode: bool = True,
-) -> Order:
-    """Turn the partner's quote into an order, once (check order of docs/partners/orders.md "Orders").
-
-    Consuming the quote, taking the quantity off the row and inserting the order are one transaction, each
-    decided by the database, so concurrent requests can neither reuse a quote nor oversell a row. The order
-    has the mode of the token (``livemode``); a quote of the other mode is QUOTE_NOT_FOUND, and a test-mode
-    order takes no quantity off the row (docs/partners/test-mode.md "Test mode").
-    """
-    quote_pk = decode_quote_id(quote_id)
-    # A slice without ORDER BY (the models' default orderings would add one) on the order's first query.
-    quote = (
-        next(
-            iter(Quote.objects.select_related("event").filter(pk=quote_pk, livemode=livemode).order_by()[:1]),
-            None,
-        )
-        if quote_pk is not None
-        else None
-    )
-    if quote is None:
-        raise errors.QuoteNotFound(details={"quote_id": quote_id})
-    if quote.partner_id != partner_pk:
-        raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
-    now = timezone.now()
-    # docs/partners/orders.md "Contract choices": a consumed quote answers QUOTE_ALREADY_CONSUMED even once its TTL is over.
-    if quote.consumed_at is not None:
-        raise errors.QuoteAlreadyConsumed(details={"quote_id": quote_id})
-    if quote.expires_at <= now:
-        raise errors.QuoteExpired(details={"quote_id": quote_id, "expired_at": utc_iso(quote.expires_at)})
-    event = quote.event
-    if in_hand_date is not None and in_hand_date > latest_in_hand_date(event.event_date):
-        raise errors.InvalidDeliveryDeadline(
-            "in_hand_date is after the event date."
-            if in_hand_date > event.event_date
-            else "in_hand_date must be at least 2 days before the event date.",
-            details={
-                "field": "in_hand_date",
-                "in_hand_date": in_hand_date.isoformat(),
-                "event_date": event.event_date.isoformat(),
-                "latest_in_hand_date": latest_in_hand_date(event.event_date).isoformat(),
-            },
-        )
-    if event.is_canceled or event.starts_at <= now:
-        raise errors.EventExpired(details={"event_id": event.event_id})
-
-    order = Order(
-        partner_id=partner_pk,
-        livemode=livemode,
-        quote=quote,
-        event=event,
-        row_id=quote.row_id,
-        status=S.ACCEPTED,
-        status_changed_at=now,
-        quote_token=quote_id,
-        quote_expires_at=quote.expires_at,
-        **quote.order_snapshot(),
-        delivery_type=delivery_type,
-        is_ready_to_deliver=is_ready_to_deliver,
-        in_hand_date=in_hand_date,
-        seller_email=seller_email,
-        seller_name=seller_name,
-        partner_reference=partner_reference,
-        created_at=now,
-    )
-    # The upload goes to storage before the transaction, so no row lock is held while it streams out;
-    # a request that then loses the race deletes it again.
-    stored_name = ticket_pdf_store(order_id=order.order_id, upload=file) if file is not None else ""
-    order.ticket_file.name = stored_name
-    try:
-        _order_insert(order=order, quote=quote, now=now, actor=actor)
-    except BaseException:
-        if stored_name:
-            ticket_pdf_delete(stored_name)
-        raise
-    return order
-
-
-def _order_insert(*, order: Order, quote: Quote, now, actor: str) -> None:
-    try:
-        with transaction.atomic():
-            # Race: N requests with one quote — only the UPDATE that finds consumed_at still NULL wins.
-            if not Quote.objects.filter(pk=quote.pk, consumed_at__isnull=True).update(consumed_at=now):
-                raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token})
-            # The catalog's conditional decrement never oversells and refreshes the catalog pages on commit. A
-            # test order only checks that the row could take it: it never changes a real row's quantity.
-            if order.livemode:
-                taken = row_quantity_take(
-                    row_pk=quote.row_id, quantity=quote.quantity, event_id=order.event.event_id
-                )
-            else:
-                taken = Row.objects.filter(pk=quote.row_id, available_quantity__gte=quote.quantity).exists()
-            if not taken:
-                available = (
-                    Row.objects.filter(pk=quote.row_id).values_list("available_quantity", flat=True).first()
-                )
-                raise errors.InsufficientQuantity(
-                    "The row no longer has the quoted quantity available.",
-                    details={"requested": quote.quantity, "available": available or 0},
-                )
-            rawsql.insert(order)
-            created = rawsql.insert(
-                OrderStatusHistory(
-                    order=order,
-                    from_status="",
-                    to_status=S.ACCEPTED,
-                    at=now,
-                    actor=actor,
-                    reason="Order created",
-                )
-            )
-            # The confirmation (charge, e-mail) reacts to this notification after commit. The order and its
-            # history are all in memory, as inserted: the notification renders them without reading back.
-            metrics.order_created_count(livemode=order.livemode)
-            outbox.order_notification_record(
-                order=order,
-                type=Notification.Type.ORDER_CREATED,
-                previous_status=None,
-                reason=None,
-                at=now,
-                history=[created],
-            )
-    except IntegrityError as exc:
-        # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.
-        if "quote" in str(exc):
-            raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token}) from exc
-        raise
 
 
 # --- life cycle -------------------------------------------------------------------------------------------
@@ -346,4 +194,9 @@ from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps
     order_confirmation_email,
     order_confirmation_started,
     orders_requeue_unconfirmed,
+)
+from .creation import (  # noqa: E402, F401  (part of this module's interface)
+    IN_HAND_MIN_DAYS_BEFORE_EVENT,
+    latest_in_hand_date,
+    order_create,
 )

@@ -1,0 +1,329 @@
+"""Order creation from a quote (docs/partners/orders.md "Orders"): the checks, then one write.
+
+The quote and its event are read in one query (plain SQL through ``config.core.rawsql``). The checks then run
+on that copy in the documented order, the order, its history row and its ``order.created`` notification are
+built and rendered in memory, and everything is written at once:
+
+- on PostgreSQL in **one statement**, a data-modifying ``WITH`` run as its own transaction (under a savepoint
+  when the caller holds one open):
+  1. ``q`` consumes the quote: ``UPDATE … SET consumed_at WHERE consumed_at IS NULL``;
+  2. ``r`` takes the quantity off the row, only if ``q`` did (the catalog's conditional decrement,
+     ``catalog.services.row_take_sql``); a test-mode order only checks that the row could take it;
+  3. ``o`` inserts the order, only if ``q`` did, with the row id that ``r`` returned; ``h`` and ``n`` insert
+     the history row and the notification of the order ``o`` returned.
+  A quote already consumed leaves ``q`` empty and nothing is written. A row with fewer tickets left than the
+  quote leaves ``r`` empty: the order's row id is then NULL, its NOT NULL constraint fails the statement, and
+  nothing of it stays (the quote is not consumed). So an order costs two statements, the read and the write.
+- elsewhere (SQLite, the embedded default, has no data-modifying ``WITH``) as the same steps, one statement
+  each, in one transaction.
+
+Races: N requests with one quote: the first ``UPDATE`` of the quote holds its row lock until its transaction
+ends; the others wait for it, then find the quote consumed (exactly one order). Orders for different quotes on
+one row: the conditional decrement is re-checked under the row's lock and never oversells. The quote's
+one-to-one unique index stays the last line of defence.
+"""
+
+from contextlib import nullcontext
+from datetime import date, timedelta
+from typing import Any
+
+from django.core.files import File
+from django.db import IntegrityError, connections, transaction
+from django.utils import timezone
+
+from catalog.models import Event, Row
+from catalog.services import row_quantity_take, row_quantity_taken, row_take_sql
+from config.api.envelope import utc_iso
+from config.core import metrics, rawsql
+from quotes.codec import decode_quote_id
+from quotes.models import ORDER_SNAPSHOT_FIELDS, Quote
+
+from .. import errors, outbox
+from ..models import Notification, Order, OrderStatusHistory
+from ..serializers import order_detail_output
+from ..uploads import ticket_pdf_delete, ticket_pdf_store
+
+S = Order.Status
+IN_HAND_MIN_DAYS_BEFORE_EVENT = 2
+
+
+def latest_in_hand_date(event_date: date) -> date:
+    return event_date - timedelta(days=IN_HAND_MIN_DAYS_BEFORE_EVENT)
+
+
+# --- the read: the quote and its event, in one query ------------------------------------------------------
+# What the checks read, then what the order copies (``quotes.models.ORDER_SNAPSHOT_FIELDS``).
+_QUOTE_FIELDS = ("id", "partner", "row", "expires_at", "consumed_at", *ORDER_SNAPSHOT_FIELDS)
+# The event's columns an order uses at creation (the checks and the rendering); the rest stay deferred.
+_EVENT_FIELDS = ("id", "event_id", "name", "starts_at", "timezone", "event_date", "primary_site", "status")
+_QUOTE_COLUMNS = [Quote._meta.get_field(name) for name in _QUOTE_FIELDS]
+_EVENT_COLUMNS = [Event._meta.get_field(name) for name in _EVENT_FIELDS]
+_SELECTED = ", ".join(
+    [*(f"q.{f.column}" for f in _QUOTE_COLUMNS), *(f"e.{f.column}" for f in _EVENT_COLUMNS)]
+)
+# Names from the models' metadata, values as parameters.
+_QUOTE_AND_EVENT = rawsql.Select(
+    f"SELECT {_SELECTED} FROM {Quote._meta.db_table} q JOIN {Event._meta.db_table} e ON e.id = q.event_id"  # noqa: S608
+    " WHERE q.id = %s AND q.livemode = %s",
+    [*_QUOTE_COLUMNS, *_EVENT_COLUMNS],
+)
+_SNAPSHOT_AT = len(("id", "partner", "row", "expires_at", "consumed_at"))
+_EVENT_AT = len(_QUOTE_COLUMNS)
+_EVENT_ATTNAMES = [f.attname for f in _EVENT_COLUMNS]
+
+
+def order_create(
+    *,
+    partner_pk: int,
+    actor: str,
+    quote_id: str,
+    delivery_type: str,
+    is_ready_to_deliver: bool,
+    in_hand_date: date | None = None,
+    file: File | None = None,
+    seller_email: str = "",
+    seller_name: str = "",
+    partner_reference: str = "",
+    livemode: bool = True,
+) -> Order:
+    """Turn the partner's quote into an order, once (check order of docs/partners/orders.md "Orders").
+
+    Consuming the quote, taking the quantity off the row and inserting the order, its history and its
+    notification are one transaction, each decided by the database, so concurrent requests can neither reuse a
+    quote nor oversell a row. The order has the mode of the token (``livemode``); a quote of the other mode is
+    QUOTE_NOT_FOUND, and a test-mode order takes no quantity off the row (docs/partners/test-mode.md "Test
+    mode"). The order comes back with ``detail_output``: the order as ``GET /v1/orders/{order_id}`` shows it,
+    rendered once for its notification and its 201.
+    """
+    quote_pk = decode_quote_id(quote_id)
+    found = _QUOTE_AND_EVENT.fetchone([quote_pk, livemode]) if quote_pk is not None else None
+    if found is None:
+        raise errors.QuoteNotFound(details={"quote_id": quote_id})
+    pk, quote_partner_pk, row_pk, expires_at, consumed_at = found[:_SNAPSHOT_AT]
+    if quote_partner_pk != partner_pk:
+        raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
+    now = timezone.now()
+    # docs/partners/orders.md "Contract choices": a consumed quote answers QUOTE_ALREADY_CONSUMED even once its
+    # TTL is over.
+    if consumed_at is not None:
+        raise errors.QuoteAlreadyConsumed(details={"quote_id": quote_id})
+    if expires_at <= now:
+        raise errors.QuoteExpired(details={"quote_id": quote_id, "expired_at": utc_iso(expires_at)})
+    event = Event.from_db("default", _EVENT_ATTNAMES, found[_EVENT_AT:])
+    if in_hand_date is not None and in_hand_date > latest_in_hand_date(event.event_date):
+        raise errors.InvalidDeliveryDeadline(
+            "in_hand_date is after the event date."
+            if in_hand_date > event.event_date
+            else "in_hand_date must be at least 2 days before the event date.",
+            details={
+                "field": "in_hand_date",
+                "in_hand_date": in_hand_date.isoformat(),
+                "event_date": event.event_date.isoformat(),
+                "latest_in_hand_date": latest_in_hand_date(event.event_date).isoformat(),
+            },
+        )
+    if event.is_canceled or event.starts_at <= now:
+        raise errors.EventExpired(details={"event_id": event.event_id})
+
+    snapshot = dict(zip(_QUOTE_FIELDS[_SNAPSHOT_AT:], found[_SNAPSHOT_AT:_EVENT_AT], strict=True))
+    snapshot["restrictions"] = list(snapshot["restrictions"] or [])
+    order = Order(
+        partner_id=partner_pk,
+        livemode=livemode,
+        quote_id=pk,
+        event=event,
+        row_id=row_pk,
+        status=S.ACCEPTED,
+        status_changed_at=now,
+        quote_token=quote_id,
+        quote_expires_at=expires_at,
+        **snapshot,
+        delivery_type=delivery_type,
+        is_ready_to_deliver=is_ready_to_deliver,
+        in_hand_date=in_hand_date,
+        seller_email=seller_email,
+        seller_name=seller_name,
+        partner_reference=partner_reference,
+        created_at=now,
+    )
+    # The upload goes to storage before the write, so no row lock is held while it streams out; a request
+    # that then loses the race deletes it again.
+    stored_name = ticket_pdf_store(order_id=order.order_id, upload=file) if file is not None else ""
+    order.ticket_file.name = stored_name
+    try:
+        _order_write(order=order, now=now, actor=actor)
+    except BaseException:
+        if stored_name:
+            ticket_pdf_delete(stored_name)
+        raise
+    return order
+
+
+def _order_write(*, order: Order, now, actor: str) -> None:
+    history = OrderStatusHistory(
+        order=order, from_status="", to_status=S.ACCEPTED, at=now, actor=actor, reason="Order created"
+    )
+    # The order, its history and its event are all in memory as they will be inserted: the notification
+    # and the 201 render them once, without reading back.
+    order.history_rows = [history]
+    order.detail_output = order_detail_output(order)
+    notification = outbox.order_notification_build(
+        order=order,
+        type=Notification.Type.ORDER_CREATED,
+        previous_status=None,
+        reason=None,
+        at=now,
+        rendered=order.detail_output,
+    )
+    try:
+        if connections["default"].vendor == "postgresql":
+            written = _write_in_one_statement(order=order, history=history, notification=notification)
+        else:
+            written = _write_step_by_step(order=order, history=history, notification=notification)
+    except IntegrityError as exc:
+        # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.
+        if "quote" in str(exc):
+            raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token}) from exc
+        raise
+    if not written:
+        raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token})
+    outbox.notification_dispatch_after_commit(notification=notification)
+    metrics.order_created_count(livemode=order.livemode)
+
+
+def _insufficient(order: Order) -> errors.InsufficientQuantity:
+    available = Row.objects.filter(pk=order.row_id).values_list("available_quantity", flat=True).first()
+    return errors.InsufficientQuantity(
+        "The row no longer has the quoted quantity available.",
+        details={"requested": order.quantity, "available": available or 0},
+    )
+
+
+# --- PostgreSQL: one statement ----------------------------------------------------------------------------
+_statements: dict[bool, str] = {}
+
+
+def _inserted(model, *, source: str, replaced: dict[str, str]) -> tuple[str, list[int]]:
+    """``INSERT INTO <model> (…) SELECT <typed parameters> FROM <source> RETURNING pk``, with the columns named
+    in ``replaced`` taken from the statement instead (their parameter left out); returns the SQL and the
+    positions of the parameters that stay."""
+    table, names, fields, pk = rawsql.columns(model)
+    casts = rawsql.typed_placeholders(model)
+    select, kept = [], []
+    for position, (field, cast) in enumerate(zip(fields, casts, strict=True)):
+        if field.attname in replaced:
+            select.append(replaced[field.attname])
+        else:
+            select.append(cast)
+            kept.append(position)
+    sql = f"INSERT INTO {table} ({names}) SELECT {', '.join(select)} FROM {source} RETURNING {pk}"  # noqa: S608
+    return sql, kept
+
+
+def _one_statement(livemode: bool) -> tuple[str, list[int], list[int], list[int]]:
+    quote_table, row_table = Quote._meta.db_table, Row._meta.db_table
+    consume = (
+        f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
+        " WHERE id = %s AND consumed_at IS NULL RETURNING id"
+    )
+    if livemode:
+        take = row_take_sql(only_if="EXISTS (SELECT 1 FROM q)")
+    else:  # a test order never changes a real row: it only checks the row could take it
+        take = (
+            f"SELECT id FROM {row_table}"  # noqa: S608
+            " WHERE id = %s AND available_quantity >= %s AND EXISTS (SELECT 1 FROM q)"
+        )
+    # The row id from the decrement: NULL (and the statement fails on NOT NULL) when the row had too few.
+    order_sql, order_kept = _inserted(Order, source="q", replaced={"row_id": "(SELECT id FROM r)"})
+    history_sql, history_kept = _inserted(OrderStatusHistory, source="o", replaced={"order_id": "o.id"})
+    notification_sql, notification_kept = _inserted(Notification, source="o", replaced={"order_id": "o.id"})
+    sql = (
+        f"WITH q AS ({consume}), r AS ({take}), o AS ({order_sql}), h AS ({history_sql}),"  # noqa: S608
+        f" n AS ({notification_sql})"
+        " SELECT (SELECT id FROM q), (SELECT id FROM o), (SELECT id FROM h), (SELECT id FROM n)"
+    )
+    return sql, order_kept, history_kept, notification_kept
+
+
+def _params(obj, kept: list[int]) -> list[Any]:
+    values = rawsql.values(obj)
+    if values is None:
+        raise TypeError(f"{type(obj).__name__} holds an expression: it cannot be written in one statement")
+    return [values[position] for position in kept]
+
+
+def _write_in_one_statement(*, order: Order, history: OrderStatusHistory, notification: Notification) -> bool:
+    """The one statement (module docstring); False when the quote was consumed meanwhile."""
+    found = _statements.get(order.livemode)
+    if found is None:
+        found = _statements[order.livemode] = _one_statement(order.livemode)
+    sql, order_kept, history_kept, notification_kept = found
+    take = (
+        [order.quantity, order.row_id, order.quantity] if order.livemode else [order.row_id, order.quantity]
+    )
+    params = [
+        order.created_at,
+        order.quote_id,
+        *take,
+        *_params(order, order_kept),
+        *_params(history, history_kept),
+        *_params(notification, notification_kept),
+    ]
+    connection = connections["default"]
+    try:
+        # Its own transaction; inside a caller's, a savepoint keeps a refused statement from aborting it.
+        with (
+            transaction.atomic() if connection.in_atomic_block else nullcontext(),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(sql, params)
+            quote_pk, order_pk, history_pk, notification_pk = cursor.fetchone()
+    except IntegrityError as exc:
+        if _row_id_missing(exc):
+            raise _insufficient(order) from exc
+        raise
+    if quote_pk is None:
+        return False
+    if order.livemode:
+        row_quantity_taken(event_id=order.event.event_id)
+    rawsql.saved(order, order_pk)
+    history.order_id = order_pk
+    rawsql.saved(history, history_pk)
+    notification.order_id = order_pk
+    rawsql.saved(notification, notification_pk)
+    return True
+
+
+def _row_id_missing(exc: IntegrityError) -> bool:
+    diag = getattr(exc.__cause__, "diag", None)
+    return (
+        diag is not None
+        and getattr(diag, "column_name", None) == "row_id"
+        and getattr(diag, "table_name", None) == Order._meta.db_table
+    )
+
+
+# --- elsewhere: one statement per step, one transaction ----------------------------------------------------
+def _write_step_by_step(*, order: Order, history: OrderStatusHistory, notification: Notification) -> bool:
+    with transaction.atomic():
+        # Race: N requests with one quote — only the UPDATE that finds consumed_at still NULL wins.
+        if not Quote.objects.filter(pk=order.quote_id, consumed_at__isnull=True).update(
+            consumed_at=order.created_at
+        ):
+            return False
+        # The catalog's conditional decrement never oversells and tells the read API on commit. A test order
+        # only checks that the row could take it: it never changes a real row's quantity.
+        if order.livemode:
+            taken = row_quantity_take(
+                row_pk=order.row_id, quantity=order.quantity, event_id=order.event.event_id
+            )
+        else:
+            taken = Row.objects.filter(pk=order.row_id, available_quantity__gte=order.quantity).exists()
+        if not taken:
+            raise _insufficient(order)
+        rawsql.insert(order)
+        history.order_id = order.pk
+        rawsql.insert(history)
+        notification.order_id = order.pk
+        rawsql.insert(notification)
+    return True
