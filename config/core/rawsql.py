@@ -8,13 +8,16 @@ prepared by the field itself (``pre_save``, so ``auto_now_add`` and defaults app
 statement text built once per model, so that the connection prepares it like any repeated query. Model
 signals are not sent: none of these models has receivers (a model with ``db_default`` values, or any
 expression as a value, is saved through the ORM instead). :func:`columns`, :func:`values` and
-:func:`typed_placeholders` give the same columns and prepared values to a caller that writes several rows in
-one statement of its own (the order's creation on PostgreSQL, a data-modifying ``WITH``).
+:func:`json_row` give the same columns and prepared values to a caller that writes several rows in one
+statement of its own (the order's creation on PostgreSQL, a data-modifying ``WITH``).
 """
 
-import re
+import json
 from collections.abc import Sequence
+from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Any, NamedTuple
+from uuid import UUID
 
 from django.db import connections
 from django.db.models import Field, Model
@@ -32,7 +35,6 @@ class Columns(NamedTuple):
 
 _columns: dict[tuple[type[Model], str], Columns] = {}
 _statements: dict[tuple[type[Model], str], str] = {}
-_casts: dict[tuple[type[Model], str], list[str]] = {}
 
 
 def columns(model: type[Model], *, using: str = "default") -> Columns:
@@ -49,20 +51,30 @@ def columns(model: type[Model], *, using: str = "default") -> Columns:
     return found
 
 
-def typed_placeholders(model: type[Model], *, using: str = "default") -> list[str]:
-    """``CAST(%s AS <type>)`` for every insert column, in order: the values of an ``INSERT … SELECT``,
-    where (unlike ``VALUES``) the database cannot take a parameter's type from the column it goes to.
-    Character columns are cast without their length, so a value too long still fails as it would in
-    ``VALUES`` instead of being cut."""
-    connection = connections[using]
-    found = _casts.get((model, connection.vendor))
-    if found is None:
-        types = [
-            re.sub(r"^(varchar|character varying)\(\d+\)$", r"\1", f.db_type(connection))
-            for f in columns(model, using=using).fields
-        ]
-        found = _casts[(model, connection.vendor)] = [f"CAST(%s AS {t})" for t in types]
-    return found
+def _json_scalar(value: Any) -> Any:
+    # What a prepared value is in JSON: PostgreSQL reads each back through its column type's input.
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, Decimal | UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def json_row(obj: Model, *, using: str = "default") -> str | None:
+    """``obj``'s insert values (:func:`values`) as one JSON object keyed by column, for a statement that reads
+    them back with PostgreSQL's ``jsonb_populate_record(NULL::<table>, %s::jsonb)``: one parameter per row
+    instead of one per column (a statement of a few rows keeps few parameters, so the driver converts its text
+    once per process, not per call). A JSON column's value is nested as it is. ``None`` when a value is an
+    expression."""
+    fields = columns(type(obj), using=using).fields
+    prepared = values(obj, using=using)
+    if prepared is None:
+        return None
+    row = {
+        f.column: getattr(obj, f.attname) if f.get_internal_type() == "JSONField" else value
+        for f, value in zip(fields, prepared, strict=True)
+    }
+    return json.dumps(row, default=_json_scalar, separators=(",", ":"))
 
 
 def values(obj: Model, *, using: str = "default") -> list[Any] | None:

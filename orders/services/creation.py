@@ -25,7 +25,6 @@ one-to-one unique index stays the last line of defence.
 
 from contextlib import nullcontext
 from datetime import date, timedelta
-from typing import Any
 
 from django.core.files import File
 from django.db import IntegrityError, connections, transaction
@@ -203,24 +202,23 @@ def _insufficient(order: Order) -> errors.InsufficientQuantity:
 _statements: dict[bool, str] = {}
 
 
-def _inserted(model, *, source: str, replaced: dict[str, str]) -> tuple[str, list[int]]:
-    """``INSERT INTO <model> (…) SELECT <typed parameters> FROM <source> RETURNING pk``, with the columns named
-    in ``replaced`` taken from the statement instead (their parameter left out); returns the SQL and the
-    positions of the parameters that stay."""
+def connection_quote(name: str) -> str:
+    return connections["default"].ops.quote_name(name)
+
+
+def _inserted(model, *, source: str, replaced: dict[str, str]) -> str:
+    """``INSERT INTO <model> (…) SELECT … FROM <source>, jsonb_populate_record(…) RETURNING pk``: one row whose
+    values come in one JSON parameter (``rawsql.json_row``), except the columns named in ``replaced``, taken
+    from the statement itself."""
     table, names, fields, pk = rawsql.columns(model)
-    casts = rawsql.typed_placeholders(model)
-    select, kept = [], []
-    for position, (field, cast) in enumerate(zip(fields, casts, strict=True)):
-        if field.attname in replaced:
-            select.append(replaced[field.attname])
-        else:
-            select.append(cast)
-            kept.append(position)
-    sql = f"INSERT INTO {table} ({names}) SELECT {', '.join(select)} FROM {source} RETURNING {pk}"  # noqa: S608
-    return sql, kept
+    select = ", ".join(replaced.get(f.attname, f"x.{connection_quote(f.column)}") for f in fields)
+    return (
+        f"INSERT INTO {table} ({names}) SELECT {select}"  # noqa: S608 - names from the models
+        f" FROM {source}, jsonb_populate_record(NULL::{table}, %s::jsonb) AS x RETURNING {pk}"
+    )
 
 
-def _one_statement(livemode: bool) -> tuple[str, list[int], list[int], list[int]]:
+def _one_statement(livemode: bool) -> str:
     quote_table, row_table = Quote._meta.db_table, Row._meta.db_table
     consume = (
         f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
@@ -234,41 +232,32 @@ def _one_statement(livemode: bool) -> tuple[str, list[int], list[int], list[int]
             " WHERE id = %s AND available_quantity >= %s AND EXISTS (SELECT 1 FROM q)"
         )
     # The row id from the decrement: NULL (and the statement fails on NOT NULL) when the row had too few.
-    order_sql, order_kept = _inserted(Order, source="q", replaced={"row_id": "(SELECT id FROM r)"})
-    history_sql, history_kept = _inserted(OrderStatusHistory, source="o", replaced={"order_id": "o.id"})
-    notification_sql, notification_kept = _inserted(Notification, source="o", replaced={"order_id": "o.id"})
-    sql = (
+    order_sql = _inserted(Order, source="q", replaced={"row_id": "(SELECT id FROM r)"})
+    history_sql = _inserted(OrderStatusHistory, source="o", replaced={"order_id": "o.id"})
+    notification_sql = _inserted(Notification, source="o", replaced={"order_id": "o.id"})
+    return (
         f"WITH q AS ({consume}), r AS ({take}), o AS ({order_sql}), h AS ({history_sql}),"  # noqa: S608
         f" n AS ({notification_sql})"
         " SELECT (SELECT id FROM q), (SELECT id FROM o), (SELECT id FROM h), (SELECT id FROM n)"
     )
-    return sql, order_kept, history_kept, notification_kept
 
 
-def _params(obj, kept: list[int]) -> list[Any]:
-    values = rawsql.values(obj)
-    if values is None:
+def _json(obj) -> str:
+    row = rawsql.json_row(obj)
+    if row is None:
         raise TypeError(f"{type(obj).__name__} holds an expression: it cannot be written in one statement")
-    return [values[position] for position in kept]
+    return row
 
 
 def _write_in_one_statement(*, order: Order, history: OrderStatusHistory, notification: Notification) -> bool:
     """The one statement (module docstring); False when the quote was consumed meanwhile."""
-    found = _statements.get(order.livemode)
-    if found is None:
-        found = _statements[order.livemode] = _one_statement(order.livemode)
-    sql, order_kept, history_kept, notification_kept = found
+    sql = _statements.get(order.livemode)
+    if sql is None:
+        sql = _statements[order.livemode] = _one_statement(order.livemode)
     take = (
         [order.quantity, order.row_id, order.quantity] if order.livemode else [order.row_id, order.quantity]
     )
-    params = [
-        order.created_at,
-        order.quote_id,
-        *take,
-        *_params(order, order_kept),
-        *_params(history, history_kept),
-        *_params(notification, notification_kept),
-    ]
+    params = [order.created_at, order.quote_id, *take, _json(order), _json(history), _json(notification)]
     connection = connections["default"]
     try:
         # Its own transaction; inside a caller's, a savepoint keeps a refused statement from aborting it.

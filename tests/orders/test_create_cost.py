@@ -73,13 +73,16 @@ def test_an_order_costs_two_statements_on_postgresql(auth_client, partner, publi
     order = Order.objects.get(quote=quote)
     assert order.delivery_type == delivery_type
     assert order.has_ticket_file is (delivery_type == "pdf")
+    assert order.restrictions == ["Obstructed view"] and order.offer_price == row.offer_price
+    assert order.transfer_state == "none" and order.confirmation_started_at is None
     assert Quote.objects.get(pk=quote.pk).consumed_at == order.created_at
     assert Row.objects.get(pk=row.pk).available_quantity == 6
     assert list(OrderStatusHistory.objects.filter(order=order).values_list("to_status", flat=True)) == [
         "accepted"
     ]
     notification = Notification.objects.get(order=order)
-    assert notification.type == "order.created"
+    assert notification.type == "order.created" and notification.created_at == order.created_at
+    assert notification.dispatched_at is None and notification.livemode is True
     assert notification.payload["data"]["order"]["order_id"] == order.order_id
     assert notification.payload["data"]["order"]["status_history"][0]["to_status"] == "accepted"
     # Handed over after commit, by its primary key.
