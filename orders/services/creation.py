@@ -202,7 +202,7 @@ def _insufficient(order: Order) -> errors.InsufficientQuantity:
 _statements: dict[bool, str] = {}
 
 
-def connection_quote(name: str) -> str:
+def _quote_name(name: str) -> str:
     return connections["default"].ops.quote_name(name)
 
 
@@ -211,7 +211,7 @@ def _inserted(model, *, source: str, replaced: dict[str, str]) -> str:
     values come in one JSON parameter (``rawsql.json_row``), except the columns named in ``replaced``, taken
     from the statement itself."""
     table, names, fields, pk = rawsql.columns(model)
-    select = ", ".join(replaced.get(f.attname, f"x.{connection_quote(f.column)}") for f in fields)
+    select = ", ".join(replaced.get(f.attname, f"x.{_quote_name(f.column)}") for f in fields)
     return (
         f"INSERT INTO {table} ({names}) SELECT {select}"  # noqa: S608 - names from the models
         f" FROM {source}, jsonb_populate_record(NULL::{table}, %s::jsonb) AS x RETURNING {pk}"
@@ -220,6 +220,7 @@ def _inserted(model, *, source: str, replaced: dict[str, str]) -> str:
 
 def _one_statement(livemode: bool) -> str:
     quote_table, row_table = Quote._meta.db_table, Row._meta.db_table
+    # Race: N requests with one quote — the others wait for this UPDATE's row lock, then find it consumed.
     consume = (
         f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
         " WHERE id = %s AND consumed_at IS NULL RETURNING id"
