@@ -22,7 +22,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.deploy.exporter import prepare as prepare_exporter
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
-from config.settings_parts.beat import beat_schedule, inbound_beat_schedule
+from config.settings_parts.beat import beat_schedule, inbound_beat_schedule, token_sessions_beat_schedule
 from config.settings_parts.database import database_config
 from config.settings_parts.environment import (  # noqa: F401 (read by Django)
     BASE_DIR,
@@ -239,6 +239,11 @@ ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
 # Each web process reads the token sessions revoked in the database at most this often, so a revocation
 # holds everywhere within this bound even if Redis missed it (partners/revocation.py).
 TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=2)
+# Token sessions are created in Redis and written to the database by a batched writer at most this many
+# seconds later (partners/token_cache.py); without Redis (the embedded default) each is written when issued.
+TOKEN_SESSIONS_IN_REDIS = env.bool("TOKEN_SESSIONS_IN_REDIS", default=bool(REDIS_URL))
+TOKEN_SESSION_FLUSH_SECONDS = env.float("TOKEN_SESSION_FLUSH_SECONDS", default=2.0)
+CELERY_BEAT_SCHEDULE.update(token_sessions_beat_schedule(flush_seconds=TOKEN_SESSION_FLUSH_SECONDS))
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)

@@ -19,12 +19,25 @@ from config.core.admin_permissions import require, staff_may
 from config.core.confirmation import confirm
 from config.core.history_admin import ReadOnlyAdmin, status_history_table
 
-from . import portal_services
+from . import portal_services, services
 from .admin_credentials import CredentialsAdminMixin
 from .admin_suspension import SuspensionAdminMixin
 from .admin_testmode import TestCredentialsAdminMixin
 from .models import Partner, PortalUser, TokenSession
 from .selectors import payment_readiness
+
+
+class SessionsWrittenFirst:
+    """Pages that list or count token sessions: the sessions still waiting in Redis for the batched writer
+    are written to the database first, so staff see every token issued so far."""
+
+    def changelist_view(self, request, extra_context=None):
+        services.token_sessions_flush()
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        services.token_sessions_flush()
+        return super().change_view(request, object_id, form_url, extra_context)
 
 
 class PortalUserInline(admin.TabularInline):
@@ -60,7 +73,13 @@ admin.site.enable_nav_sidebar = False
 
 # Not registered here: the back office at the top of the house registers it once, with the partner's payment
 # methods.
-class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, SuspensionAdminMixin, admin.ModelAdmin):
+class PartnerAdmin(
+    SessionsWrittenFirst,
+    CredentialsAdminMixin,
+    TestCredentialsAdminMixin,
+    SuspensionAdminMixin,
+    admin.ModelAdmin,
+):
     list_display = ("name", "public_id", "status", "client_id", "readiness", "live_sessions", "created_at")
     list_filter = ("status", "created_at")
     search_fields = (
@@ -274,7 +293,7 @@ class PartnerAdmin(CredentialsAdminMixin, TestCredentialsAdminMixin, SuspensionA
 
 
 @admin.register(TokenSession)
-class TokenSessionAdmin(admin.ModelAdmin):
+class TokenSessionAdmin(SessionsWrittenFirst, admin.ModelAdmin):
     list_display = (
         "session_id",
         "partner",

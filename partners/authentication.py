@@ -10,9 +10,15 @@ from rest_framework.permissions import BasePermission
 
 from config.api import errors, ratelimit
 
-from . import tokens
+from . import services, tokens
 from .selectors import SessionState, payment_readiness, session_payment_readiness, session_state
-from .token_cache import SESSION_ACTIVE, SESSION_SUSPENDED, cache_recover, session_cache_keys
+from .token_cache import (
+    SESSION_ACTIVE,
+    SESSION_SUSPENDED,
+    SESSION_UNKNOWN,
+    cache_recover,
+    session_cache_keys,
+)
 
 REALM = 'Bearer realm="partner-api"'
 
@@ -82,8 +88,30 @@ def bearer_authenticate(
         read=keys + list(read),
     )
     state = session_state(
-        session_id=claims.session_id, ttl=ttl, partner_id=claims.partner_id, found=found, read=False
+        session_id=claims.session_id,
+        ttl=ttl,
+        partner_id=claims.partner_id,
+        found=found,
+        read=False,
+        livemode=claims.livemode,
+        generation=claims.generation,
     )
+    if state.state == SESSION_UNKNOWN:
+        # Neither Redis nor the database holds the session: Redis lost it before the batched writer copied
+        # it. The token proves what the session held; it is re-created if its credential is unchanged.
+        restored = services.token_session_restore(claims=claims)
+        if restored == SESSION_ACTIVE:
+            state = session_state(
+                session_id=claims.session_id,
+                ttl=ttl,
+                partner_id=claims.partner_id,
+                found={} if found is not None else None,
+                read=False,
+                livemode=claims.livemode,
+                generation=claims.generation,
+            )
+        else:
+            state = SessionState(restored)
     if state.state == SESSION_SUSPENDED:
         ratelimit.give_back(limit)
         raise errors.AccountSuspended()

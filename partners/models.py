@@ -3,6 +3,7 @@ from zoneinfo import available_timezones
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils import timezone
 
 from config.core.ids import new_public_id
 from config.core.statemachine import StatusHistory
@@ -91,6 +92,11 @@ class ClientCredential(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     rotated_at = models.DateTimeField(null=True, blank=True)
+    # Signed into every token issued under this credential. Rotating it, or suspending the partner, moves it
+    # on: a token signed under an older generation is revoked, whether or not its session has reached the
+    # database yet (sessions live in Redis first, partners/token_cache.py). Durable here, in PostgreSQL.
+    token_generation = models.PositiveIntegerField(default=1, editable=False)
+    token_generation_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         abstract = True
@@ -118,14 +124,17 @@ class PartnerTestCredential(ClientCredential):
 
 
 class TokenSession(models.Model):
-    """One row per token request; revoking the row stops every token bound to it."""
+    """One row per token request; revoking the row stops every token bound to it.
+
+    With Redis, a session is kept there first and written here by the batched writer within seconds
+    (``partners.services.token_sessions_flush``); ``created_at`` is the time the token was issued."""
 
     session_id = models.CharField(max_length=40, unique=True, default=new_session_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="token_sessions")
     scope = models.CharField(max_length=200)
     # The mode of the credentials the token was issued for (docs/partners/test-mode.md "Test mode").
     livemode = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
     revoked_reason = models.CharField(max_length=100, blank=True)

@@ -1,5 +1,5 @@
-"""Per process: the token sessions revoked in the database lately, so a revocation the shared cache missed
-is never believed "active".
+"""Per process: the token sessions revoked in the database lately, and the credentials whose token generation
+moved on (a rotation or a suspension), so a revocation the shared cache missed is never believed "active".
 
 The repair of ``partners.token_cache`` (re-publishing revocations once the cache answers again) can come too
 late for a process that did not see the outage: it keeps reading "active" from the cache until someone
@@ -7,7 +7,9 @@ re-publishes. So each process also reads, at most every ``TOKEN_REVOCATION_POLL_
 sessions revoked in the database since its last look (one indexed query, :class:`RevocationWatch`), and a
 session found there is decided by the database whatever the cache says: a revocation takes effect on every
 process within that interval (plus the time its transaction takes to commit), even if the cache was
-unreachable when it was made.
+unreachable when it was made. The same look reads the credentials whose ``token_generation`` moved on since
+(a rotation or a suspension): a token signed under an older generation is decided by the database too, which
+covers the sessions that were still in Redis, not yet written to the database, when they were revoked.
 """
 
 import logging
@@ -17,9 +19,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Value
 from django.utils import timezone
 
-from .models import TokenSession
+from .models import PartnerCredential, PartnerTestCredential, TokenSession
 
 logger = logging.getLogger(__name__)
 
@@ -38,16 +41,36 @@ class RevocationWatch:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._revoked: dict[str, float] = {}  # session_id -> its expiry (epoch seconds)
+        # (partner_id, livemode) -> the credential's current token generation, for those that moved lately
+        self._generations: dict[tuple[str, bool], int] = {}
         self._checked_at: float | None = None  # time.monotonic() of the last successful look
         self._since = None
 
     def reset(self) -> None:
         with self._lock:
-            self._revoked, self._checked_at, self._since = {}, None, None
+            self._revoked, self._generations, self._checked_at, self._since = {}, {}, None, None
 
     def is_revoked(self, session_id: str) -> bool:
         self._refresh()
         return session_id in self._revoked
+
+    def decides(
+        self, session_id: str, *, partner_id: str | None, livemode: bool, generation: int | None
+    ) -> bool:
+        """Whether the database must decide this session: it was revoked lately, or its token was signed
+        under a generation of its credential older than the current one."""
+        self._refresh()
+        if session_id in self._revoked:
+            return True
+        if generation is None or partner_id is None:
+            return False
+        return self._generations.get((partner_id, livemode), generation) > generation
+
+    def superseded(self, *, partner_id: str, livemode: bool, generation: int | None) -> bool:
+        """The token's generation is older than the one this process last read (no refresh)."""
+        if generation is None:
+            return False
+        return self._generations.get((partner_id, livemode), generation) > generation
 
     def _due(self) -> bool:
         interval = settings.TOKEN_REVOCATION_POLL_SECONDS
@@ -67,6 +90,17 @@ class RevocationWatch:
                         "session_id", "expires_at"
                     )
                 )
+                generations = list(
+                    PartnerCredential.objects.filter(token_generation_at__gte=since)
+                    .annotate(live=Value(True))
+                    .values_list("partner__public_id", "live", "token_generation")
+                    .union(
+                        PartnerTestCredential.objects.filter(token_generation_at__gte=since)
+                        .annotate(live=Value(False))
+                        .values_list("partner__public_id", "live", "token_generation"),
+                        all=True,
+                    )
+                )
             except DatabaseError:
                 # The database is the authority and does not answer: keep what is known and look again
                 # on the next request (the request itself will most likely fail on the database too).
@@ -75,6 +109,11 @@ class RevocationWatch:
             now = started.timestamp()
             self._revoked = {sid: exp for sid, exp in self._revoked.items() if exp > now}
             self._revoked.update((sid, expires_at.timestamp()) for sid, expires_at in rows)
+            # Generations only move forward; one that moved longer ago than a token lives is no longer needed
+            # (every token signed before it has expired), so the first look's window is enough.
+            for partner_id, live, generation in generations:
+                key = (partner_id, bool(live))
+                self._generations[key] = max(generation, self._generations.get(key, 0))
             self._since = started - self.OVERLAP
             self._checked_at = time.monotonic()
 

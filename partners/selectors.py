@@ -31,7 +31,14 @@ class SessionState:
 
 
 def session_state(
-    *, session_id: str, ttl: int, partner_id: str | None = None, found: dict | None = None, read: bool = True
+    *,
+    session_id: str,
+    ttl: int,
+    partner_id: str | None = None,
+    found: dict | None = None,
+    read: bool = True,
+    livemode: bool = True,
+    generation: int | None = None,
 ) -> SessionState:
     """State of a token session, with its partner's payment readiness when the cache holds a current copy.
 
@@ -41,7 +48,10 @@ def session_state(
     database answers (one query, readiness included) and the answer is cached. If the cache does not answer,
     the database decides: slower, never wrong. A session this process has seen revoked in the database
     (``partners.revocation``) is decided by the database too, so a stale "active" left in the cache by a
-    revocation the cache missed is never believed.
+    revocation the cache missed is never believed; so is a token signed under an older ``generation`` of its
+    credential than the one this process last read. A session the database does not hold either (still
+    pending in Redis, or lost with it) is ``SESSION_UNKNOWN``: the caller may re-create it from its token
+    (``partners.services.token_session_restore``).
     """
     if read:
         token_cache.cache_recover()
@@ -58,11 +68,10 @@ def session_state(
         ttl = 0
         found = {}
     stamp = token_cache.readiness_stamp(found, partner_id) if partner_id else None
-    cached = (
-        None
-        if revocation_watch.is_revoked(session_id)
-        else found.get(token_cache.session_cache_key(session_id))
+    decided_by_database = revocation_watch.decides(
+        session_id, partner_id=partner_id, livemode=livemode, generation=generation
     )
+    cached = None if decided_by_database else found.get(token_cache.session_cache_key(session_id))
     if cached is not None:
         readiness = None
         entry = found.get(token_cache.readiness_cache_key(partner_id)) if partner_id else None
@@ -90,7 +99,10 @@ def session_state(
         revoked_at, partner_pk, public_id, status, payout_id, card_id = row
         if status != Partner.Status.ACTIVE:
             value = SESSION_SUSPENDED
-        elif revoked_at is not None:
+        elif revoked_at is not None or (
+            decided_by_database
+            and revocation_watch.superseded(partner_id=public_id, livemode=livemode, generation=generation)
+        ):
             value = SESSION_REVOKED
         else:
             value = SESSION_ACTIVE
@@ -113,20 +125,22 @@ class CredentialCheck:
     partner_pk: int
     partner_id: str
     partner_status: str
+    token_generation: int
     livemode: bool = True
 
 
 _CREDENTIAL_QUERIES = {
     livemode: rawsql.Select(
         f"""
-    SELECT c.secret_digest, c.partner_id, p.public_id, p.status
+    SELECT c.secret_digest, c.partner_id, p.public_id, p.status, c.token_generation
       FROM {model._meta.db_table} c
       JOIN {Partner._meta.db_table} p ON p.id = c.partner_id
      WHERE c.client_id = %s
      LIMIT 1
 """,  # noqa: S608 - table names from the models, the value as a parameter
         [model._meta.get_field("secret_digest"), model._meta.get_field("partner")]
-        + [Partner._meta.get_field("public_id"), Partner._meta.get_field("status")],
+        + [Partner._meta.get_field("public_id"), Partner._meta.get_field("status")]
+        + [model._meta.get_field("token_generation")],
     )
     for livemode, model in ((True, PartnerCredential), (False, PartnerTestCredential))
 }

@@ -11,3 +11,11 @@ logger = logging.getLogger(__name__)
 def token_revocations_publish() -> int:
     """Backstop for revocations made while the shared cache was down (see partners.token_cache)."""
     return token_cache.token_revocations_publish()
+
+
+@shared_task(name="partners.tasks.token_sessions_flush")
+def token_sessions_flush() -> int:
+    """The batched writer of token sessions created in Redis (beat, every TOKEN_SESSION_FLUSH_SECONDS)."""
+    from . import services
+
+    return services.token_sessions_flush()

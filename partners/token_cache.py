@@ -1,5 +1,14 @@
 """The shared cache's copy of token sessions and of partners' payment readiness: every write to it.
 
+With Redis (``TOKEN_SESSIONS_IN_REDIS``), a token session is created here first: the token request writes
+the session's state and appends the session to a pending list in one round trip, and the batched writer
+(``partners.services.token_sessions_flush``, a beat entry every ``TOKEN_SESSION_FLUSH_SECONDS``) copies the
+list to PostgreSQL. Nothing a partner was promised depends on Redis alone: the token proves its partner,
+session, expiry and credential generation, so a session Redis lost before it was written is re-created from
+the token on its first use (``partners.services.token_session_restore``); revocations are written to the
+database (the credential's generation moves on, the sessions' rows are revoked, those still pending
+included) before they are copied here.
+
 The database is the authority on sessions; the shared cache (Redis) holds a copy of each live session's
 state. Revocations overwrite the copy at once. If the cache cannot be written (Redis down), a copy cached
 before the outage could outlive the revocation, so every process that meets a cache failure re-publishes
@@ -10,13 +19,20 @@ serve another request. What still slips through is caught by ``partners.revocati
 The reads that believe or refill these copies are in ``partners.selectors`` (:func:`session_state`).
 """
 
+import json
 import logging
 import threading
 import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from django.core.cache import cache
+from django.conf import settings
+from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
 from django.db import transaction
 from django.utils import timezone
+
+from config.api.ratelimit import pipelined
 
 from .models import Partner, TokenSession
 
@@ -185,3 +201,121 @@ def payment_readiness_changed(*, partner_pk: int) -> None:
 
     bump()
     transaction.on_commit(bump)
+
+
+# --- Sessions kept in Redis first ----------------------------------------------------------------------
+PENDING_KEY = "tks:pending"
+FLUSH_LOCK_KEY = "tks:flush-lock"
+FLUSH_LOCK_SECONDS = 30  # a writer that died holding it delays the next flush by this much, never loses one
+
+
+@dataclass(frozen=True)
+class PendingSession:
+    """A token session issued but not yet written to the database, as the pending list holds it."""
+
+    session_id: str
+    partner_pk: int
+    partner_id: str
+    livemode: bool
+    scope: str
+    created_at: datetime
+    expires_at: datetime
+    client_ip: str | None
+    generation: int
+
+    def dumps(self) -> str:
+        return json.dumps(
+            [
+                self.session_id,
+                self.partner_pk,
+                self.partner_id,
+                self.livemode,
+                self.scope,
+                self.created_at.timestamp(),
+                int(self.expires_at.timestamp()),
+                self.client_ip,
+                self.generation,
+            ],
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def loads(cls, raw: bytes | str) -> "PendingSession":
+        sid, pk, pid, live, scope, created, expires, ip, generation = json.loads(raw)
+        return cls(
+            session_id=sid,
+            partner_pk=int(pk),
+            partner_id=pid,
+            livemode=bool(live),
+            scope=scope,
+            created_at=datetime.fromtimestamp(created, UTC),
+            expires_at=datetime.fromtimestamp(expires, UTC),
+            client_ip=ip,
+            generation=int(generation),
+        )
+
+
+def _redis() -> RedisCache | None:
+    backend = caches["default"]
+    return backend if isinstance(backend, RedisCache) else None
+
+
+def sessions_in_redis() -> bool:
+    """Are token sessions created in Redis first? Only with Redis behind the cache: the embedded default
+    (local memory, one process, no broker for beat) writes each session's row when the token is issued."""
+    return settings.TOKEN_SESSIONS_IN_REDIS and _redis() is not None
+
+
+def session_pending_add(session: PendingSession) -> int:
+    """Create ``session`` in Redis: its state ("active", read by every authenticated request) and its entry
+    in the pending list, in one round trip. Returns the list's length. Raises if Redis does not answer."""
+    backend = _redis()
+    assert backend is not None
+    ttl = max(1, int((session.expires_at - session.created_at).total_seconds()))
+    state_key = backend.make_and_validate_key(session_cache_key(session.session_id))
+    pending_key = backend.make_and_validate_key(PENDING_KEY)
+    state = backend._cache._serializer.dumps((SESSION_ACTIVE, session.partner_pk, session.partner_id))
+    replies = pipelined(
+        backend._cache.get_client(state_key, write=True),
+        [
+            ("SET", state_key, state, "EX", ttl),
+            ("RPUSH", pending_key, session.dumps()),
+            # A list nobody drains (no beat) ends with the sessions it holds: every one of them has expired.
+            ("EXPIRE", pending_key, settings.ACCESS_TOKEN_TTL_SECONDS),
+        ],
+    )
+    return int(replies[1])
+
+
+def sessions_pending(*, limit: int = 0) -> list[PendingSession]:
+    """The oldest ``limit`` pending sessions (all of them with 0). Raises if Redis does not answer."""
+    backend = _redis()
+    if backend is None:
+        return []
+    key = backend.make_and_validate_key(PENDING_KEY)
+    raw = backend._cache.get_client(key).lrange(key, 0, limit - 1 if limit else -1)
+    return [PendingSession.loads(item) for item in raw]
+
+
+def sessions_pending_drop(count: int) -> None:
+    """Take the oldest ``count`` sessions off the pending list, once they are in the database."""
+    backend = _redis()
+    if backend is None or count <= 0:
+        return
+    key = backend.make_and_validate_key(PENDING_KEY)
+    backend._cache.get_client(key, write=True).ltrim(key, count, -1)
+
+
+def flush_lock_take() -> str | None:
+    """One writer at a time drains the pending list (the list is trimmed by count). Returns the lock's token,
+    or None while another writer holds it."""
+    token = uuid.uuid4().hex
+    return token if cache.add(FLUSH_LOCK_KEY, token, timeout=FLUSH_LOCK_SECONDS) else None
+
+
+def flush_lock_release(token: str) -> None:
+    try:
+        if cache.get(FLUSH_LOCK_KEY) == token:
+            cache.delete(FLUSH_LOCK_KEY)
+    except Exception:
+        logger.warning("token cache unreachable; the flush lock expires by itself")

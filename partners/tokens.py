@@ -1,7 +1,10 @@
 """Signed bearer tokens: ``base64url(payload).base64url(HMAC-SHA256(key, payload))``.
 
-The payload binds the partner, the token session, the expiry and the scope. The signature is checked
-first, in constant time; only a well-signed token can be reported as expired.
+The payload binds the partner, the token session, the expiry and the scope, and the generation of the
+credential it was issued under (``ClientCredential.token_generation``): with it a token proves everything
+its session holds, so a session lost with Redis before it reached the database can be re-created from the
+token, unless the credential was rotated or the partner suspended since. The signature is checked first, in
+constant time; only a well-signed token can be reported as expired.
 """
 
 import base64
@@ -30,6 +33,9 @@ class TokenClaims:
     scopes: frozenset[str]
     # False for a token issued from test-mode credentials (docs/partners/test-mode.md "Test mode").
     livemode: bool = True
+    # The credential's generation at issue; None for a token issued before tokens carried it (its session
+    # was written to the database when it was issued).
+    generation: int | None = None
 
 
 def _b64(data: bytes) -> str:
@@ -57,8 +63,18 @@ def _invalid_token(description: str) -> errors.Unauthorized:
     )
 
 
-def sign(*, partner_id: str, session_id: str, expires_at: datetime, scope: str, livemode: bool = True) -> str:
+def sign(
+    *,
+    partner_id: str,
+    session_id: str,
+    expires_at: datetime,
+    scope: str,
+    livemode: bool = True,
+    generation: int | None = None,
+) -> str:
     claims = {"v": 1, "p": partner_id, "s": session_id, "exp": int(expires_at.timestamp()), "scp": scope}
+    if generation is not None:
+        claims["g"] = generation
     if not livemode:
         claims["test"] = True  # signed with the rest: a live token cannot be turned into a test one
     payload = json.dumps(claims, separators=(",", ":")).encode()
@@ -100,6 +116,7 @@ def _verified(token: str, key: bytes) -> TokenClaims:
             expires_at=int(data["exp"]),
             scopes=frozenset(str(data["scp"]).split()),
             livemode=data.get("test") is not True,
+            generation=int(data["g"]) if "g" in data else None,
         )
     except (ValueError, KeyError, TypeError):
         raise _invalid_token("malformed payload")

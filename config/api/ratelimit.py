@@ -165,7 +165,7 @@ def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tup
         full_key = backend.make_and_validate_key(cache_key)
         commands = [("MGET", *(backend.make_and_validate_key(k) for k in read))] if read else []
         commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
-        results = _pipelined(backend._cache.get_client(full_key, write=True), commands)
+        results = pipelined(backend._cache.get_client(full_key, write=True), commands)
         loads = backend._cache._serializer.loads
         values = results[0] if read else []
         return int(results[-2]), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
@@ -178,7 +178,7 @@ def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tup
         return 1, found
 
 
-def _pipelined(client, commands: list[tuple]) -> list:
+def pipelined(client, commands: list[tuple]) -> list:
     """Send ``commands`` in one write and read their replies: what redis-py's ``pipeline(transaction=False)``
     does, without building a pipeline object per request (every API request pays this round trip). A
     connection that failed mid-way is dropped, never handed back with replies still unread; a pooled

@@ -49,6 +49,17 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
     }
 
 
+def token_sessions_beat_schedule(*, flush_seconds: float) -> dict[str, dict]:
+    """The batched writer of token sessions created in Redis (partners/token_cache.py); with no pending
+    session (the embedded default writes each one when issued) a run costs nothing."""
+    return {
+        "partners-flush-token-sessions": {
+            "task": "partners.tasks.token_sessions_flush",
+            "schedule": flush_seconds,
+        }
+    }
+
+
 def inbound_beat_schedule(*, channels: tuple[str, ...], ses_bucket: str) -> dict[str, dict]:
     """Transfer detection's providers: the SES bucket sweep runs only when the ``amazon_ses`` channel has a
     bucket (orders/transfers/providers.py)."""

@@ -49,6 +49,7 @@ def api_credentials(request: HttpRequest) -> HttpResponse:
             issued = None  # sealed under a key the service no longer has: rotate again
         else:
             issued = {**issued, "client_secret": secret}
+    services.token_sessions_flush()  # the counts below include tokens whose session is still in Redis
     return render(
         request,
         "portal/api_credentials.html",

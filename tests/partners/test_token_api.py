@@ -6,7 +6,7 @@ import time_machine
 
 from partners import services
 from partners.models import PartnerCredential, TokenSession
-from tests.conftest import assert_error, make_partner
+from tests.conftest import assert_error, issue_token, make_partner
 
 pytestmark = pytest.mark.embedded
 
@@ -39,6 +39,7 @@ def test_token_success_has_the_spec_shape(api_client, partner_creds):
     assert body["meta"]["request_id"].startswith("req_")
     assert response["X-Request-ID"] == body["meta"]["request_id"]
     assert response["Cache-Control"] == "no-store"
+    services.token_sessions_flush()  # with Redis the session reaches the table by the batched writer
     assert TokenSession.objects.filter(partner=partner_creds.partner).count() == 1
 
 
@@ -145,3 +146,19 @@ def test_token_response_never_echoes_the_secret(api_client, partner_creds):
     assert partner_creds.client_secret not in response.content.decode()
     response = api_client.post(TOKEN_URL, _body(partner_creds, grant_type=None), format="json")
     assert partner_creds.client_secret not in response.content.decode()
+
+
+def test_a_token_request_costs_one_statement_with_redis(api_client, partner_creds):
+    """The credential's lookup only: the session is created in Redis and reaches the table by the batched
+    writer. Without Redis (the embedded default) the session's row is written at once: two statements."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from partners.token_cache import sessions_in_redis
+
+    issue_token(api_client, partner_creds)
+    with CaptureQueriesContext(connection) as queries:
+        issue_token(api_client, partner_creds)
+    assert len(queries) == (1 if sessions_in_redis() else 2), [q["sql"] for q in queries]
+    rows = TokenSession.objects.filter(partner=partner_creds.partner).count()
+    assert rows == (0 if sessions_in_redis() else 2)
