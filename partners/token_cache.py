@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from config.api.ratelimit import pipelined
 
-from .models import Partner, TokenSession
+from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,8 @@ cache_health = _CacheHealth()
 
 
 def token_revocations_publish() -> int:
-    """Overwrite the cached state of every revoked or suspended session that has not expired yet.
+    """Overwrite the cached state of every revoked or suspended session that has not expired yet, those
+    still waiting in Redis for the batched writer included.
 
     Raises if the cache does not answer (the caller decides whether to try again later).
     """
@@ -79,20 +80,39 @@ def token_revocations_publish() -> int:
         .exclude(revoked_at__isnull=True, partner__status=Partner.Status.ACTIVE)
         .values_list("session_id", "expires_at", "partner_id", "partner__public_id", "partner__status")
     )
-    session_states_cache(
-        [
-            (
-                session_id,
-                expires_at,
-                SESSION_SUSPENDED if status != Partner.Status.ACTIVE else SESSION_REVOKED,
-                pk,
-                pid,
+    entries = [
+        (
+            session_id,
+            expires_at,
+            SESSION_SUSPENDED if status != Partner.Status.ACTIVE else SESSION_REVOKED,
+            pk,
+            pid,
+        )
+        for session_id, expires_at, pk, pid, status in rows
+    ] + _pending_revoked(now=now)
+    session_states_cache(entries, now=now)
+    return len(entries)
+
+
+def _pending_revoked(*, now) -> list[tuple]:
+    """The sessions still waiting in Redis whose credential's generation moved on (a rotation or suspension
+    that could not reach Redis): entries for :func:`session_states_cache`."""
+    pending = [p for p in sessions_pending() if p.expires_at > now]
+    current: dict[tuple[int, bool], tuple[int, str]] = {}
+    for model in (PartnerCredential, PartnerTestCredential):
+        pks = {p.partner_pk for p in pending if p.livemode == model.livemode}
+        if pks:
+            rows = model.objects.filter(partner_id__in=pks).values_list(
+                "partner_id", "token_generation", "partner__status"
             )
-            for session_id, expires_at, pk, pid, status in rows
-        ],
-        now=now,
-    )
-    return len(rows)
+            current.update(((pk, model.livemode), (generation, status)) for pk, generation, status in rows)
+    entries = []
+    for p in pending:
+        generation, status = current.get((p.partner_pk, p.livemode), (p.generation, Partner.Status.ACTIVE))
+        if generation > p.generation or status != Partner.Status.ACTIVE:
+            state = SESSION_SUSPENDED if status != Partner.Status.ACTIVE else SESSION_REVOKED
+            entries.append((p.session_id, p.expires_at, state, p.partner_pk, p.partner_id))
+    return entries
 
 
 def session_states_cache(entries: list[tuple], *, now=None) -> None:

@@ -219,3 +219,22 @@ def test_the_admin_lists_sessions_still_in_redis(staff_client, api_client, partn
     assert session_id in page.content.decode()
     partner_page = staff_client.get(f"/admin/partners/partner/{partner_creds.partner.pk}/change/")
     assert session_id in partner_page.content.decode()
+
+
+def test_the_revocations_publish_covers_sessions_still_pending(api_client, partner_creds, monkeypatch):
+    """A rotation Redis missed leaves a pending session's cached "active": the process that saw the failure
+    (or beat, every minute) re-publishes it revoked, before the writer has copied it."""
+    token = issue_token(api_client, partner_creds)
+    assert _events(api_client, token).status_code == 200
+
+    def down(*args, **kwargs):
+        raise ConnectionError("redis down")
+
+    monkeypatch.setattr("partners.services.sessions_pending", down)
+    monkeypatch.setattr(cache, "set_many", down)
+    services.credentials_rotate(partner=partner_creds.partner)
+    monkeypatch.undo()
+    assert token_cache.cache_health.take() is True
+    token_cache.cache_health.failed()
+    assert_error(_events(api_client, token), 401, "UNAUTHORIZED")  # recovery re-published it
+    assert cache.get(token_cache.session_cache_key(_pending_ids()[0]))[0] == "revoked"
