@@ -19,7 +19,7 @@ from config.core.admin_permissions import require, staff_may
 from config.core.confirmation import confirm
 from config.core.history_admin import ReadOnlyAdmin, status_history_table
 
-from . import portal_services, services
+from . import portal_services, session_services
 from .admin_credentials import CredentialsAdminMixin
 from .admin_suspension import SuspensionAdminMixin
 from .admin_testmode import TestCredentialsAdminMixin
@@ -32,11 +32,11 @@ class SessionsWrittenFirst:
     are written to the database first, so staff see every token issued so far."""
 
     def changelist_view(self, request, extra_context=None):
-        services.token_sessions_flush()
+        session_services.token_sessions_flush()
         return super().changelist_view(request, extra_context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        services.token_sessions_flush()
+        session_services.token_sessions_flush()
         return super().change_view(request, object_id, form_url, extra_context)
 
 

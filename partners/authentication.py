@@ -10,7 +10,7 @@ from rest_framework.permissions import BasePermission
 
 from config.api import errors, ratelimit
 
-from . import services, tokens
+from . import session_services, tokens
 from .selectors import SessionState, payment_readiness, session_payment_readiness, session_state
 from .token_cache import (
     SESSION_ACTIVE,
@@ -99,7 +99,7 @@ def bearer_authenticate(
     if state.state == SESSION_UNKNOWN:
         # Neither Redis nor the database holds the session: Redis lost it before the batched writer copied
         # it. The token proves what the session held; it is re-created if its credential is unchanged.
-        restored = services.token_session_restore(claims=claims)
+        restored = session_services.token_session_restore(claims=claims)
         if restored == SESSION_ACTIVE:
             state = session_state(
                 session_id=claims.session_id,

@@ -127,7 +127,7 @@ class TokenSession(models.Model):
     """One row per token request; revoking the row stops every token bound to it.
 
     With Redis, a session is kept there first and written here by the batched writer within seconds
-    (``partners.services.token_sessions_flush``); ``created_at`` is the time the token was issued."""
+    (``partners.session_services.token_sessions_flush``); ``created_at`` is the time the token was issued."""
 
     session_id = models.CharField(max_length=40, unique=True, default=new_session_id, editable=False)
     partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="token_sessions")

@@ -51,7 +51,7 @@ def session_state(
     revocation the cache missed is never believed; so is a token signed under an older ``generation`` of its
     credential than the one this process last read. A session the database does not hold either (still
     pending in Redis, or lost with it) is ``SESSION_UNKNOWN``: the caller may re-create it from its token
-    (``partners.services.token_session_restore``).
+    (``partners.session_services.token_session_restore``).
     """
     if read:
         token_cache.cache_recover()

@@ -5,17 +5,14 @@ import hmac
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from config.api import errors
-from config.core import rawsql
-from config.core.publish import publish
 from config.core.statemachine import StateMachine
 
 from . import tokens
@@ -28,21 +25,14 @@ from .models import (
     new_session_id,
 )
 from .selectors import credential_for_token
+from .session_services import pending_sessions_of, session_create, session_rows, token_generation_advance
 from .token_cache import (
-    SESSION_ACTIVE,
     SESSION_REVOKED,
     SESSION_SUSPENDED,
-    SESSION_UNKNOWN,
     PendingSession,
     cache_health,
-    flush_lock_release,
-    flush_lock_take,
     session_cache_key,
-    session_pending_add,
     session_states_cache,
-    sessions_in_redis,
-    sessions_pending,
-    sessions_pending_drop,
 )
 
 logger = logging.getLogger(__name__)
@@ -162,48 +152,6 @@ def credential_by_client_id(*, client_id: str) -> PartnerCredential | PartnerTes
     return model.objects.select_related("partner").filter(client_id=client_id).first()
 
 
-def _token_generation_advance(*, partner: Partner, livemode: bool | None) -> None:
-    """Move the partner's credential(s) of that mode (both with ``None``) to a new token generation: every
-    token signed before is revoked, its session written to the database or not (partners/tokens.py)."""
-    now = timezone.now()
-    for model in (PartnerCredential, PartnerTestCredential):
-        if livemode is None or model.livemode == livemode:
-            model.objects.filter(partner=partner).update(
-                token_generation=F("token_generation") + 1, token_generation_at=now
-            )
-
-
-def _pending_sessions_of(*, partner: Partner, livemode: bool | None) -> list[PendingSession]:
-    """The partner's sessions still in Redis, not yet written to the database ([] if Redis does not answer:
-    the generation, already moved on in the database, revokes them anyway)."""
-    if not sessions_in_redis():
-        return []
-    try:
-        pending = sessions_pending()
-    except Exception:
-        logger.warning("token cache unreachable; pending token sessions revoked by their generation only")
-        cache_health.failed()
-        return []
-    return [p for p in pending if p.partner_pk == partner.pk and (livemode is None or p.livemode == livemode)]
-
-
-def _session_rows(pending: list[PendingSession], *, revoked_at=None, reason: str = "") -> list[TokenSession]:
-    return [
-        TokenSession(
-            session_id=p.session_id,
-            partner_id=p.partner_pk,
-            livemode=p.livemode,
-            scope=p.scope,
-            created_at=p.created_at,
-            expires_at=p.expires_at,
-            client_ip=p.client_ip,
-            revoked_at=revoked_at,
-            revoked_reason=reason if revoked_at else "",
-        )
-        for p in pending
-    ]
-
-
 def sessions_revoke(
     *, partner: Partner, reason: str, state: str = SESSION_REVOKED, livemode: bool | None = None
 ) -> int:
@@ -216,10 +164,10 @@ def sessions_revoke(
     earlier too: a suspension must turn their cached "revoked" into "suspended"."""
     if partner.status != Partner.Status.ACTIVE:
         state = SESSION_SUSPENDED  # e.g. rotating a suspended partner: its tokens still say suspended
-    _token_generation_advance(partner=partner, livemode=livemode)
-    pending = _pending_sessions_of(partner=partner, livemode=livemode)
+    token_generation_advance(partner=partner, livemode=livemode)
+    pending = pending_sessions_of(partner=partner, livemode=livemode)
     if pending:
-        TokenSession.objects.bulk_create(_session_rows(pending), ignore_conflicts=True)
+        TokenSession.objects.bulk_create(session_rows(pending), ignore_conflicts=True)
     now = timezone.now()
     sessions = TokenSession.objects.filter(partner=partner)
     if livemode is not None:
@@ -300,27 +248,6 @@ def partner_reactivate(*, partner: Partner, reason: str = "", actor: str = "syst
     return partner
 
 
-# A burst that fills this many pending sessions asks for a flush at once rather than at the next beat.
-FLUSH_AT_PENDING = 1000
-
-
-def _session_create(session: PendingSession) -> None:
-    """Create the token session: in Redis, for the batched writer to copy to the database within
-    ``TOKEN_SESSION_FLUSH_SECONDS``; in the database at once without Redis (the embedded default) or when
-    Redis does not answer."""
-    if sessions_in_redis():
-        try:
-            pending = session_pending_add(session)
-        except Exception:
-            logger.warning("token cache unreachable; token session written to the database")
-            cache_health.failed()
-        else:
-            if pending % FLUSH_AT_PENDING == 0:
-                publish("partners.tasks.token_sessions_flush")
-            return
-    rawsql.insert(_session_rows([session])[0])
-
-
 def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = None) -> IssuedToken:
     """docs/partners/authentication.md "Authentication": validate credentials, check the account status, create a session, sign a token."""
     credential = credential_for_token(client_id=client_id)
@@ -343,7 +270,7 @@ def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = N
         client_ip=client_ip or None,
         generation=credential.token_generation,
     )
-    _session_create(session)
+    session_create(session)
     access_token = tokens.sign(
         partner_id=credential.partner_id,
         session_id=session.session_id,
@@ -359,104 +286,3 @@ def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = N
         scope=GRANTED_SCOPE,
         session_id=session.session_id,
     )
-
-
-def _current_generations(pending: list[PendingSession]) -> dict[tuple[int, bool], int]:
-    """The current token generation of the credentials the pending sessions were issued under, each row
-    locked until the caller's transaction ends."""
-    current: dict[tuple[int, bool], int] = {}
-    for model in (PartnerCredential, PartnerTestCredential):
-        pks = {p.partner_pk for p in pending if p.livemode == model.livemode}
-        if not pks:
-            continue
-        # Stops the race with a rotation or a suspension of these partners: it waits for this batch to commit
-        # (its UPDATE then revokes these rows too), or this batch waits for it and reads its new generation.
-        rows = (
-            model.objects.select_for_update(no_key=True)
-            .filter(partner_id__in=pks)
-            .order_by("partner_id")
-            .values_list("partner_id", "token_generation")
-        )
-        current.update(((pk, model.livemode), generation) for pk, generation in rows)
-    return current
-
-
-def token_sessions_flush(*, limit: int = 5000) -> int:
-    """The batched writer: copy the oldest ``limit`` sessions of Redis's pending list to the database, in one
-    transaction, then take them off the list; returns how many were written.
-
-    At least once: a writer that dies before trimming leaves them for the next run, whose insert skips
-    those already written. A session whose credential's generation moved on meanwhile (rotation,
-    suspension) is written revoked; one whose partner was deleted is dropped. Run by beat every
-    ``TOKEN_SESSION_FLUSH_SECONDS`` and on demand, by whatever needs the rows (the admin's lists, the
-    portal's counts)."""
-    if not sessions_in_redis():
-        return 0
-    try:
-        lock = flush_lock_take()
-        pending = sessions_pending(limit=limit) if lock else []
-    except Exception:
-        logger.warning("token cache unreachable; token sessions not flushed")
-        return 0
-    try:
-        if not pending:
-            return 0
-        with transaction.atomic():
-            current = _current_generations(pending)
-            now = timezone.now()
-            live = [p for p in pending if current.get((p.partner_pk, p.livemode), 0) == p.generation]
-            stale = [p for p in pending if current.get((p.partner_pk, p.livemode), 0) > p.generation]
-            rows = _session_rows(live) + _session_rows(
-                stale, revoked_at=now, reason="credentials rotated or partner suspended"
-            )
-            TokenSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
-        sessions_pending_drop(len(pending))
-        return len(rows)
-    finally:
-        if lock:
-            flush_lock_release(lock)
-
-
-def token_session_restore(*, claims: tokens.TokenClaims) -> str:
-    """Re-create the session of a well-signed, unexpired token that neither Redis nor the database knows
-    (Redis lost it before the writer copied it): the token proves its partner, session, expiry and the
-    credential generation it was issued under. Only if that generation is still the current one and the
-    partner is active; returns the session's state (``SESSION_ACTIVE`` once the row is written)."""
-    if claims.generation is None:
-        return SESSION_UNKNOWN  # issued before tokens carried a generation: its row was written at issue
-    model = PartnerCredential if claims.livemode else PartnerTestCredential
-    with transaction.atomic():
-        # The credential row locked: a rotation or suspension either finished before (generation moved on)
-        # or waits for this row to be written (and then revokes it).
-        row = (
-            model.objects.select_for_update(no_key=True, of=("self",))
-            .filter(partner__public_id=claims.partner_id)
-            .values_list("partner_id", "partner__status", "token_generation")
-            .first()
-        )
-        if row is None:
-            return SESSION_UNKNOWN
-        partner_pk, status, generation = row
-        if status != Partner.Status.ACTIVE:
-            return SESSION_SUSPENDED
-        if generation != claims.generation:
-            return SESSION_REVOKED
-        expires_at = datetime.fromtimestamp(claims.expires_at, UTC)
-        TokenSession.objects.bulk_create(
-            [
-                TokenSession(
-                    session_id=claims.session_id,
-                    partner_id=partner_pk,
-                    livemode=claims.livemode,
-                    scope=" ".join(s for s in tokens.SCOPES if s in claims.scopes),
-                    created_at=expires_at - timedelta(seconds=settings.ACCESS_TOKEN_TTL_SECONDS),
-                    expires_at=expires_at,
-                )
-            ],
-            ignore_conflicts=True,
-        )
-    logger.info(
-        "token session re-created from its token",
-        extra={"partner_id": claims.partner_id, "livemode": claims.livemode},
-    )
-    return SESSION_ACTIVE

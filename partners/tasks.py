@@ -16,6 +16,6 @@ def token_revocations_publish() -> int:
 @shared_task(name="partners.tasks.token_sessions_flush")
 def token_sessions_flush() -> int:
     """The batched writer of token sessions created in Redis (beat, every TOKEN_SESSION_FLUSH_SECONDS)."""
-    from . import services
+    from . import session_services
 
-    return services.token_sessions_flush()
+    return session_services.token_sessions_flush()

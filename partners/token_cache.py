@@ -2,10 +2,10 @@
 
 With Redis (``TOKEN_SESSIONS_IN_REDIS``), a token session is created here first: the token request writes
 the session's state and appends the session to a pending list in one round trip, and the batched writer
-(``partners.services.token_sessions_flush``, a beat entry every ``TOKEN_SESSION_FLUSH_SECONDS``) copies the
+(``partners.session_services.token_sessions_flush``, a beat entry every ``TOKEN_SESSION_FLUSH_SECONDS``) copies the
 list to PostgreSQL. Nothing a partner was promised depends on Redis alone: the token proves its partner,
 session, expiry and credential generation, so a session Redis lost before it was written is re-created from
-the token on its first use (``partners.services.token_session_restore``); revocations are written to the
+the token on its first use (``partners.session_services.token_session_restore``); revocations are written to the
 database (the credential's generation moves on, the sessions' rows are revoked, those still pending
 included) before they are copied here.
 

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from config.core.keys import seal, unseal
 
-from .. import portal_services, services
+from .. import portal_services, services, session_services
 from ..forms import PreferencesForm, RotateSecretForm
 from ..selectors import credential_of_partner, test_credential_of_partner, token_sessions_live_count
 from .access import portal_page
@@ -49,7 +49,7 @@ def api_credentials(request: HttpRequest) -> HttpResponse:
             issued = None  # sealed under a key the service no longer has: rotate again
         else:
             issued = {**issued, "client_secret": secret}
-    services.token_sessions_flush()  # the counts below include tokens whose session is still in Redis
+    session_services.token_sessions_flush()  # the counts below include tokens whose session is still in Redis
     return render(
         request,
         "portal/api_credentials.html",

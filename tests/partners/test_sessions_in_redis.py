@@ -1,5 +1,5 @@
 """Token sessions live in Redis first and reach PostgreSQL through the batched writer; nothing a partner was
-promised depends on Redis alone (partners/token_cache.py, partners.services.token_sessions_flush)."""
+promised depends on Redis alone (partners/token_cache.py, partners.session_services.token_sessions_flush)."""
 
 import time
 
@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from partners import revocation, services, token_cache
+from partners import revocation, services, session_services, token_cache
 from partners.models import PartnerCredential, TokenSession
 from tests.conftest import assert_error, issue_token, make_partner
 
@@ -48,7 +48,7 @@ def _redis_lost() -> None:
 def test_a_token_request_writes_no_row_the_writer_does(api_client, partner_creds):
     assert token_cache.sessions_in_redis()
     assert _events(api_client, issue_token(api_client, partner_creds)).status_code == 200  # warm: watch, page
-    services.token_sessions_flush()
+    session_services.token_sessions_flush()
     token = issue_token(api_client, partner_creds)
     assert TokenSession.objects.count() == 1  # the first token's only
     assert len(_pending_ids()) == 1
@@ -57,14 +57,14 @@ def test_a_token_request_writes_no_row_the_writer_does(api_client, partner_creds
         assert _events(api_client, token).status_code == 200
     assert len(queries) == 0, [q["sql"] for q in queries]
 
-    assert services.token_sessions_flush() == 1
+    assert session_services.token_sessions_flush() == 1
     session = TokenSession.objects.latest("created_at")
     assert session.partner == partner_creds.partner and session.livemode is True
     assert session.revoked_at is None and session.client_ip == "127.0.0.1"
     assert session.scope == services.GRANTED_SCOPE
     assert (session.expires_at - session.created_at).total_seconds() == pytest.approx(3600, abs=1)
     assert _pending_ids() == []
-    assert services.token_sessions_flush() == 0
+    assert session_services.token_sessions_flush() == 0
     assert _events(api_client, token).status_code == 200
 
 
@@ -72,7 +72,7 @@ def test_the_writer_copies_many_sessions_in_one_transaction(api_client, partner_
     for creds in (partner_creds, other_partner_creds) * 5:
         issue_token(api_client, creds)
     with CaptureQueriesContext(connection) as queries:
-        assert services.token_sessions_flush() == 10
+        assert session_services.token_sessions_flush() == 10
     # The lock on the credentials the batch was issued under, and one INSERT (the test's savepoints aside).
     statements = [q["sql"] for q in queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
     assert len(statements) == 2, statements
@@ -87,10 +87,10 @@ def test_a_writer_that_fails_leaves_the_sessions_pending(api_client, partner_cre
 
     monkeypatch.setattr(TokenSession.objects, "bulk_create", broken)
     with pytest.raises(RuntimeError):
-        services.token_sessions_flush()
+        session_services.token_sessions_flush()
     monkeypatch.undo()
     assert len(_pending_ids()) == 1 and not TokenSession.objects.exists()
-    assert services.token_sessions_flush() == 1  # the lock was released: the next run writes them
+    assert session_services.token_sessions_flush() == 1  # the lock was released: the next run writes them
     assert _events(api_client, token).status_code == 200
 
 
@@ -98,10 +98,10 @@ def test_one_writer_at_a_time(api_client, partner_creds):
     issue_token(api_client, partner_creds)
     held = token_cache.flush_lock_take()
     try:
-        assert services.token_sessions_flush() == 0  # another writer holds the list
+        assert session_services.token_sessions_flush() == 0  # another writer holds the list
     finally:
         token_cache.flush_lock_release(held)
-    assert services.token_sessions_flush() == 1
+    assert session_services.token_sessions_flush() == 1
 
 
 def test_rotation_revokes_a_session_not_yet_written(api_client, partner_creds):
@@ -112,7 +112,7 @@ def test_rotation_revokes_a_session_not_yet_written(api_client, partner_creds):
     # The rotation wrote the pending session, revoked: staff see it without waiting for the writer.
     row = TokenSession.objects.get()
     assert row.revoked_at is not None and row.revoked_reason == "credentials rotated"
-    services.token_sessions_flush()  # the writer's later copy changes nothing
+    session_services.token_sessions_flush()  # the writer's later copy changes nothing
     assert TokenSession.objects.get().revoked_at == row.revoked_at
     assert_error(_events(api_client, token), 401, "UNAUTHORIZED")
 
@@ -148,7 +148,7 @@ def test_a_revocation_that_could_not_reach_redis_holds_within_the_poll(
     def down(*args, **kwargs):
         raise ConnectionError("redis down")
 
-    monkeypatch.setattr("partners.services.sessions_pending", down)
+    monkeypatch.setattr("partners.session_services.sessions_pending", down)
     monkeypatch.setattr(cache, "set_many", down)
     services.credentials_rotate(partner=partner_creds.partner)
     monkeypatch.undo()
@@ -157,7 +157,7 @@ def test_a_revocation_that_could_not_reach_redis_holds_within_the_poll(
     time.sleep(0.6)
     assert_error(_events(api_client, token), 401, "UNAUTHORIZED")
     # The writer copies it later, revoked: its generation is older than the credential's.
-    assert services.token_sessions_flush() == 1
+    assert session_services.token_sessions_flush() == 1
     row = TokenSession.objects.get()
     assert row.revoked_at is not None and row.revoked_reason == "credentials rotated or partner suspended"
 
@@ -167,11 +167,11 @@ def test_redis_lost_before_the_writer_ran(api_client, partner_creds, other_partn
     ones stay refused (the revocation is in PostgreSQL), and nothing is re-created for them."""
     kept = issue_token(api_client, partner_creds)
     written = issue_token(api_client, partner_creds)
-    services.token_sessions_flush()
+    session_services.token_sessions_flush()
     late = issue_token(api_client, partner_creds)  # still pending when Redis is lost
     revoked = issue_token(api_client, other_partner_creds)
     monkeypatch.setattr(
-        "partners.services.sessions_pending", lambda **kw: (_ for _ in ()).throw(ConnectionError())
+        "partners.session_services.sessions_pending", lambda **kw: (_ for _ in ()).throw(ConnectionError())
     )
     services.credentials_rotate(partner=other_partner_creds.partner)  # Redis missed it entirely
     monkeypatch.undo()
@@ -204,7 +204,7 @@ def test_redis_down_at_issue_writes_the_row_at_once(api_client, partner_creds, m
     def down(session):
         raise ConnectionError("redis down")
 
-    monkeypatch.setattr("partners.services.session_pending_add", down)
+    monkeypatch.setattr("partners.session_services.session_pending_add", down)
     token = issue_token(api_client, partner_creds)
     monkeypatch.undo()
     assert TokenSession.objects.filter(partner=partner_creds.partner).count() == 1
@@ -230,7 +230,7 @@ def test_the_revocations_publish_covers_sessions_still_pending(api_client, partn
     def down(*args, **kwargs):
         raise ConnectionError("redis down")
 
-    monkeypatch.setattr("partners.services.sessions_pending", down)
+    monkeypatch.setattr("partners.session_services.sessions_pending", down)
     monkeypatch.setattr(cache, "set_many", down)
     services.credentials_rotate(partner=partner_creds.partner)
     monkeypatch.undo()

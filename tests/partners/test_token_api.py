@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 import pytest
 import time_machine
 
-from partners import services
+from partners import services, session_services
 from partners.models import PartnerCredential, TokenSession
 from tests.conftest import assert_error, issue_token, make_partner
 
@@ -39,7 +39,7 @@ def test_token_success_has_the_spec_shape(api_client, partner_creds):
     assert body["meta"]["request_id"].startswith("req_")
     assert response["X-Request-ID"] == body["meta"]["request_id"]
     assert response["Cache-Control"] == "no-store"
-    services.token_sessions_flush()  # with Redis the session reaches the table by the batched writer
+    session_services.token_sessions_flush()  # with Redis the session reaches the table by the batched writer
     assert TokenSession.objects.filter(partner=partner_creds.partner).count() == 1
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from partners import services
+from partners import services, session_services
 from partners.authentication import BearerTokenAuthentication
 from partners.models import TokenSession
 from tests.conftest import PartnerWithCredentials, assert_error, issue_token
@@ -42,7 +42,7 @@ def test_a_test_token_is_test_mode_on_its_session_and_principal(pairs, rf):
     response = token_response(pairs.test.client_id, pairs.test.client_secret)
     assert response.status_code == 200, response.content
     token = response.json()["data"]["access_token"]
-    services.token_sessions_flush()  # with Redis the session reaches the table by the batched writer
+    session_services.token_sessions_flush()  # with Redis the session reaches the table by the batched writer
     assert TokenSession.objects.get(partner=pairs.partner).livemode is False
     request = rf.get("/v1/orders", HTTP_AUTHORIZATION=f"Bearer {token}")
     principal, _ = BearerTokenAuthentication().authenticate(request)
