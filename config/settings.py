@@ -243,7 +243,9 @@ TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", defau
 # seconds later (partners/token_cache.py); without Redis (the embedded default) each is written when issued.
 TOKEN_SESSIONS_IN_REDIS = env.bool("TOKEN_SESSIONS_IN_REDIS", default=bool(REDIS_URL))
 TOKEN_SESSION_FLUSH_SECONDS = env.float("TOKEN_SESSION_FLUSH_SECONDS", default=2.0)
-CELERY_BEAT_SCHEDULE.update(token_sessions_beat_schedule(flush_seconds=TOKEN_SESSION_FLUSH_SECONDS))
+CELERY_BEAT_SCHEDULE.update(
+    token_sessions_beat_schedule(flush_seconds=TOKEN_SESSION_FLUSH_SECONDS, enabled=TOKEN_SESSIONS_IN_REDIS)
+)
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)

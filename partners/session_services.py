@@ -116,9 +116,12 @@ def current_generations(pending: list[PendingSession]) -> dict[tuple[int, bool],
     return current
 
 
-def token_sessions_flush(*, limit: int = 5000) -> int:
+FLUSH_BATCH = 5000  # sessions a run of the writer copies in one transaction
+
+
+def token_sessions_flush(*, limit: int = FLUSH_BATCH) -> int:
     """The batched writer: copy the oldest ``limit`` sessions of Redis's pending list to the database, in one
-    transaction, then take them off the list; returns how many were written.
+    transaction, then take them off the list; returns how many it took off.
 
     At least once: a writer that dies before trimming leaves them for the next run, whose insert skips
     those already written. A session whose credential's generation moved on meanwhile (rotation,
@@ -146,10 +149,21 @@ def token_sessions_flush(*, limit: int = 5000) -> int:
             )
             TokenSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
         sessions_pending_drop(len(pending))
-        return len(rows)
+        return len(pending)
     finally:
         if lock:
             flush_lock_release(lock)
+
+
+def token_sessions_flush_all(*, rounds: int = 20) -> int:
+    """Batches of the writer one after another while they come full, so a burst is written by one run."""
+    taken = 0
+    for _ in range(rounds):
+        batch = token_sessions_flush()
+        taken += batch
+        if batch < FLUSH_BATCH:
+            break
+    return taken
 
 
 def token_session_restore(*, claims: tokens.TokenClaims) -> str:

@@ -49,9 +49,11 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
     }
 
 
-def token_sessions_beat_schedule(*, flush_seconds: float) -> dict[str, dict]:
-    """The batched writer of token sessions created in Redis (partners/token_cache.py); with no pending
-    session (the embedded default writes each one when issued) a run costs nothing."""
+def token_sessions_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict[str, dict]:
+    """The batched writer of token sessions created in Redis (partners/token_cache.py); none without them
+    (the embedded default writes each session when its token is issued)."""
+    if not enabled:
+        return {}
     return {
         "partners-flush-token-sessions": {
             "task": "partners.tasks.token_sessions_flush",

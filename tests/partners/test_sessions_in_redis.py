@@ -238,3 +238,14 @@ def test_the_revocations_publish_covers_sessions_still_pending(api_client, partn
     token_cache.cache_health.failed()
     assert_error(_events(api_client, token), 401, "UNAUTHORIZED")  # recovery re-published it
     assert cache.get(token_cache.session_cache_key(_pending_ids()[0]))[0] == "revoked"
+
+
+def test_the_beat_task_writes_a_burst_in_batches(api_client, partner_creds, monkeypatch):
+    from partners.tasks import token_sessions_flush
+
+    for _ in range(5):
+        issue_token(api_client, partner_creds)
+    monkeypatch.setattr(session_services, "FLUSH_BATCH", 2)
+    monkeypatch.setattr(session_services.token_sessions_flush, "__kwdefaults__", {"limit": 2})
+    assert token_sessions_flush() == 5
+    assert TokenSession.objects.count() == 5 and _pending_ids() == []

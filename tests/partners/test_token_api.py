@@ -162,3 +162,13 @@ def test_a_token_request_costs_one_statement_with_redis(api_client, partner_cred
     assert len(queries) == (1 if sessions_in_redis() else 2), [q["sql"] for q in queries]
     rows = TokenSession.objects.filter(partner=partner_creds.partner).count()
     assert rows == (0 if sessions_in_redis() else 2)
+
+
+def test_beat_writes_token_sessions_only_where_they_are_kept_in_redis(settings):
+    from partners.token_cache import sessions_in_redis
+
+    entry = settings.CELERY_BEAT_SCHEDULE.get("partners-flush-token-sessions")
+    if sessions_in_redis():
+        assert entry == {"task": "partners.tasks.token_sessions_flush", "schedule": 2.0}
+    else:
+        assert entry is None  # each session's row is written when its token is issued
