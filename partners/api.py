@@ -14,6 +14,7 @@ from config.api.validation import ReusedValidator
 
 from . import services
 from .serializers import AccessTokenSerializer, ClientCredentialsSerializer
+from .token_cache import credential_cache_keys
 
 _credentials_body = ReusedValidator(ClientCredentialsSerializer)
 
@@ -82,13 +83,14 @@ class TokenView(APIView):
         failures_key = f"token-failures:{ip}"
         # client_id is whatever the caller sent: hashed, so that the cache key stays short and plain.
         client_key = hashlib.blake2b(validated["client_id"].encode(), digest_size=12).hexdigest()
-        # One round trip: the address's failures so far, and this request counted against its client_id.
+        # One round trip: the address's failures so far, the copy of the credential the client_id names
+        # (partners.token_cache), and this request counted against its client_id.
         failures_now = ratelimit.window_key(failures_key)
         state, found = ratelimit.hit_and_read(
             key=f"token:{client_key}:{ip}",
             limit=settings.TOKEN_RATE_LIMIT_PER_MINUTE,
             policy="token",
-            read=[failures_now],
+            read=[failures_now, *credential_cache_keys(validated["client_id"])],
         )
         failures = ratelimit.state_of(
             int((found or {}).get(failures_now) or 0),
@@ -103,6 +105,7 @@ class TokenView(APIView):
                 client_id=validated["client_id"],
                 client_secret=validated["client_secret"],
                 client_ip=ip if ip != "unknown" else None,
+                found=found,
             )
         except errors.InvalidCredentials:
             ratelimit.hit(key=failures_key, limit=settings.TOKEN_FAILURES_PER_IP_PER_MINUTE)

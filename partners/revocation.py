@@ -66,6 +66,11 @@ class RevocationWatch:
             return False
         return self._generations.get((partner_id, livemode), generation) > generation
 
+    def generation_current(self, *, partner_id: str, livemode: bool, generation: int) -> bool:
+        """No newer generation of this credential is known (refreshed like :meth:`decides`)."""
+        self._refresh()
+        return self._generations.get((partner_id, livemode), generation) <= generation
+
     def superseded(self, *, partner_id: str, livemode: bool, generation: int | None) -> bool:
         """The token's generation is older than the one this process last read (no refresh)."""
         if generation is None:

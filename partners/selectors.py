@@ -127,6 +127,7 @@ class CredentialCheck:
     partner_status: str
     token_generation: int
     livemode: bool = True
+    cached: bool = False  # read from the shared cache's copy (partners.token_cache), not the database
 
 
 _CREDENTIAL_QUERIES = {
@@ -146,12 +147,29 @@ _CREDENTIAL_QUERIES = {
 }
 
 
-def credential_for_token(*, client_id: str) -> CredentialCheck | None:
+def credential_for_token(*, client_id: str, found: dict | None = None) -> CredentialCheck | None:
+    """The credential a client_id names. ``found``: the entries of :func:`token_cache.credential_cache_keys`
+    the token endpoint read in its round trip; a current copy there answers without a query (``cached``
+    is then true: a refusal based on it must be checked again without ``found``). ``None`` reads the
+    database, as does a copy whose generation the revocation watch knows to be old."""
+    if found is not None:
+        values, stamp = token_cache.credential_copy(found, client_id)
+        if values is not None:
+            check = CredentialCheck(*values, cached=True)
+            if revocation_watch.generation_current(
+                partner_id=check.partner_id, livemode=check.livemode, generation=check.token_generation
+            ):
+                return check
     # A test pair's client_id starts with cli_test_ (a live one never does: its random part has no "_").
     livemode = not client_id.startswith("cli_test_")
     # Plain SQL: the endpoint's hottest query, where compiling the ORM's join cost more than running it.
     row = _CREDENTIAL_QUERIES[livemode].fetchone([client_id])
-    return CredentialCheck(*row, livemode=livemode) if row is not None else None
+    if row is None:
+        return None
+    check = CredentialCheck(*row, livemode=livemode)
+    if found is not None:
+        token_cache.credential_cache(client_id, stamp, (*row, livemode))
+    return check
 
 
 # The partner's payment set-up: the payouts app owns the two methods, the partner row names them through

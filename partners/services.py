@@ -31,6 +31,7 @@ from .token_cache import (
     SESSION_SUSPENDED,
     PendingSession,
     cache_health,
+    credentials_changed,
     session_cache_key,
     session_states_cache,
 )
@@ -152,6 +153,17 @@ def credential_by_client_id(*, client_id: str) -> PartnerCredential | PartnerTes
     return model.objects.select_related("partner").filter(client_id=client_id).first()
 
 
+def _credential_copies_void(*, partner: Partner, livemode: bool | None) -> None:
+    """The token endpoint's copies of the partner's credentials (of one mode, when given) are void."""
+    client_ids = [
+        client_id
+        for model in (PartnerCredential, PartnerTestCredential)
+        if livemode is None or model.livemode == livemode
+        for client_id in model.objects.filter(partner=partner).values_list("client_id", flat=True)
+    ]
+    credentials_changed(client_ids=client_ids)
+
+
 def sessions_revoke(
     *, partner: Partner, reason: str, state: str = SESSION_REVOKED, livemode: bool | None = None
 ) -> int:
@@ -165,6 +177,7 @@ def sessions_revoke(
     if partner.status != Partner.Status.ACTIVE:
         state = SESSION_SUSPENDED  # e.g. rotating a suspended partner: its tokens still say suspended
     token_generation_advance(partner=partner, livemode=livemode)
+    _credential_copies_void(partner=partner, livemode=livemode)
     pending = pending_sessions_of(partner=partner, livemode=livemode)
     if pending:
         TokenSession.objects.bulk_create(session_rows(pending), ignore_conflicts=True)
@@ -229,6 +242,7 @@ def partner_reactivate(*, partner: Partner, reason: str = "", actor: str = "syst
             reason=reason,
             changes={"suspended_reason": ""},
         )
+    _credential_copies_void(partner=partner, livemode=None)  # the token endpoint's copies say suspended
     # Tokens from before the suspension stay dead (their sessions were revoked): the partner asks anew.
     now = timezone.now()
     live = TokenSession.objects.filter(partner=partner, expires_at__gt=now).values_list(
@@ -248,14 +262,29 @@ def partner_reactivate(*, partner: Partner, reason: str = "", actor: str = "syst
     return partner
 
 
-def token_issue(*, client_id: str, client_secret: str, client_ip: str | None = None) -> IssuedToken:
-    """docs/partners/authentication.md "Authentication": validate credentials, check the account status, create a session, sign a token."""
-    credential = credential_for_token(client_id=client_id)
+def _credential_refusal(credential, client_secret: str) -> errors.ApiError | None:
     expected = credential.secret_digest if credential else _DUMMY_DIGEST
     if not hmac.compare_digest(expected, _digest(client_secret)) or credential is None:
-        raise errors.InvalidCredentials()
+        return errors.InvalidCredentials()
     if credential.partner_status != Partner.Status.ACTIVE:
-        raise errors.AccountSuspended()
+        return errors.AccountSuspended()
+    return None
+
+
+def token_issue(
+    *, client_id: str, client_secret: str, client_ip: str | None = None, found: dict | None = None
+) -> IssuedToken:
+    """docs/partners/authentication.md "Authentication": validate credentials, check the account status, create a session, sign a token.
+
+    ``found``: what the token endpoint's round trip read of :func:`token_cache.credential_cache_keys`."""
+    credential = credential_for_token(client_id=client_id, found=found)
+    refusal = _credential_refusal(credential, client_secret)
+    if refusal is not None and credential is not None and credential.cached:
+        # A copy made before a rotation or reactivation that Redis missed must not refuse the new secret.
+        credential = credential_for_token(client_id=client_id)
+        refusal = _credential_refusal(credential, client_secret)
+    if refusal is not None:
+        raise refusal
     ttl = settings.ACCESS_TOKEN_TTL_SECONDS
     now = timezone.now()
     expires_at = (now + timedelta(seconds=ttl)).replace(microsecond=0)

@@ -19,6 +19,7 @@ serve another request. What still slips through is caught by ``partners.revocati
 The reads that believe or refill these copies are in ``partners.selectors`` (:func:`session_state`).
 """
 
+import hashlib
 import json
 import logging
 import threading
@@ -217,6 +218,62 @@ def payment_readiness_changed(*, partner_pk: int) -> None:
             # Until the epoch is replaced (the next request of this process that finds the cache back),
             # a copy made before the change may still be believed; copies live READINESS_SECONDS at most.
             logger.warning("token cache unreachable; payment readiness of %s not invalidated", partner_id)
+            cache_health.failed()
+
+    bump()
+    transaction.on_commit(bump)
+
+
+# --- Credentials, for the token endpoint ----------------------------------------------------------------
+# The token endpoint reads a copy of the credential (its secret's digest, partner, status and token
+# generation) in the round trip that counts its rate limit, so a token request needs no query. A copy is
+# stamped like the payment readiness above: with the client_id's version and the global epoch, both read
+# *before* the database read it was made from, and believed only while both are current. A rotation, a
+# suspension or a reactivation replaces the version at once and again after its commit. If Redis missed that,
+# the revocation watch (partners.revocation) still knows within its interval that the credential's generation
+# moved on, and the copy is not believed; a copy that refuses (wrong secret, suspended) is always checked
+# against the database before the refusal is answered.
+CREDENTIAL_SECONDS = 300
+
+
+def _client_key(client_id: str) -> str:
+    # client_id is whatever the caller sent: hashed, so that the cache key stays short and plain.
+    return hashlib.blake2b(client_id.encode(), digest_size=12).hexdigest()
+
+
+def credential_cache_keys(client_id: str) -> list[str]:
+    """What the token endpoint reads for a client_id in its one round trip: the copy and its two versions."""
+    key = _client_key(client_id)
+    return [f"tkc:{key}", f"tkc:v:{key}", READINESS_EPOCH_KEY]
+
+
+def credential_copy(found: dict, client_id: str) -> tuple[tuple | None, tuple[str, str]]:
+    """The current copy's values (``None`` if absent or stale) and the stamp a new copy would carry."""
+    copy_key, version_key, epoch_key = credential_cache_keys(client_id)
+    stamp = (found.get(epoch_key, "0"), found.get(version_key, "0"))
+    entry = found.get(copy_key)
+    if isinstance(entry, tuple) and len(entry) == 2 and entry[0] == stamp:
+        return entry[1], stamp
+    return None, stamp
+
+
+def credential_cache(client_id: str, stamp: tuple[str, str], values: tuple) -> None:
+    try:
+        cache.set(credential_cache_keys(client_id)[0], (stamp, values), CREDENTIAL_SECONDS)
+    except Exception:
+        logger.warning("token cache unreachable; credential not cached")
+
+
+def credentials_changed(*, client_ids: list[str]) -> None:
+    """A credential's secret, generation or its partner's status changed: the copies of these client_ids are
+    void. At once and again after the commit."""
+    keys = [credential_cache_keys(client_id)[1] for client_id in client_ids]
+
+    def bump() -> None:
+        try:
+            cache.set_many({key: uuid.uuid4().hex for key in keys}, READINESS_VERSION_SECONDS)
+        except Exception:
+            logger.warning("token cache unreachable; credential copies not invalidated")
             cache_health.failed()
 
     bump()
