@@ -262,6 +262,10 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 # claim or settle its hand-over.
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
+# How many waiting orders one confirmation task takes (payouts.services.confirmations), and how long a nudge
+# trusts that the batch task it published is on its way before another order publishes one more.
+ORDER_CONFIRMATION_BATCH = env.int("ORDER_CONFIRMATION_BATCH", default=50)
+ORDER_CONFIRMATION_NUDGE_SECONDS = env.int("ORDER_CONFIRMATION_NUDGE_SECONDS", default=5)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;
 # notifications are kept this many days (docs/partners/notifications-and-webhooks.md "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)

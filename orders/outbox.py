@@ -152,6 +152,47 @@ def order_notification_record(
     return notification
 
 
+def order_notifications_record_many(
+    *, moves: list[tuple[Order, str]], reason: str | None, at: datetime
+) -> list[Notification]:
+    """``order_notification_record`` of ``order.status_changed`` for many orders that just moved (each with the
+    status it left), in the caller's transaction: their histories read in one statement, the notifications
+    inserted in one; each is dispatched after commit as one written alone would be. The orders carry their
+    event (``select_related``)."""
+    if reason is not None and reason not in REASON_CODES:
+        raise ValueError(f"Unknown notification reason {reason!r}")
+    if not moves:
+        return []
+    histories: dict[int, list[OrderStatusHistory]] = {order.pk: [] for order, _ in moves}
+    for row in OrderStatusHistory.objects.filter(order_id__in=histories).order_by("order_id", "at", "id"):
+        histories[row.order_id].append(row)
+    notifications = []
+    for order, previous_status in moves:
+        notification = Notification(
+            partner_id=order.partner_id,
+            livemode=order.livemode,
+            type=T.ORDER_STATUS_CHANGED,
+            order_id=order.pk,
+            created_at=at,
+        )
+        notification.payload = {
+            "id": notification.notification_id,
+            "type": T.ORDER_STATUS_CHANGED,
+            "created_at": utc_iso(at),
+            "livemode": notification.livemode,
+            "data": {
+                "order": order_payload(order=order, history=histories[order.pk]),
+                "previous_status": previous_status,
+                "reason": reason,
+            },
+        }
+        notifications.append(notification)
+    Notification.objects.bulk_create(notifications)
+    for notification in notifications:
+        notification_dispatch_after_commit(notification=notification)
+    return notifications
+
+
 def transfer_notification_record(
     *, order: Order, previous_transfer_state: str, reason: str, at: datetime
 ) -> Notification:
@@ -306,8 +347,9 @@ def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) 
     return ran
 
 
-def notification_deliver(*, notification_pk: int, subscriber_name: str) -> bool:
+def notification_deliver(*, notification_pk: int, subscriber_name: str, now: bool = False) -> bool:
     """Run one subscriber's handler on one notification unless it already did; returns whether it ran.
+    ``now``: the subscriber's handler for a caller that waits for the outcome (``Subscriber.now``).
 
     The handler's errors propagate (the task retries the transient ones); its receipt is written only once
     it returned, so a crash mid-way means one more delivery, never a lost one.
@@ -323,7 +365,7 @@ def notification_deliver(*, notification_pk: int, subscriber_name: str) -> bool:
         notification_id=notification_pk, subscriber=subscriber_name
     ).exists():
         return False
-    subscriber.handler(notification)
+    (subscriber.now if now and subscriber.now else subscriber.handler)(notification)
     # Two concurrent deliveries may both finish: the unique receipt keeps one row, neither fails.
     NotificationReceipt.objects.bulk_create(
         [NotificationReceipt(notification_id=notification_pk, subscriber=subscriber_name)],

@@ -29,6 +29,9 @@ class Subscriber:
     # None: every status. Otherwise only notifications whose order is now in one of these (``data.order.status``):
     # no delivery is published for the others, so a subscriber that ignores most changes costs them nothing.
     statuses: frozenset[str] | None = None
+    # The handler for a caller that waits for the outcome rather than handing the work on (test mode's
+    # advance, ``outbox.notification_deliver(now=True)``); None: ``handler``.
+    now: Handler | None = None
 
     def wants(self, notification_type: str, order_status: str | None = None) -> bool:
         """Whether a notification of this type, about an order now in ``order_status``, is for this subscriber
@@ -48,12 +51,14 @@ def subscribe(
     types: Iterable[str] | None = None,
     transient: Iterable[type[BaseException]] = (),
     statuses: Iterable[str] | None = None,
+    now: Handler | None = None,
 ) -> None:
     """Register ``handler`` under ``name`` (unique; registering the same name again replaces it).
 
     ``transient``: the subscriber's own errors that mean "try again later", on top of the house's
     ``config.core.retrying.TRANSIENT_ERRORS``.
     ``statuses``: only the notifications whose order is now in one of these statuses reach the handler.
+    ``now``: the handler for a caller that waits for the outcome, when ``handler`` only hands the work on.
     """
     _subscribers[name] = Subscriber(
         name=name,
@@ -61,6 +66,7 @@ def subscribe(
         handler=handler,
         transient=TRANSIENT_ERRORS + tuple(transient),
         statuses=frozenset(statuses) if statuses is not None else None,
+        now=now,
     )
 
 

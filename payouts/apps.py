@@ -29,6 +29,7 @@ class PayoutsConfig(AppConfig):
         signals.subscribe(
             "payouts.confirmation",
             handler=order_reactions.on_order_created,
+            now=order_reactions.on_order_created_now,
             types=[Notification.Type.ORDER_CREATED],
             transient=order_reactions.TRANSIENT,
         )

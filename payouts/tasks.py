@@ -8,7 +8,7 @@ from celery import shared_task
 from config.core.retrying import RetryingTask
 
 from .errors import PlatformUnavailable
-from .services import alerts, order_reactions, progression, refunds
+from .services import alerts, confirmations, order_reactions, progression, refunds
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,19 @@ def order_confirm(order_pk: int) -> str | None:
     """An order's confirmation published again by the sweeper (the first run reacts to ``order.created``)."""
     order = order_reactions.order_confirm(order_pk=order_pk)
     return order.status if order is not None else None
+
+
+@shared_task(base=RetryingTask, name="payouts.tasks.orders_confirm_batch", acks_late=True)
+def orders_confirm_batch() -> dict:
+    """Confirm up to ``ORDER_CONFIRMATION_BATCH`` waiting orders (published by the orders' nudges)."""
+    outcome = confirmations.orders_confirm_batch()
+    return {
+        "claimed": outcome.claimed,
+        "confirmed": len(outcome.confirmed),
+        "canceled": len(outcome.canceled),
+        "retried": len(outcome.retried),
+        "failed": len(outcome.failed),
+    }
 
 
 @shared_task(name="payouts.tasks.orders_requeue_unconfirmed")

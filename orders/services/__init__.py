@@ -88,6 +88,39 @@ def order_transition(
     return locked
 
 
+def orders_transition_many(
+    *, orders: list[Order], to: str, actor: str, reason: str = "", reason_code: str | None = None
+) -> list[Order]:
+    """``order_transition`` of many orders to the same status at once, in a fixed number of statements: the
+    orders' status, their history rows and their ``order.status_changed`` notifications, each written as one
+    ``order_transition`` writes it.
+
+    The caller holds the orders' row locks in its transaction (``orders_confirmation_claim``) and has them
+    with their event; all move or none (``orders.errors.IllegalTransition`` for the first one that may not).
+    """
+    if not orders:
+        return []
+    with transaction.atomic():
+        now = timezone.now()
+        moves = ORDER_MACHINE.move_many(
+            objs=orders,
+            to=to,
+            actor=actor,
+            reason=reason,
+            changes={"status_changed_at": now},
+            at=now,
+            locked=True,
+        )
+        for order, _ in moves:
+            if to in RELEASES_QUANTITY and order.livemode:  # a test order never took any
+                row_quantity_release(row_pk=order.row_id, quantity=order.quantity)
+            metrics.order_transition_count(livemode=order.livemode, to_status=to, reason=reason_code)
+            if to == S.CANCELED and order.confirmation_email_sent_at and order.confirmation_email_to:
+                publish_on_commit("orders.tasks.order_canceled_email", order.pk)
+        outbox.order_notifications_record_many(moves=moves, reason=reason_code, at=now)
+    return [order for order, _ in moves]
+
+
 def order_cancel(
     *, order: Order, actor: str, reason: str = "", reason_code: str = outbox.REASON_CANCELED_BY_PARTNER
 ) -> Order:
@@ -193,6 +226,8 @@ from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps
     order_canceled_email,
     order_confirmation_email,
     order_confirmation_started,
+    orders_confirmation_claim,
+    orders_confirmation_email_many,
     orders_requeue_unconfirmed,
 )
 from .creation import (  # noqa: E402, F401  (part of this module's interface)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ from .base import (
     REFUND_FAILED,
     REFUND_PENDING,
     REFUND_SUCCEEDED,
+    ChargeRequest,
     ChargeResult,
     ConnectedAccount,
     PaymentPlatform,
@@ -45,6 +46,7 @@ __all__ = [
     "REFUND_FAILED",
     "REFUND_PENDING",
     "REFUND_SUCCEEDED",
+    "ChargeRequest",
     "ChargeResult",
     "ConnectedAccount",
     "LoggedPlatform",
@@ -139,6 +141,38 @@ class LoggedPlatform(PaymentPlatform):
             description=description,
         )
 
+    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PlatformError]:
+        """The batch in one call to the backend, and one log line per charge as ``charge_card`` writes."""
+        started = time.monotonic()
+        answers = self.backend.charge_cards(requests)
+        duration_ms = round((time.monotonic() - started) * 1000 / max(len(requests), 1), 1)
+        for request, answer in zip(requests, answers, strict=True):
+            if isinstance(answer, PlatformUnavailable):
+                outcome = "unavailable"
+            elif isinstance(answer, PlatformError):
+                outcome = "refused"
+            else:
+                outcome = "declined" if answer.status == CHARGE_FAILED else "ok"
+            fields = {
+                "idempotency_key": request.idempotency_key,
+                "amount": str(request.amount),
+                "currency": request.currency,
+            }
+            logger.info(
+                "payment platform call %s %s idempotency_key=%s",
+                "charge_card",
+                outcome,
+                request.idempotency_key,
+                extra={
+                    "platform": self.name,
+                    "operation": "charge_card",
+                    "outcome": outcome,
+                    "duration_ms": duration_ms,
+                    **{f"platform_{k}": v for k, v in fields.items()},
+                },
+            )
+        return answers
+
     def refund_charge(
         self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
     ) -> RefundResult:
@@ -185,6 +219,9 @@ class LoggedPlatform(PaymentPlatform):
 
     def test_mode_card(self, *, reference: str, declines: bool) -> str:
         return self.backend.test_mode_card(reference=reference, declines=declines)
+
+    def test_mode_cards(self, *, wanted: Sequence[tuple[str, bool]]) -> dict[tuple[str, bool], str]:
+        return self.backend.test_mode_cards(wanted=wanted)
 
     def form_action_origins(self) -> list[str]:
         return self.backend.form_action_origins()

@@ -9,6 +9,7 @@ failures (retry) and ``PlatformError`` for permanent ones; a declined card is no
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -54,6 +55,17 @@ class ChargeResult:
     charge_id: str
     status: str  # CHARGE_SUCCEEDED | CHARGE_FAILED
     failure_reason: str = ""
+
+
+@dataclass(frozen=True)
+class ChargeRequest:
+    """One charge of a batch (``PaymentPlatform.charge_cards``): the arguments of ``charge_card``."""
+
+    card_token: str
+    amount: Decimal
+    currency: str
+    idempotency_key: str
+    description: str
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,27 @@ class PaymentPlatform(abc.ABC):
     ) -> ChargeResult:
         """Charge the card. The same ``idempotency_key`` always gives the same result, never a second charge."""
 
+    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PlatformError]:
+        """Charge many cards: one answer per request, in order. A request the platform refused
+        (``PlatformError``) or could not answer (``PlatformUnavailable``) gets that error in its place and
+        the others are unaffected; the idempotency of ``charge_card`` holds for each. One ``charge_card`` per
+        request unless the backend can do better."""
+        answers: list[ChargeResult | PlatformError] = []
+        for request in requests:
+            try:
+                answers.append(
+                    self.charge_card(
+                        card_token=request.card_token,
+                        amount=request.amount,
+                        currency=request.currency,
+                        idempotency_key=request.idempotency_key,
+                        description=request.description,
+                    )
+                )
+            except PlatformError as exc:
+                answers.append(exc)
+        return answers
+
     @abc.abstractmethod
     def refund_charge(
         self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
@@ -154,6 +187,13 @@ class PaymentPlatform(abc.ABC):
         """The token of a platform test card for test-mode charges (one that succeeds, or one that declines),
         made on first use for ``reference``."""
         raise PlatformError(f"The {self.name} platform has no test cards.")
+
+    def test_mode_cards(self, *, wanted: Sequence[tuple[str, bool]]) -> dict[tuple[str, bool], str]:
+        """``test_mode_card`` for each ``(reference, declines)`` of ``wanted``: the tokens by that pair."""
+        return {
+            (reference, declines): self.test_mode_card(reference=reference, declines=declines)
+            for reference, declines in dict.fromkeys(wanted)
+        }
 
     def form_action_origins(self) -> list[str]:
         """Origins the portal's forms may redirect to (Content-Security-Policy ``form-action``)."""

@@ -8,6 +8,7 @@ provider's API would. (The transfer sandbox, test mode's signed transfer e-mails
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from urllib.parse import urlencode
 
@@ -42,6 +43,7 @@ from .base import (
     PAYOUT_SCHEDULED,
     REFUND_FAILED,
     REFUND_SUCCEEDED,
+    ChargeRequest,
     ChargeResult,
     ConnectedAccount,
     PaymentPlatform,
@@ -215,11 +217,81 @@ class SandboxPlatform(PaymentPlatform):
                 existing = SandboxCharge.objects.get(idempotency_key=idempotency_key)
         if existing.amount != amount or existing.card.token != card_token:
             raise PlatformError("This idempotency key was already used with other parameters.")
-        return ChargeResult(
-            charge_id=existing.charge_id,
-            status=CHARGE_SUCCEEDED if existing.status == SandboxCharge.Status.SUCCEEDED else CHARGE_FAILED,
-            failure_reason=existing.failure_reason,
-        )
+        return _charge_result(existing)
+
+    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PlatformError]:
+        """The batch in four statements: the charges already made under these keys, the cards, one insert of
+        the new charges (a key charged concurrently keeps its first charge) and the charges read back."""
+        keys = {request.idempotency_key for request in requests}
+        charges = {
+            charge.idempotency_key: charge
+            for charge in SandboxCharge.objects.select_related("card").filter(idempotency_key__in=keys)
+        }
+        tokens = {request.card_token for request in requests if request.idempotency_key not in charges}
+        cards = {card.token: card for card in SandboxCard.objects.filter(token__in=tokens)} if tokens else {}
+        errors: dict[str, PlatformError] = {}
+        new: dict[str, SandboxCharge] = {}
+        for request in requests:
+            key = request.idempotency_key
+            if key in charges or key in new or key in errors:
+                continue
+            card = cards.get(request.card_token)
+            if request.amount <= 0:
+                errors[key] = PlatformError("The charge amount must be positive.")
+            elif card is None:
+                errors[key] = PlatformError("The card on file is unknown to the payment platform.")
+            elif card.behavior == SandboxCard.Behavior.PROCESSING_ERROR:
+                errors[key] = PlatformUnavailable("The card processor did not answer (sandbox card …0119).")
+            else:
+                reason = DECLINE_REASONS.get(card.behavior, "")
+                new[key] = SandboxCharge(
+                    card=card,
+                    amount=request.amount,
+                    currency=request.currency,
+                    description=request.description[:255],
+                    idempotency_key=key,
+                    status=SandboxCharge.Status.FAILED if reason else SandboxCharge.Status.SUCCEEDED,
+                    failure_reason=reason,
+                )
+        if new:
+            # The unique key decides between concurrent charges under one key: the first one stays, the
+            # others insert nothing, and everyone reads back the same charge.
+            SandboxCharge.objects.bulk_create(new.values(), ignore_conflicts=True)
+            charges.update(
+                (charge.idempotency_key, charge)
+                for charge in SandboxCharge.objects.select_related("card").filter(idempotency_key__in=new)
+            )
+        answers: list[ChargeResult | PlatformError] = []
+        for request in requests:
+            key = request.idempotency_key
+            charge = charges.get(key)
+            if charge is None:
+                answers.append(errors[key])
+            elif charge.amount != request.amount or charge.card.token != request.card_token:
+                answers.append(PlatformError("This idempotency key was already used with other parameters."))
+            else:
+                answers.append(_charge_result(charge))
+        return answers
+
+    def test_mode_cards(self, *, wanted: Sequence[tuple[str, bool]]) -> dict[tuple[str, bool], str]:
+        """Every test card asked for in one read; the missing ones made as ``test_mode_card`` makes them."""
+        wanted = list(dict.fromkeys(wanted))
+        behaviors = {True: SandboxCard.Behavior.DECLINE, False: SandboxCard.Behavior.SUCCEED}
+        tokens: dict[tuple[str, bool], str] = {}
+        for reference, behavior, token in (
+            SandboxCard.objects.filter(
+                customer_reference__in={reference for reference, _ in wanted},
+                behavior__in=[behaviors[declines] for _, declines in wanted],
+            )
+            .order_by("-pk")
+            .values_list("customer_reference", "behavior", "token")
+        ):
+            # Newest first, so the oldest of two such cards is the one kept, as ``test_mode_card`` uses it.
+            tokens[(reference, behavior == SandboxCard.Behavior.DECLINE)] = str(token)
+        for reference, declines in wanted:
+            if (reference, declines) not in tokens:
+                tokens[(reference, declines)] = self.test_mode_card(reference=reference, declines=declines)
+        return {pair: tokens[pair] for pair in wanted}
 
     def refund_charge(
         self, *, charge_id: str, amount: Decimal, currency: str, idempotency_key: str, reason: str
@@ -306,6 +378,14 @@ class SandboxPlatform(PaymentPlatform):
         if payout is None or payout.account.account_id != account_id:
             raise PlatformError("The payout is unknown to the payment platform.")
         return sandbox_payout_state(payout)
+
+
+def _charge_result(charge: SandboxCharge) -> ChargeResult:
+    return ChargeResult(
+        charge_id=charge.charge_id,
+        status=CHARGE_SUCCEEDED if charge.status == SandboxCharge.Status.SUCCEEDED else CHARGE_FAILED,
+        failure_reason=charge.failure_reason,
+    )
 
 
 def _refund_result(refund: SandboxRefund) -> RefundResult:

@@ -17,6 +17,7 @@ from orders.models import Notification, Order
 
 from ..errors import PlatformUnavailable
 from .charges import charge_for_order
+from .confirmations import confirmations_nudge, orders_confirm_batch
 from .refunds import refund_enqueue, refund_request
 from .testmode import test_charge_for_order
 
@@ -82,7 +83,13 @@ def orders_requeue_unconfirmed(*, now=None) -> list[int]:
 
 
 def on_order_created(notification: Notification) -> None:
-    order_confirm(order_pk=notification.order_id)
+    """A new order waits for its confirmation: a batch task is on its way (``confirmations``)."""
+    confirmations_nudge()
+
+
+def on_order_created_now(notification: Notification) -> None:
+    """The confirmation of this order now, for a caller that waits for its outcome (test mode's advance)."""
+    orders_confirm_batch(order_pks=[notification.order_id])
 
 
 def on_order_status_changed(notification: Notification) -> None:

@@ -10,6 +10,7 @@ decline, so partners can exercise the ``card_declined`` path.
 from __future__ import annotations
 
 from .. import platform as pf
+from ..errors import PlatformError
 from ..platform import get_platform
 
 DECLINE_DOMAIN = "@decline.test"
@@ -32,3 +33,29 @@ def test_charge_for_order(*, order) -> pf.ChargeResult:
         idempotency_key=f"test:{order.order_id}",
         description=f"Test-mode order {order.order_id}",
     )
+
+
+def test_charges_for_orders(*, orders: list) -> dict[int, pf.ChargeResult | PlatformError]:
+    """``test_charge_for_order`` for many test orders: one read of their test cards and one batch on the sandbox.
+    Each order's answer by its pk: the charge's result, or the platform's error for that order alone."""
+    if not orders:
+        return {}
+    sandbox = get_platform("sandbox")
+    wanted = [
+        (f"test:{order.partner.public_id}", charge_declines(seller_email=order.seller_email))
+        for order in orders
+    ]
+    tokens = sandbox.test_mode_cards(wanted=wanted)
+    answers = sandbox.charge_cards(
+        [
+            pf.ChargeRequest(
+                card_token=tokens[pair],
+                amount=order.total_price,
+                currency="USD",
+                idempotency_key=f"test:{order.order_id}",
+                description=f"Test-mode order {order.order_id}",
+            )
+            for order, pair in zip(orders, wanted, strict=True)
+        ]
+    )
+    return {order.pk: answer for order, answer in zip(orders, answers, strict=True)}

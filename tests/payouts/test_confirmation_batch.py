@@ -1,0 +1,333 @@
+"""New orders confirmed in batches: one task charges, moves and mails many waiting orders, each once; a failing
+order never fails or repeats the others; two batches at once never confirm one order twice."""
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.conf import settings
+from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from orders import outbox
+from orders.models import Notification, Order, OrderStatusHistory
+from orders.services import order_create
+from payouts import tasks
+from payouts.models import Charge
+from payouts.sandbox.models import SandboxCard, SandboxCharge
+from payouts.services import confirmations
+from payouts.services.order_reactions import order_confirm, orders_requeue_unconfirmed
+from tests.conftest import make_partner
+from tests.orders.factories import order_row
+from tests.quotes.factories import QuoteFactory, quote_token
+
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+
+S = Order.Status
+
+
+def make_orders(count: int, *, partner=None, livemode: bool = True, seller_email: str = "") -> list[Order]:
+    """``count`` orders just created (``accepted``, their confirmation not begun), on one row."""
+    partner = partner or make_partner().partner
+    row = order_row(available_quantity=10 * count + 10)
+    orders = []
+    for _ in range(count):
+        quote = QuoteFactory(partner=partner, row=row, quantity=1, livemode=livemode)
+        orders.append(
+            order_create(
+                partner_pk=partner.pk,
+                actor=f"partner:{partner.public_id}",
+                quote_id=quote_token(quote),
+                delivery_type="mobile_transfer",
+                is_ready_to_deliver=False,
+                in_hand_date=quote.event.event_date - timedelta(days=7),
+                seller_email=seller_email,
+                livemode=livemode,
+            )
+        )
+    return orders
+
+
+def assert_confirmed_once(order: Order, *, attempts: int = 1) -> None:
+    order.refresh_from_db()
+    assert order.status == S.AWAITING_TRANSFER
+    assert order.confirmation_email_sent_at is not None
+    moves = OrderStatusHistory.objects.filter(order=order, to_status=S.AWAITING_TRANSFER)
+    assert moves.count() == 1
+    changed = Notification.objects.filter(order=order, type=Notification.Type.ORDER_STATUS_CHANGED)
+    assert changed.count() == 1
+    if order.livemode:
+        charge = Charge.objects.get(order=order)
+        assert charge.status == Charge.Status.SUCCEEDED and charge.attempts == attempts
+        assert charge.status_history.filter(to_status="succeeded").count() == 1
+    assert SandboxCharge.objects.filter(idempotency_key__endswith=order.order_id).count() == 1
+    mails = [m for m in mail.outbox if f"order {order.order_id} confirmed" in m.subject]
+    assert len(mails) == 1
+
+
+def test_one_batch_charges_moves_and_mails_every_waiting_order_once():
+    live = make_orders(4)
+    test = make_orders(2, livemode=False)
+
+    outcome = confirmations.orders_confirm_batch()
+
+    assert outcome.claimed == 6 and sorted(outcome.confirmed) == sorted(o.pk for o in live + test)
+    for order in live + test:
+        assert_confirmed_once(order)
+    assert len(mail.outbox) == 6
+    # Test mode: the sandbox's test card, no Charge row, the [TEST] e-mail to the partner's contact address.
+    assert not Charge.objects.filter(order__in=test).exists()
+    assert all(m.subject.startswith("[TEST] ") for m in mail.outbox if m.to == ["ops@acme.example"])
+    # A second batch finds nothing left to do.
+    assert confirmations.orders_confirm_batch().claimed == 0
+    assert len(mail.outbox) == 6
+
+
+def test_a_batch_writes_what_the_one_order_confirmation_writes():
+    """The partner sees the same notification, history and e-mail whichever path confirmed the order."""
+    single, batched = make_orders(2)
+    order_confirm(order_pk=single.pk)
+    confirmations.orders_confirm_batch()
+
+    def seen(order):
+        notification = Notification.objects.get(order=order, type=Notification.Type.ORDER_STATUS_CHANGED)
+        data = notification.payload["data"]
+        history = [{k: v for k, v in h.items() if k != "at"} for h in data["order"]["status_history"]]
+        row = OrderStatusHistory.objects.get(order=order, to_status=S.AWAITING_TRANSFER)
+        return (
+            data["order"]["status"],
+            data["previous_status"],
+            data["reason"],
+            history,
+            sorted(data["order"]),
+            (row.from_status, row.actor, row.reason),
+            notification.payload["type"],
+        )
+
+    assert seen(single) == seen(batched)
+    assert seen(batched)[0] == S.AWAITING_TRANSFER and seen(batched)[1] == S.ACCEPTED
+    # The payload's timestamps are the move's own.
+    batched.refresh_from_db()
+    payload = Notification.objects.get(order=batched, type=Notification.Type.ORDER_STATUS_CHANGED).payload
+    assert payload["data"]["order"]["status_history"][-1]["at"] == payload["created_at"]
+    assert payload["data"]["order"]["status_changed_at"] == payload["created_at"]
+
+
+def test_a_declined_card_in_the_middle_cancels_that_order_alone():
+    orders = make_orders(2)
+    declined = make_orders(1, livemode=False, seller_email="someone@decline.test")[0]
+    orders += make_orders(2)
+
+    outcome = confirmations.orders_confirm_batch()
+
+    assert outcome.canceled == [declined.pk]
+    declined.refresh_from_db()
+    assert declined.status == S.CANCELED
+    changed = Notification.objects.get(order=declined, type=Notification.Type.ORDER_STATUS_CHANGED)
+    assert changed.payload["data"]["reason"] == outbox.REASON_CARD_DECLINED
+    for order in orders:
+        assert_confirmed_once(order)
+
+
+def test_an_exception_in_the_middle_of_a_batch_leaves_that_order_alone_to_the_sweep(monkeypatch):
+    orders = make_orders(7)
+    poisoned = orders[3]
+    real_payload = outbox.order_payload
+
+    def payload(*, order, history=None):
+        if order.pk == poisoned.pk:
+            raise RuntimeError("poisoned order")
+        return real_payload(order=order, history=history)
+
+    monkeypatch.setattr(outbox, "order_payload", payload)
+    outcome = confirmations.orders_confirm_batch()
+
+    assert outcome.failed == [poisoned.pk] and len(outcome.confirmed) == 6
+    for order in orders:
+        if order is not poisoned:
+            assert_confirmed_once(order)
+    # Left as the one-order confirmation leaves an order it failed on: begun, accepted, nothing charged.
+    poisoned.refresh_from_db()
+    assert poisoned.status == S.ACCEPTED and poisoned.confirmation_started_at is not None
+    assert not Charge.objects.filter(order=poisoned).exists()
+    assert not SandboxCharge.objects.filter(idempotency_key=poisoned.order_id).exists()
+    assert confirmations.orders_confirm_batch().claimed == 0  # a batch never takes it up again
+
+    # The sweep publishes it again once stale; without the fault it is confirmed once, the others untouched.
+    monkeypatch.setattr(outbox, "order_payload", real_payload)
+    later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS + 1)
+    with time_machine.travel(later, tick=False):
+        assert orders_requeue_unconfirmed() == [poisoned.pk]
+    for order in orders:
+        assert_confirmed_once(order)
+    assert len(mail.outbox) == 7
+
+
+@pytest.mark.production
+def test_a_database_error_on_one_row_of_a_batch_confirms_the_others_once():
+    """A real statement failure: PostgreSQL refuses the poisoned order's history row inside the set-based insert."""
+    assert connection.vendor == "postgresql"
+    orders = make_orders(9)
+    poisoned = orders[4]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            CREATE FUNCTION poison_history() RETURNS trigger AS $$
+            BEGIN
+                IF NEW.order_id = {poisoned.pk} AND NEW.to_status = 'awaiting_transfer' THEN
+                    RAISE EXCEPTION 'poisoned row';
+                END IF;
+                RETURN NEW;
+            END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER poison_history BEFORE INSERT ON {OrderStatusHistory._meta.db_table}
+                FOR EACH ROW EXECUTE FUNCTION poison_history();
+            """
+        )
+    with CaptureQueriesContext(connection) as queries:
+        outcome = confirmations.orders_confirm_batch()
+
+    assert outcome.failed == [poisoned.pk] and len(outcome.confirmed) == 8
+    for order in orders:
+        if order is not poisoned:
+            assert_confirmed_once(order)
+    poisoned.refresh_from_db()
+    assert poisoned.status == S.ACCEPTED and not Charge.objects.filter(order=poisoned).exists()
+    # Split in halves down to the poisoned order: the halves that failed were rolled back, none charged twice.
+    assert sum("ROLLBACK TO SAVEPOINT" in q["sql"] for q in queries.captured_queries) >= 3
+    assert SandboxCharge.objects.count() == 8
+
+
+def test_a_platform_outage_on_one_card_hands_that_order_to_the_retrying_task(monkeypatch):
+    orders = make_orders(2)
+    flaky_partner = make_partner(name="Flaky Tickets", email="ops@flaky.example").partner
+    flaky = make_orders(1, partner=flaky_partner)[0]
+    orders += make_orders(2)
+    token = flaky_partner.credit_card.platform_card_token
+    SandboxCard.objects.filter(token=token).update(behavior=SandboxCard.Behavior.PROCESSING_ERROR)
+    retried = []
+    monkeypatch.setattr(tasks.order_confirm, "delay", lambda pk: retried.append(pk))
+
+    outcome = confirmations.orders_confirm_batch()
+
+    assert outcome.retried == [flaky.pk] and retried == [flaky.pk]
+    for order in orders:
+        assert_confirmed_once(order)
+    flaky.refresh_from_db()
+    charge = Charge.objects.get(order=flaky)
+    assert flaky.status == S.ACCEPTED and charge.status == Charge.Status.PENDING and charge.last_error
+    # The platform answers again: the one-order task charges it once, under the same idempotency key.
+    SandboxCard.objects.filter(token=token).update(behavior=SandboxCard.Behavior.SUCCEED)
+    order_confirm(order_pk=flaky.pk)
+    assert_confirmed_once(flaky, attempts=2)
+
+
+def test_the_mail_server_refusing_one_message_leaves_that_e_mail_to_the_retrying_task(monkeypatch):
+    import smtplib
+
+    from orders import seller_mail
+
+    orders = make_orders(3)
+    real_send = seller_mail.send_order_confirmation
+
+    def refuse_the_second(*, order, to, connection=None):
+        if order.pk == orders[1].pk:
+            raise smtplib.SMTPDataError(451, b"try again later")
+        return real_send(order=order, to=to, connection=connection)
+
+    monkeypatch.setattr(seller_mail, "send_order_confirmation", refuse_the_second)
+    retried = []
+    monkeypatch.setattr(tasks.order_confirm, "delay", lambda pk: retried.append(pk))
+    outcome = confirmations.orders_confirm_batch()
+
+    assert sorted(outcome.mailed) == sorted([orders[0].pk, orders[2].pk]) and retried == [orders[1].pk]
+    refused = Order.objects.get(pk=orders[1].pk)
+    assert refused.status == S.AWAITING_TRANSFER
+    assert refused.confirmation_email_claimed_at is None and refused.confirmation_email_handed_over_at is None
+    monkeypatch.setattr(seller_mail, "send_order_confirmation", real_send)
+    order_confirm(order_pk=refused.pk)  # the retry: no second charge, one e-mail
+    for order in orders:
+        assert_confirmed_once(order)
+
+
+def test_a_burst_of_nudges_publishes_one_batch_until_it_starts(monkeypatch):
+    published = []
+    monkeypatch.setattr(confirmations, "publish", lambda name, *args: published.append(name) or True)
+    for _ in range(20):
+        confirmations.confirmations_nudge()
+    assert published == ["payouts.tasks.orders_confirm_batch"]
+    confirmations.orders_confirm_batch()  # the batch starts: the next order nudges another
+    confirmations.confirmations_nudge()
+    assert len(published) == 2
+
+
+def test_a_full_batch_publishes_the_next_one(monkeypatch, settings):
+    settings.ORDER_CONFIRMATION_BATCH = 3
+    make_orders(5)
+    outcome = confirmations.orders_confirm_batch()  # in process, the next batch runs at once
+    assert outcome.claimed == 3
+    assert Order.objects.filter(status=S.AWAITING_TRANSFER).count() == 5
+
+
+def test_a_new_order_is_confirmed_through_its_notification(django_capture_on_commit_callbacks):
+    """The order.created notification nudges a batch (in process here), which confirms the order."""
+    with django_capture_on_commit_callbacks(execute=True):
+        (order,) = make_orders(1)
+    assert_confirmed_once(order)
+
+
+def test_a_batch_of_50_costs_at_most_10_statements_per_order():
+    orders = make_orders(30) + make_orders(20, livemode=False)
+    with CaptureQueriesContext(connection) as queries:
+        outcome = confirmations.orders_confirm_batch()
+    assert len(outcome.confirmed) == 50 and len(mail.outbox) == 50
+    assert len(queries.captured_queries) <= 10 * 50, len(queries.captured_queries)
+    for order in orders[:3] + orders[-3:]:
+        assert_confirmed_once(order)
+
+
+@pytest.mark.production
+@pytest.mark.django_db(transaction=True)
+def test_two_batches_at_once_never_confirm_one_order_twice(settings, monkeypatch):
+    """Real threads on PostgreSQL: each batch skips the orders the other has locked."""
+    from payouts.services import order_reactions
+
+    assert connection.vendor == "postgresql"
+    settings.ORDER_CONFIRMATION_BATCH = 7
+    # The orders wait (no nudge runs a batch in process), and each thread runs its batches itself.
+    monkeypatch.setattr(order_reactions, "confirmations_nudge", lambda: False)
+    monkeypatch.setattr(confirmations, "confirmations_nudge", lambda: False)
+    orders = make_orders(40)
+    assert Order.objects.filter(status=S.ACCEPTED).count() == 40
+    barrier = threading.Barrier(2)
+    claimed: list[list[int]] = [[], []]
+    errors = []
+
+    def run(slot: int) -> None:
+        try:
+            barrier.wait()
+            while True:
+                outcome = confirmations.orders_confirm_batch()
+                claimed[slot].extend(outcome.confirmed)
+                if not outcome.claimed:
+                    return
+                time.sleep(0.01)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(slot,)) for slot in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert claimed[0] and claimed[1], claimed  # both batches took part
+    assert not set(claimed[0]) & set(claimed[1])
+    assert sorted(claimed[0] + claimed[1]) == sorted(o.pk for o in orders)
+    for order in orders:
+        assert_confirmed_once(order)
