@@ -181,3 +181,38 @@ class Select:
             rows = cursor.fetchall()
         converters = self._converters_for(connection)
         return [self._convert(row, converters, connection) for row in rows]
+
+
+def update_many(objs: Sequence[Model], fields: Sequence[str], *, using: str = "default") -> int:
+    """Write ``fields`` of every instance of ``objs`` (one model, saved rows) in one statement; returns the rows
+    updated.
+
+    ``QuerySet.bulk_update`` writes the same thing as ``CASE WHEN pk = … THEN …`` per field and row, whose
+    expressions cost more CPU to build than the database spends on them. On PostgreSQL this is one
+    ``UPDATE … FROM (VALUES …)``, each value prepared by its field and cast to its column's type; elsewhere
+    (SQLite) ``bulk_update``.
+    """
+    if not objs:
+        return 0
+    model = type(objs[0])
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return model._default_manager.using(using).bulk_update(objs, fields)
+    meta = model._meta
+    quote = connection.ops.quote_name
+    columns = [meta.pk, *(meta.get_field(name) for name in fields)]
+    row = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    assignments = ", ".join(
+        f"{quote(f.column)} = CAST(v.{quote(f.column)} AS {f.cast_db_type(connection)})" for f in columns[1:]
+    )
+    names = ", ".join(quote(f.column) for f in columns)
+    pk = quote(meta.pk.column)
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {assignments} "  # noqa: S608  (names from the model's metadata)
+        f"FROM (VALUES {', '.join([row] * len(objs))}) AS v({names}) "
+        f"WHERE {quote(meta.db_table)}.{pk} = CAST(v.{pk} AS {meta.pk.cast_db_type(connection)})"
+    )
+    params = [f.get_db_prep_save(getattr(obj, f.attname), connection) for obj in objs for f in columns]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount

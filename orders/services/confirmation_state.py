@@ -28,9 +28,10 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import get_connection
 from django.db import connection
-from django.db.models import Case, F, Q, Value, When
+from django.db.models import F, Q
 from django.utils import timezone
 
+from config.core import rawsql
 from config.core.backoff import backoff_seconds
 from config.core.retrying import DB_ERRORS
 
@@ -259,10 +260,7 @@ def orders_confirmation_email_many(*, order_pks: list[int]) -> tuple[list[int], 
                 Q(confirmation_email_claimed_at__isnull=True)
                 | Q(confirmation_email_claimed_at__lt=now - EMAIL_CLAIM_LEASE)
             )
-            .update(
-                confirmation_email_claimed_at=now,
-                confirmation_email_to=Case(*(When(pk=pk, then=Value(recipients[pk])) for pk in wanted)),
-            )
+            .update(confirmation_email_claimed_at=now)
             >= 0
         ),
         done=mine.exists,
@@ -270,6 +268,13 @@ def orders_confirmation_email_many(*, order_pks: list[int]) -> tuple[list[int], 
     claimed = sorted(mine.values_list("pk", flat=True))
     if not claimed:
         return [], []
+    # Each claimed e-mail's recipient, as one order's claim records it.
+    for pk in claimed:
+        orders[pk].confirmation_email_to = recipients[pk]
+    _with_db_retry(
+        lambda: rawsql.update_many([orders[pk] for pk in claimed], ["confirmation_email_to"]) >= 0,
+        done=lambda: False,
+    )
     mine = Order.objects.filter(pk__in=claimed, confirmation_email_claimed_at=now)
     mail_connection = get_connection()
     sent: list[int] = []

@@ -6,6 +6,7 @@ import logging
 
 from django.db import transaction
 
+from config.core import rawsql
 from config.core.statemachine import StateMachine
 
 from .. import platform as pf
@@ -184,7 +185,7 @@ def charges_for_orders(*, orders: list) -> dict[int, Charge | PlatformError]:
             else:
                 failed.append((charge, answer.failure_reason or "The card was declined."))
     # The attempts, as ``charge_for_order`` saves them before the status moves.
-    Charge.objects.bulk_update(
+    rawsql.update_many(
         [charge for _, charge in calls],
         ["attempts", "card_brand", "card_last4", "platform_charge_id", "last_error"],
     )

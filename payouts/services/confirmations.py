@@ -14,7 +14,8 @@ fails or repeats the others: the batch runs in a savepoint, and when a statement
 is rolled back and the batch split in halves, down to the one order that fails, which is left as the one-order
 path leaves it: its confirmation recorded as begun and the order ``accepted``, published again at once as a
 one-order confirmation (``payouts.tasks.order_confirm``, retried with backoff) when the error is transient,
-else logged for the confirmation sweep. A platform outage on one card leaves that order to the one-order task
+else logged for the confirmation sweep. A lost database connection is no one order's failure: the whole batch
+rolls back (none of it begun) and its task retries it. A platform outage on one card leaves that order to the one-order task
 too; an e-mail the mail server did not take is retried by it.
 """
 
@@ -25,10 +26,10 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 
 from config.core.publish import publish
-from config.core.retrying import TRANSIENT_ERRORS
+from config.core.retrying import DB_ERRORS, TRANSIENT_ERRORS
 from orders import outbox
 from orders import services as order_services
 from orders.models import Order
@@ -122,6 +123,10 @@ def _confirm_split(orders: list[Order], outcome: BatchOutcome, failures: list) -
         with transaction.atomic():
             confirmed, canceled, retried = _confirm(orders)
     except Exception as exc:
+        if isinstance(exc, DB_ERRORS) or connection.needs_rollback:
+            # The connection itself failed (or the savepoint could not be rolled back): the whole batch is
+            # rolled back, none of it began, and the task retries it.
+            raise
         if len(orders) == 1:
             failures.append((orders[0].pk, exc))
             return
