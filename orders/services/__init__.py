@@ -1,5 +1,6 @@
 """Every write on orders: creation from a quote (``orders.services.creation``), the life cycle, expiry (the
-confirmation's steps are in ``orders.services.confirmation_state``).
+confirmation's steps are in ``orders.services.confirmation_state``, and for many orders at once in
+``orders.services.confirmation_batches``).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
@@ -220,14 +221,16 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
     return canceled
 
 
+from .confirmation_batches import (  # noqa: E402, F401  (the confirmation's steps for many orders at once)
+    orders_confirmation_claim,
+    orders_confirmation_email_many,
+)
 from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
     EMAIL_CLAIM_LEASE,
     EMAIL_HANDOVER_LEASE,
     order_canceled_email,
     order_confirmation_email,
     order_confirmation_started,
-    orders_confirmation_claim,
-    orders_confirmation_email_many,
     orders_requeue_unconfirmed,
 )
 from .creation import (  # noqa: E402, F401  (part of this module's interface)
