@@ -1,4 +1,4 @@
-"""The confirmation's steps for many orders at once (``payouts.services.confirmations`` runs them in batches):
+"""The confirmation's steps for many orders at once (the app that confirms new orders runs them in batches):
 the claim of waiting orders, and the sellers' e-mails over one mail connection, each step one statement for
 the whole batch, under the same at-most-once scheme as one order's (``confirmation_state``).
 """

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from ..errors import PlatformError, PlatformUnavailable
+from ..errors import PaymentError, PlatformError, PlatformUnavailable
 from .base import (
     CHARGE_FAILED,
     CHARGE_SUCCEEDED,
@@ -141,7 +141,7 @@ class LoggedPlatform(PaymentPlatform):
             description=description,
         )
 
-    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PlatformError]:
+    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PaymentError]:
         """The batch in one call to the backend, and one log line per charge as ``charge_card`` writes."""
         started = time.monotonic()
         answers = self.backend.charge_cards(requests)
@@ -149,10 +149,10 @@ class LoggedPlatform(PaymentPlatform):
         for request, answer in zip(requests, answers, strict=True):
             if isinstance(answer, PlatformUnavailable):
                 outcome = "unavailable"
-            elif isinstance(answer, PlatformError):
-                outcome = "refused"
-            else:
+            elif isinstance(answer, ChargeResult):
                 outcome = "declined" if answer.status == CHARGE_FAILED else "ok"
+            else:
+                outcome = "refused"
             fields = {
                 "idempotency_key": request.idempotency_key,
                 "amount": str(request.amount),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from ..errors import PlatformError
+from ..errors import PaymentError, PlatformError, PlatformUnavailable
 
 CHARGE_SUCCEEDED = "succeeded"
 CHARGE_FAILED = "failed"
@@ -134,12 +134,12 @@ class PaymentPlatform(abc.ABC):
     ) -> ChargeResult:
         """Charge the card. The same ``idempotency_key`` always gives the same result, never a second charge."""
 
-    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PlatformError]:
+    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PaymentError]:
         """Charge many cards: one answer per request, in order. A request the platform refused
         (``PlatformError``) or could not answer (``PlatformUnavailable``) gets that error in its place and
         the others are unaffected; the idempotency of ``charge_card`` holds for each. One ``charge_card`` per
         request unless the backend can do better."""
-        answers: list[ChargeResult | PlatformError] = []
+        answers: list[ChargeResult | PaymentError] = []
         for request in requests:
             try:
                 answers.append(
@@ -151,7 +151,7 @@ class PaymentPlatform(abc.ABC):
                         description=request.description,
                     )
                 )
-            except PlatformError as exc:
+            except (PlatformError, PlatformUnavailable) as exc:
                 answers.append(exc)
         return answers
 

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from ..errors import AuthorizationFailed, PlatformError, PlatformUnavailable
+from ..errors import AuthorizationFailed, PaymentError, PlatformError, PlatformUnavailable
 from ..sandbox.models import (
     SandboxAccount,
     SandboxAuthorizationCode,
@@ -219,7 +219,7 @@ class SandboxPlatform(PaymentPlatform):
             raise PlatformError("This idempotency key was already used with other parameters.")
         return _charge_result(existing)
 
-    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PlatformError]:
+    def charge_cards(self, requests: Sequence[ChargeRequest]) -> list[ChargeResult | PaymentError]:
         """The batch in four statements: the charges already made under these keys, the cards, one insert of
         the new charges (a key charged concurrently keeps its first charge) and the charges read back."""
         keys = {request.idempotency_key for request in requests}
@@ -229,7 +229,7 @@ class SandboxPlatform(PaymentPlatform):
         }
         tokens = {request.card_token for request in requests if request.idempotency_key not in charges}
         cards = {card.token: card for card in SandboxCard.objects.filter(token__in=tokens)} if tokens else {}
-        errors: dict[str, PlatformError] = {}
+        errors: dict[str, PaymentError] = {}
         new: dict[str, SandboxCharge] = {}
         for request in requests:
             key = request.idempotency_key
@@ -261,7 +261,7 @@ class SandboxPlatform(PaymentPlatform):
                 (charge.idempotency_key, charge)
                 for charge in SandboxCharge.objects.select_related("card").filter(idempotency_key__in=new)
             )
-        answers: list[ChargeResult | PlatformError] = []
+        answers: list[ChargeResult | PaymentError] = []
         for request in requests:
             key = request.idempotency_key
             charge = charges.get(key)

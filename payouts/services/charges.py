@@ -10,7 +10,7 @@ from config.core import rawsql
 from config.core.statemachine import StateMachine
 
 from .. import platform as pf
-from ..errors import PlatformError, PlatformUnavailable
+from ..errors import PaymentError, PlatformError, PlatformUnavailable
 from ..models import Charge, ChargeStatusHistory, CreditCard
 from ..platform import get_platform
 from .alerts import CHARGE_DECLINED, payment_alert_enqueue
@@ -110,7 +110,7 @@ def charge_for_order(*, order) -> Charge:
     return charge
 
 
-def charges_for_orders(*, orders: list) -> dict[int, Charge | PlatformError]:
+def charges_for_orders(*, orders: list) -> dict[int, Charge | PaymentError]:
     """``charge_for_order`` for many orders in a fixed number of statements: each order's charge, or the
     ``PlatformUnavailable`` (the charge stays ``pending``) or ``PlatformError`` its platform call met, by order pk.
 
@@ -142,7 +142,7 @@ def charges_for_orders(*, orders: list) -> dict[int, Charge | PlatformError]:
             ]
         ):
             charges[charge.order_id] = charge
-    results: dict[int, Charge | PlatformError] = {
+    results: dict[int, Charge | PaymentError] = {
         pk: charge for pk, charge in charges.items() if charge.is_final
     }
     pending = [(order, charges[order.pk]) for order in orders if order.pk not in results]

@@ -10,7 +10,7 @@ decline, so partners can exercise the ``card_declined`` path.
 from __future__ import annotations
 
 from .. import platform as pf
-from ..errors import PlatformError
+from ..errors import PaymentError
 from ..platform import get_platform
 
 DECLINE_DOMAIN = "@decline.test"
@@ -35,7 +35,7 @@ def test_charge_for_order(*, order) -> pf.ChargeResult:
     )
 
 
-def test_charges_for_orders(*, orders: list) -> dict[int, pf.ChargeResult | PlatformError]:
+def test_charges_for_orders(*, orders: list) -> dict[int, pf.ChargeResult | PaymentError]:
     """``test_charge_for_order`` for many test orders: one read of their test cards and one batch on the sandbox.
     Each order's answer by its pk: the charge's result, or the platform's error for that order alone."""
     if not orders:

@@ -341,3 +341,30 @@ def test_two_batches_at_once_never_confirm_one_order_twice(settings, monkeypatch
     assert sorted(claimed[0] + claimed[1]) == sorted(o.pk for o in orders)
     for order in orders:
         assert_confirmed_once(order)
+
+
+def test_a_platform_without_batches_answers_each_charge_with_its_own_result_or_error():
+    """The default ``charge_cards`` (a real platform: one call per charge) keeps one card's outage to itself."""
+    from decimal import Decimal
+
+    from payouts.errors import PlatformUnavailable
+    from payouts.platform.base import ChargeRequest, ChargeResult, PaymentPlatform
+    from payouts.platform.sandbox_backend import SandboxPlatform
+
+    good = make_partner().partner.credit_card.platform_card_token
+    down = make_partner(name="Flaky Tickets").partner.credit_card.platform_card_token
+    SandboxCard.objects.filter(token=down).update(behavior=SandboxCard.Behavior.PROCESSING_ERROR)
+    requests = [
+        ChargeRequest(
+            card_token=token, amount=Decimal("10.00"), currency="USD", idempotency_key=key, description="t"
+        )
+        for token, key in ((good, "k1"), (down, "k2"), (good, "k3"))
+    ]
+    first, second, third = PaymentPlatform.charge_cards(SandboxPlatform(), requests)
+    assert isinstance(first, ChargeResult) and first.status == "succeeded"
+    assert isinstance(second, PlatformUnavailable)
+    assert isinstance(third, ChargeResult) and third.charge_id != first.charge_id
+    # The sandbox's own batch answers the same, and a repeat charges nothing twice.
+    again = SandboxPlatform().charge_cards(requests)
+    assert again[0] == first and again[2] == third and isinstance(again[1], PlatformUnavailable)
+    assert SandboxCharge.objects.count() == 2
