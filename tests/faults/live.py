@@ -250,6 +250,9 @@ class Processes:
             time.sleep(0.1)
 
     def celery_worker(self, env: dict[str, str], *, queue: str, name: str = "celery") -> Process:
+        """A worker consuming ``queue``; the tasks it publishes itself (a confirmation batch's next one) go to
+        ``queue`` too (``TASK_QUEUE``), as the Procfile's worker publishes to the queue it consumes."""
+        env = {"TASK_QUEUE": queue, **env}
         return self.spawn(
             name,
             [
