@@ -87,6 +87,18 @@ def test_one_batch_charges_moves_and_mails_every_waiting_order_once():
     assert len(mail.outbox) == 6
 
 
+def test_a_batch_counts_each_live_move_once_it_commits(django_capture_on_commit_callbacks):
+    from config.core.metrics import ORDER_TRANSITIONS
+
+    make_orders(3)
+    make_orders(2, livemode=False)  # test orders are not counted
+    moved = ORDER_TRANSITIONS.labels(to_status=S.AWAITING_TRANSFER, reason="")
+    before = moved._value.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert len(confirmations.orders_confirm_batch().confirmed) == 5
+    assert moved._value.get() - before == 3
+
+
 def test_a_batch_writes_what_the_one_order_confirmation_writes():
     """The partner sees the same notification, history and e-mail whichever path confirmed the order."""
     single, batched = make_orders(2)
