@@ -1,6 +1,6 @@
 """What confirming an order costs the worker, in-process: SQL statements and CPU per confirmed order.
 
-    DATABASE_URL=postgres://…/ps_x REDIS_URL=redis://…/N TESTING=1 \\
+    DATABASE_URL=postgres://…/ps_x REDIS_URL=redis://…/N \\
       .venv/bin/python -m pytest -q -s --create-db bench/confirmation_cost.py
 
 A pytest module (for its test database) run by path, never part of the suites. It makes ``ORDERS`` orders as
