@@ -15,8 +15,8 @@ is rolled back and the batch split in halves, down to the one order that fails, 
 path leaves it: its confirmation recorded as begun and the order ``accepted``, published again at once as a
 one-order confirmation (``payouts.tasks.order_confirm``, retried with backoff) when the error is transient,
 else logged for the confirmation sweep. A lost database connection is no one order's failure: the whole batch
-rolls back (none of it begun) and its task retries it. A platform outage on one card leaves that order to the one-order task
-too; an e-mail the mail server did not take is retried by it.
+rolls back (none of it begun) and its task retries it. A platform outage on one card leaves that order to the
+one-order task too; an e-mail the mail server did not take is retried by it.
 """
 
 from __future__ import annotations
