@@ -349,7 +349,8 @@ def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) 
 
 def notification_deliver(*, notification_pk: int, subscriber_name: str, now: bool = False) -> bool:
     """Run one subscriber's handler on one notification unless it already did; returns whether it ran.
-    ``now``: the subscriber's handler for a caller that waits for the outcome (``Subscriber.now``).
+    ``now``: the subscriber's handler for a caller that waits for the outcome (``Subscriber.now``), which runs
+    even after the other handler did (that one may have only handed the work on); it must be idempotent too.
 
     The handler's errors propagate (the task retries the transient ones); its receipt is written only once
     it returned, so a crash mid-way means one more delivery, never a lost one.
@@ -361,11 +362,16 @@ def notification_deliver(*, notification_pk: int, subscriber_name: str, now: boo
     notification = Notification.objects.filter(pk=notification_pk).first()
     if notification is None:
         return False  # purged after its retention
-    if NotificationReceipt.objects.filter(
-        notification_id=notification_pk, subscriber=subscriber_name
-    ).exists():
+    waits = now and subscriber.now is not None
+    # A receipt of the handler that only handed the work on does not stop the caller that waits for it.
+    if (
+        not waits
+        and NotificationReceipt.objects.filter(
+            notification_id=notification_pk, subscriber=subscriber_name
+        ).exists()
+    ):
         return False
-    (subscriber.now if now and subscriber.now else subscriber.handler)(notification)
+    (subscriber.now if waits else subscriber.handler)(notification)
     # Two concurrent deliveries may both finish: the unique receipt keeps one row, neither fails.
     NotificationReceipt.objects.bulk_create(
         [NotificationReceipt(notification_id=notification_pk, subscriber=subscriber_name)],

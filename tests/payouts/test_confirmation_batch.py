@@ -380,3 +380,21 @@ def test_a_platform_without_batches_answers_each_charge_with_its_own_result_or_e
     again = SandboxPlatform().charge_cards(requests)
     assert again[0] == first and again[2] == third and isinstance(again[1], PlatformUnavailable)
     assert SandboxCharge.objects.count() == 2
+
+
+def test_test_mode_advance_confirms_an_order_whose_batch_has_not_run_yet(monkeypatch):
+    """The order's creation only nudged a batch (still in the queue): advancing it confirms it at once."""
+    from orders.testmode import order_advance
+
+    monkeypatch.setattr(confirmations, "publish", lambda name, *args: True)  # the batch stays in the queue
+    (order,) = make_orders(1, livemode=False)
+    created = Notification.objects.get(order=order, type=Notification.Type.ORDER_CREATED)
+    assert outbox.notification_deliver(notification_pk=created.pk, subscriber_name="payouts.confirmation")
+    order.refresh_from_db()
+    assert order.status == S.ACCEPTED
+
+    advanced = order_advance(order=order, to=S.AWAITING_TRANSFER)
+
+    assert advanced.status == S.AWAITING_TRANSFER
+    assert_confirmed_once(order)
+    assert confirmations.orders_confirm_batch().claimed == 0  # the queued batch finds nothing left
