@@ -1,8 +1,8 @@
 """Ticket files made to order, and the time the service takes to read them.
 
 ``ticket_pdf`` writes a PDF of tickets (fpdf2), one barcode per ticket: QR codes drawn by segno, PDF417,
-Aztec, Data Matrix and Code 128 by zxing-cpp's writer. The tests of ``orders.transfers.files`` use it, and
-so does ``read_timing``, the seconds per page ``orders.transfers.barcodes.ticket_file_read`` takes over a
+Aztec, Data Matrix and Code 128 by zxing-cpp's writer. The tests of ``orders.transfers.files.check`` use it, and
+so does ``read_timing``, the seconds per page ``orders.transfers.reading.barcodes.ticket_file_read`` takes over a
 20-page file (the benchmark of transfer detection reports it)::
 
     .venv/bin/python -m bench.ticket_files            # 20 pages, 3 rounds
@@ -76,7 +76,7 @@ def ticket_pdf(
 
 def read_timing(*, pages: int = 20, rounds: int = 3) -> dict:
     """Seconds per page to read a ``pages``-page PDF of one QR ticket a page (median of ``rounds``)."""
-    from orders.transfers.barcodes import ticket_file_read
+    from orders.transfers.reading.barcodes import ticket_file_read
 
     data = ticket_pdf([f"BENCH-{n:06d}-{'X' * 12}" for n in range(pages)])
     per_page = []

@@ -17,7 +17,7 @@ signature flood over SMTP (refused at DATA) and the same flood handed over as a 
 processed), a 1,000-deep MIME nest, and a sandbox-signed mobile_qr mail carrying a PDF bomb (decoded until
 its child process is killed at 10 s). The genuine mails' p95 is reported with and without the attack.
 
-And, when the ticket-file check exists (``orders.transfers.files.ticket_file_check``), its seconds per page
+And, when the ticket-file check exists (``orders.transfers.files.check.ticket_file_check``), its seconds per page
 on a generated multi-page ticket PDF (p95 over 20 runs).
 
 Usage: ``python -m bench.transfers [--shape production|embedded|both] [--messages 200] [--no-hostile]``; the driver runs
@@ -177,7 +177,7 @@ def inner(shape: str, messages: int, rate: float, hostile: bool = True) -> dict:
 
     from orders.models import Order
     from orders.services import order_create
-    from orders.transfers import mail_compose
+    from orders.transfers.testing import mail_compose
     from partners import services as partner_services
     from tests.orders.factories import order_row
     from tests.quotes.factories import QuoteFactory, quote_token
@@ -269,8 +269,8 @@ def genuine_round(orders: list, rate: float) -> dict:
     """Send each order its sandbox-signed ``match`` e-mail at ``rate`` per second; the latency from arrival to
     ``ticket_received``."""
     from orders.models import Order, OrderStatusHistory
-    from orders.transfers import mail_compose
     from orders.transfers.models import InboundMessage
+    from orders.transfers.testing import mail_compose
 
     pks = [o.pk for o in orders]
     started = time.monotonic()
@@ -312,8 +312,9 @@ def attack(targets: list, bombed: list, stop, counts: dict) -> None:
     from django.db import close_old_connections
 
     from bench.transfers_hostile import bomb_mail, poison_nest, signature_flood
-    from orders.transfers import intake, mail_compose
-    from orders.transfers.sandbox import sandbox_sign
+    from orders.transfers.intake import receive as intake
+    from orders.transfers.testing import mail_compose
+    from orders.transfers.testing.simulator import sandbox_sign
 
     def count(name: str) -> None:
         counts[name] = counts.get(name, 0) + 1
@@ -342,7 +343,7 @@ def attack(targets: list, bombed: list, stop, counts: dict) -> None:
 def pdf_seconds_per_page(order) -> dict | None:
     """Seconds per page of ``ticket_file_check`` on a 4-page ticket PDF with a QR code a page (p95 of 20)."""
     try:
-        from orders.transfers.files import ticket_file_check
+        from orders.transfers.files.check import ticket_file_check
     except ImportError:
         return None
     import io

@@ -17,12 +17,12 @@ from django.utils.html import format_html, format_html_join
 from config.core.admin_permissions import staff_may
 from config.core.history_admin import StatusHistoryInline
 from config.core.modes import ModeFilter
+from orders.transfers.staff.admin.order import OrderTransferAdminMixin
 from quotes.models import ORDER_SNAPSHOT_FIELDS
 
 from . import services
 from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
-from .transfers.admin_order import OrderTransferAdminMixin
 
 
 class OrderStatusHistoryInline(StatusHistoryInline):

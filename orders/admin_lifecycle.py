@@ -1,7 +1,7 @@
 """The order admin's life-cycle actions: the list's bulk actions and the order page's buttons ("Cancel order",
 "Mark tickets received"), each behind the staff confirmation (``config.core.confirmation``: the orders listed, a
 reason for the history, its own named permission checked on every request). Every move goes through
-``orders.services.order_transition`` (marking received through ``orders.transfers.state.order_receive``, which
+``orders.services.order_transition`` (marking received through ``orders.transfers.decision.state.order_receive``, which
 records the transfer too: staff are asked whether the tickets were accepted on the platform); after it, staff
 land on a GET, so a reload repeats nothing."""
 
@@ -11,10 +11,10 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from config.core.confirmation import AcceptedForm, confirm, staff_actor
+from orders.transfers.decision import state as transfer_state
 
 from . import errors, outbox, services
 from .models import Order
-from .transfers import state as transfer_state
 
 COLUMNS = ("Order", "Status", "Partner", "Event", "Tickets")
 CANCEL_EFFECTS = (

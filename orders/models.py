@@ -115,7 +115,7 @@ class Order(models.Model):
     # The ticket PDF's name in the default storage (private: staff download it through the admin).
     ticket_file = models.FileField(max_length=255, blank=True)
     # The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): written only by
-    # ``orders.transfers.state.transfer_transition``. The payout gate reads these fields and nothing else.
+    # ``orders.transfers.decision.state.transfer_transition``. The payout gate reads these fields and nothing else.
     transfer_state = models.CharField(
         max_length=10, choices=TransferState.choices, default=TransferState.NONE
     )

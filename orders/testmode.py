@@ -2,7 +2,7 @@
 
 A test order is moved along its legal path one step at a time, every step through ``order_transition`` (so
 each writes its history row and its ``order.status_changed`` notification, and reaches webhooks like a live
-change); the ticket's arrival and its acceptance on the platform go through ``orders.transfers.state``, so
+change); the ticket's arrival and its acceptance on the platform go through ``orders.transfers.decision.state``, so
 the order's ``transfer`` moves (with its ``order.transfer_updated``) as a live order's would. The step out
 of ``accepted`` is the confirmation itself, which belongs to the app that reacts to ``order.created`` (the
 sandbox charge and the ``[TEST]`` e-mail): it is run here, at once, through the event registry, exactly as
@@ -12,10 +12,11 @@ receipt).
 
 from __future__ import annotations
 
+from orders.transfers.decision import state as transfer_state
+
 from . import errors, outbox, signals
 from .models import Notification, Order
 from .services import LEGAL_TRANSITIONS, order_transition
-from .transfers import state as transfer_state
 
 S = Order.Status
 

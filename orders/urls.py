@@ -1,7 +1,8 @@
 from django.urls import path
 
+from orders.transfers.testing import api as transfers_testmode_api
+
 from . import api, testmode_api
-from .transfers import testmode_api as transfers_testmode_api
 
 urlpatterns = [
     path("orders", api.OrderListCreateView.as_view(), name="orders"),

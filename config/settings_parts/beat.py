@@ -64,7 +64,7 @@ def token_sessions_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict
 
 def inbound_beat_schedule(*, channels: tuple[str, ...], ses_bucket: str) -> dict[str, dict]:
     """Transfer detection's providers: the SES bucket sweep runs only when the ``amazon_ses`` channel has a
-    bucket (orders/transfers/providers.py)."""
+    bucket (orders/transfers/intake/providers.py)."""
     if "amazon_ses" not in channels or not ses_bucket:
         return {}
     return {"transfers-ses-sweep": {"task": "orders.transfers.tasks.ses_sweep", "schedule": 300.0}}

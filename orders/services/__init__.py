@@ -32,7 +32,7 @@ LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
     S.ACCEPTED: frozenset({S.AWAITING_TRANSFER, S.CANCELED}),
     S.AWAITING_TRANSFER: frozenset({S.TICKET_RECEIVED, S.CANCELED, S.EXPIRED}),
     # Back to awaiting the tickets only when the seller recalled the transfer before the payout started
-    # (reason ``transfer_recalled``, orders.transfers.state.order_recall).
+    # (reason ``transfer_recalled``, orders.transfers.decision.state.order_recall).
     S.TICKET_RECEIVED: frozenset({S.PAYOUT_IN_PROCESS, S.AWAITING_TRANSFER}),
     S.PAYOUT_IN_PROCESS: frozenset({S.SCHEDULED}),
     S.SCHEDULED: frozenset({S.PAID}),

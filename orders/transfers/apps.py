@@ -12,19 +12,18 @@ class TransfersConfig(AppConfig):
     def ready(self) -> None:
         from orders.models import Notification, Order
         from orders.signals import subscribe
-
-        from . import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
-        from .files import on_order_status_changed
-        from .platforms import registry
-        from .reading.templates_store import overlay_install
-        from .subscribers import on_order_status_changed as release_waiting_mail
+        from orders.transfers.decision.subscribers import on_order_status_changed as release_waiting_mail
+        from orders.transfers.files.check import on_order_status_changed
+        from orders.transfers.intake import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
+        from orders.transfers.reading.platforms import registry
+        from orders.transfers.reading.templates_store import overlay_install
+        from orders.transfers.staff import admin  # noqa: F401  (registers the transfer models' admin pages)
 
         registry()  # a bad platform template stops the service here (ImproperlyConfigured)
         overlay_install()  # from now on the versions staff activated are laid over the files
 
         from orders.services import expiry_hold_register
-
-        from .state import order_expiry_held
+        from orders.transfers.decision.state import order_expiry_held
 
         # Only a case that could still lead to a payout holds the in-hand expiry (junk mail never does).
         expiry_hold_register(order_expiry_held)

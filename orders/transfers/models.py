@@ -261,7 +261,7 @@ class TicketFileCheck(models.Model):
 
 
 class SandboxSigningKey(models.Model):
-    """The sandbox platform's DKIM key (``orders.transfers.sandbox``), made on first use and shared by every
+    """The sandbox platform's DKIM key (``orders.transfers.testing.simulator``), made on first use and shared by every
     process: the private key sealed under ``SECRET_KEY``, the public key as DKIM's ``p=`` (base64 DER)."""
 
     selector = models.CharField(max_length=63, unique=True)

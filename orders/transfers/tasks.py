@@ -1,6 +1,6 @@
 """Background work of transfer detection: process an inbound message after its commit, retry the ones
 deferred by DNS or waiting for the order's confirmation, publish again the ones whose message was lost, and
-the seller's reminders and the partial-overdue sweep (``orders.transfers.reminders``)."""
+the seller's reminders and the partial-overdue sweep (``orders.transfers.decision.reminders``)."""
 
 import logging
 
@@ -8,15 +8,14 @@ from celery import shared_task
 
 from config.core.publish import publish
 from config.core.retrying import RetryingTask
-
-from . import reminders
+from orders.transfers.decision import reminders
 
 logger = logging.getLogger(__name__)
 
 # Every task of transfer detection has a soft time limit (``SoftTimeLimitExceeded`` raised in the task: a
 # message then ends with a case) and a hard one (the worker process is replaced), so that no message, file or
 # sweep holds a worker of the default queue, where the payout and confirmation work runs too. A message's hard limit
-# stays under its run's lease (``orders.transfers.process.LEASE``, 2 min).
+# stays under its run's lease (``orders.transfers.decision.process.LEASE``, 2 min).
 LIMITS = {
     "message": {"soft_time_limit": 60, "time_limit": 90},
     "sweep": {"soft_time_limit": 30, "time_limit": 60},
@@ -31,8 +30,8 @@ LIMITS = {
     base=RetryingTask, name="orders.transfers.tasks.message_process", acks_late=True, **LIMITS["message"]
 )
 def message_process(message_pk: int) -> str:
-    """Authenticate, parse, match and decide one stored message (``orders.transfers.process``)."""
-    from .process import message_process as process
+    """Authenticate, parse, match and decide one stored message (``orders.transfers.decision.process``)."""
+    from orders.transfers.decision.process import message_process as process
 
     return process(message_pk=message_pk)
 
@@ -84,8 +83,8 @@ def partial_overdue_sweep() -> int:
 
 @shared_task(name="orders.transfers.tasks.ses_sweep", acks_late=True, **LIMITS["long_sweep"])
 def ses_sweep() -> int:
-    """Store the SES S3 objects whose SNS notification never arrived (``orders.transfers.providers``)."""
-    from .providers import ses_sweep as sweep
+    """Store the SES S3 objects whose SNS notification never arrived (``orders.transfers.intake.providers``)."""
+    from orders.transfers.intake.providers import ses_sweep as sweep
 
     return sweep()
 
@@ -93,7 +92,7 @@ def ses_sweep() -> int:
 @shared_task(name="orders.transfers.tasks.ticket_files_sweep", **LIMITS["files_sweep"])
 def ticket_files_sweep() -> int:
     """Beat: check the ticket PDF of every pdf order whose check at confirmation never ran."""
-    from .files import ticket_files_sweep as sweep
+    from orders.transfers.files.check import ticket_files_sweep as sweep
 
     checked = sweep()
     if checked:
@@ -103,8 +102,8 @@ def ticket_files_sweep() -> int:
 
 @shared_task(name="orders.transfers.tasks.raw_purge", **LIMITS["long_sweep"])
 def raw_purge() -> int:
-    """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.retention``)."""
-    from .retention import raw_purge as purge
+    """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.decision.retention``)."""
+    from orders.transfers.decision.retention import raw_purge as purge
 
     return purge()
 
@@ -117,7 +116,7 @@ def raw_purge() -> int:
 )
 def platform_cases_reprocess(version_pk: int) -> dict:
     """A template version was activated: process its platform's open unparsed cases again."""
-    from .reading.reprocess import platform_cases_reprocess as reprocess
+    from orders.transfers.reading.reprocess import platform_cases_reprocess as reprocess
 
     return reprocess(version_pk=version_pk)
 
@@ -125,6 +124,6 @@ def platform_cases_reprocess(version_pk: int) -> dict:
 @shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due", **LIMITS["long_sweep"])
 def platform_cases_reprocess_due() -> int:
     """The open unparsed cases a version in force has not processed yet (its activation's message was lost)."""
-    from .reading.reprocess import platform_cases_reprocess_due as sweep
+    from orders.transfers.reading.reprocess import platform_cases_reprocess_due as sweep
 
     return sweep()

@@ -3,7 +3,7 @@ provider is set up as anymail's documentation describes (docs/operations/receivi
 
 from django.urls import path, re_path
 
-from .provider_views import MailgunInboundView, PostmarkInboundView, SESInboundView
+from orders.transfers.intake.provider_views import MailgunInboundView, PostmarkInboundView, SESInboundView
 
 urlpatterns = [
     path("amazon_ses/inbound/", SESInboundView.as_view(), name="inbound-amazon-ses"),

@@ -3,7 +3,7 @@ implementing ``PaymentPlatform``).
 
 It talks to the payment sandbox, the simulated payment platform inside the service (the ``payouts.sandbox``
 app: its records, its test numbers and its pages under ``/sandbox/``), reading and writing its records as a real
-provider's API would. (The transfer sandbox, test mode's signed transfer e-mails, is ``orders.transfers.sandbox``.)
+provider's API would. (The transfer sandbox, test mode's signed transfer e-mails, is ``orders.transfers.testing.simulator``.)
 """
 
 from __future__ import annotations

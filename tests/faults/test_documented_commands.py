@@ -23,7 +23,7 @@ from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
 from orders.models import Order
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 from tests.webhooks.conftest import Receiver
 
 from .conftest import ORDER_FORM, quote_body

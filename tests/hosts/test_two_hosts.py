@@ -33,7 +33,7 @@ RECEIVE = """
 import sys, django
 django.setup()
 from orders.models import Order
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 for order_id in sys.argv[1:]:
     order_receive(order=Order.objects.get(order_id=order_id), source="staff", actor="staff:hosts",
                   reason="Ticket received", accepted=True)

@@ -28,8 +28,8 @@ MACHINES = (
     ("WebhookEndpoint", "status", "orders/webhooks/machines.py", "ENABLED"),
     ("WebhookDelivery", "state", "orders/webhooks/machines.py", "PENDING"),
     ("WebhookAttempt", "status", "orders/webhooks/machines.py", "PENDING"),
-    ("Order", "transfer_state", "orders/transfers/state.py", "NONE"),
-    ("TransferCase", "state", "orders/transfers/state.py", "OPEN"),
+    ("Order", "transfer_state", "orders/transfers/decision/state.py", "NONE"),
+    ("TransferCase", "state", "orders/transfers/decision/state.py", "OPEN"),
 )
 # The names a row of each model goes by in app code (``charge.status = …``).
 ROW_NAMES = {

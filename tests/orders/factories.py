@@ -7,7 +7,7 @@ from decimal import Decimal
 from catalog.models import Row
 from orders.models import Order
 from orders.services import order_create, order_transition
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 from tests.catalog.factories import RowFactory
 from tests.quotes.factories import QuoteFactory, quote_token
 

@@ -12,7 +12,7 @@ from catalog.models import Row
 from orders.models import Order, OrderStatusHistory
 from orders.outbox import REASON_ACCEPTED_BY_STAFF
 from orders.services import order_transition
-from orders.transfers.state import transfer_accept
+from orders.transfers.decision.state import transfer_accept
 from payouts.services.progression import payouts_progress
 from tests.conftest import issue_token
 

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from orders.models import Order
-from orders.transfers.state import case_move, case_open
+from orders.transfers.decision.state import case_move, case_open
 from orders.webhooks.models import WebhookEndpoint
 from payouts.backoffice.dashboard import staff_dashboard
 from payouts.models import Charge, Dispute, Payout

@@ -9,7 +9,7 @@ from django.contrib.sessions.models import Session
 from django.core.management import call_command
 from django.db import connection
 
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order

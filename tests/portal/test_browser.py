@@ -16,7 +16,7 @@ import time_machine
 from django.utils import timezone
 
 from orders.models import Order
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 from partners.portal_services import portal_user_invite
 from payouts.models import Charge, CreditCard, PayoutAccount
 from payouts.services.progression import payouts_progress

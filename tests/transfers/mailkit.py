@@ -4,10 +4,10 @@ DKIM signing, and a resolver that publishes the keys.
     key = make_key("tickets.example", "k1")                  # RSA 2048 (bits=512 for a short key)
     raw = transfer_email(order.transfer_address, sender="Tickets <transfers@tickets.example>")
     signed = sign(raw, key)                                  # h=from:to:subject:date:message-id
-    with use_resolver(resolver_for(key)):                    # orders.transfers.dns
+    with use_resolver(resolver_for(key)):                    # orders.transfers.authenticity.dns
         verdict = authenticate(signed, message=..., order=order)
 
-For the sandbox platform itself, sign with ``orders.transfers.sandbox.sandbox_sign`` (the service's own key,
+For the sandbox platform itself, sign with ``orders.transfers.testing.simulator.sandbox_sign`` (the service's own key,
 answered by the service's resolver without any DNS) and leave the resolver alone, or install
 ``resolver_for()`` with no keys so nothing reaches real DNS.
 """
@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.utils import timezone
 
-from orders.transfers.dns import StaticResolver
+from orders.transfers.authenticity.dns import StaticResolver
 
 SANDBOX_FROM = "Sandbox Tickets <transfers@sandbox.invalid>"
 SIGNED_HEADERS = ("from", "to", "subject", "date", "message-id")

@@ -4,7 +4,7 @@
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 from payouts.services.progression import payouts_progress
 from tests.orders.conftest import create_order
 

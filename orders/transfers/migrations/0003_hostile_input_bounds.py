@@ -7,7 +7,7 @@ DEFERRING = ("mismatch", "unparsed", "partial_overdue", "duplicate_barcode", "re
 
 
 def cases_defer_by_kind(apps, schema_editor):
-    """The open cases that could still lead to a payout keep holding the expiry (orders.transfers.state)."""
+    """The open cases that could still lead to a payout keep holding the expiry (orders.transfers.decision.state)."""
     from django.db.models import Q
 
     TransferCase = apps.get_model("transfers", "TransferCase")

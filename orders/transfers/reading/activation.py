@@ -16,10 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.core.publish import publish_on_commit
-
-from ..models import PlatformTemplateVersion
-from .templates_store import TEMPLATE_MACHINE, data_validate, versions_seed
-from .trial import template_trial
+from orders.transfers.models import PlatformTemplateVersion
+from orders.transfers.reading.templates_store import TEMPLATE_MACHINE, data_validate, versions_seed
+from orders.transfers.reading.trial import template_trial
 
 V = PlatformTemplateVersion
 

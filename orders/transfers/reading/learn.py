@@ -19,9 +19,9 @@ from urllib.parse import urlsplit
 
 import regex
 
-from .. import platforms
-from ..matching import normalise
-from ..models import Order
+from orders.transfers.models import Order
+from orders.transfers.reading import platforms
+from orders.transfers.reading.matching import normalise
 
 FIELDS = ("event", "venue", "start", "section", "row", "seats", "quantity", "accept_link")
 LABELS = {

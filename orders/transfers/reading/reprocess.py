@@ -2,7 +2,7 @@
 (docs/staff-guide.md "Re-processing").
 
 Each case's message goes through the whole processing again — authentication, parsing, matching and the
-decision (``orders.transfers.process``) — so an order moves only when everything holds, through the same
+decision (``orders.transfers.decision.process``) — so an order moves only when everything holds, through the same
 decision as a new message. Under the case's and the message's locks, and only while the case is still an open
 ``unparsed`` one: a second run (a task delivered twice, a second activation) changes nothing. A message the
 version still cannot read leaves its case open, noting the version tried. Otherwise the case is closed
@@ -17,9 +17,11 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from .. import intake, platforms, process, state
-from ..bounds import mime_shape
-from ..models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.decision import process, state
+from orders.transfers.intake import receive as intake
+from orders.transfers.intake.bounds import mime_shape
+from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.reading import platforms
 
 logger = logging.getLogger(__name__)
 CS, Kind = TransferCase.State, TransferCase.Kind

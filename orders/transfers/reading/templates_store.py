@@ -21,9 +21,8 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Max
 
 from config.core.statemachine import StateMachine
-
-from .. import platforms
-from ..models import PlatformTemplateHistory, PlatformTemplateVersion
+from orders.transfers.models import PlatformTemplateHistory, PlatformTemplateVersion
+from orders.transfers.reading import platforms
 
 V = PlatformTemplateVersion
 SHIPPED_ACTOR = "system:shipped"

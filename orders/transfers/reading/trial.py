@@ -14,9 +14,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .. import intake, platforms
-from ..matching import match
-from ..models import InboundMessage, TransferCase
+from orders.transfers.intake import receive as intake
+from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.reading import platforms
+from orders.transfers.reading.matching import match
 
 R = TransferCase.Resolution
 MAX_MESSAGES = 500
@@ -96,7 +97,7 @@ def _would(parsed, order) -> tuple[str, list[str]]:
 
 def template_trial(*, platform: str, data: dict) -> Trial:
     """``data`` (a version's template) against the platform's stored authentic messages, newest first."""
-    from .templates_store import data_validate
+    from orders.transfers.reading.templates_store import data_validate
 
     template = data_validate(data, platform=platform)
     messages = (

@@ -1,6 +1,6 @@
 """The per-platform report of the admin's "Platform templates" page (selectors, read-only): the stored mail
 (messages received, received automatically, cases by kind), the template versions in force, and the corpus of
-captured e-mails measured as ``make transfer-corpus`` measures it (``orders.transfers.corpus``, the same
+captured e-mails measured as ``make transfer-corpus`` measures it (``orders.transfers.testing.corpus``, the same
 function and the same figures)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 from django.conf import settings
 from django.db.models import Count
 
-from .. import platforms
-from ..corpus import corpus_run, corpus_summary
-from ..models import InboundMessage, PlatformTemplateVersion, TransferCase
-from ..reading.templates_store import platform_names, version_in_force
+from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.reading import platforms
+from orders.transfers.reading.templates_store import platform_names, version_in_force
+from orders.transfers.testing.corpus import corpus_run, corpus_summary
 
 
 def corpus_folder() -> Path:
@@ -119,6 +119,6 @@ def platforms_report(*, with_corpus: bool = True) -> list[PlatformRow]:
 
 
 def _shipped(name: str) -> bool:
-    from ..reading.templates_store import shipped_file
+    from orders.transfers.reading.templates_store import shipped_file
 
     return shipped_file(name) is not None

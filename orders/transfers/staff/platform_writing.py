@@ -13,11 +13,11 @@ from django.urls import reverse
 
 from config.core.admin_permissions import require
 from config.core.confirmation import staff_actor
-
-from .. import intake, platforms
-from ..models import PlatformTemplateVersion, TransferCase
-from ..reading import learn as learning
-from ..reading.templates_store import (
+from orders.transfers.intake import receive as intake
+from orders.transfers.models import PlatformTemplateVersion, TransferCase
+from orders.transfers.reading import learn as learning
+from orders.transfers.reading import platforms
+from orders.transfers.reading.templates_store import (
     TemplateInvalid,
     data_dump,
     data_in_force,

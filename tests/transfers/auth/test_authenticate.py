@@ -9,11 +9,11 @@ import dkim
 import pytest
 from django.utils import timezone
 
-from orders.transfers import auth
-from orders.transfers.auth import authenticate
-from orders.transfers.dns import DnsTempError, StaticResolver, use_resolver
+from orders.transfers.authenticity import authenticate as auth
+from orders.transfers.authenticity.authenticate import authenticate
+from orders.transfers.authenticity.dns import DnsTempError, StaticResolver, use_resolver
 from orders.transfers.models import InboundMessage
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.transfers.mailkit import inbound_message, make_key, resolver_for, sign, transfer_email
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]

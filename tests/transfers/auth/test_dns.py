@@ -11,8 +11,8 @@ import dns.rdatatype
 import dns.rrset
 import pytest
 
-from orders.transfers import dns as transfer_dns
-from orders.transfers.dns import (
+from orders.transfers.authenticity import dns as transfer_dns
+from orders.transfers.authenticity.dns import (
     DnsNotFound,
     DnsPythonResolver,
     DnsTempError,
@@ -25,7 +25,7 @@ from orders.transfers.dns import (
     set_resolver,
     use_resolver,
 )
-from orders.transfers.sandbox import sandbox_public_txt
+from orders.transfers.testing.simulator import sandbox_public_txt
 
 
 class Nameserver:

@@ -7,10 +7,10 @@ import dkim
 import pytest
 from django.db import connection
 
-from orders.transfers import sandbox
-from orders.transfers.dns import StaticResolver, dkim_dnsfunc, get_resolver, use_resolver
+from orders.transfers.authenticity.dns import StaticResolver, dkim_dnsfunc, get_resolver, use_resolver
 from orders.transfers.models import SandboxSigningKey
-from orders.transfers.sandbox import sandbox_key, sandbox_public_txt, sandbox_sign
+from orders.transfers.testing import simulator as sandbox
+from orders.transfers.testing.simulator import sandbox_key, sandbox_public_txt, sandbox_sign
 from tests.transfers.mailkit import transfer_email
 
 pytestmark = pytest.mark.embedded

@@ -1,6 +1,6 @@
 """End to end, as a partner's order lives it: a partner with both pairs of credentials, orders made and
 confirmed through the API, the transfer e-mail handed to the one intake entry point
-(``orders.transfers.intake.message_receive``) and processed after its commit, DKIM signed for real.
+(``orders.transfers.intake.receive.message_receive``) and processed after its commit, DKIM signed for real.
 
 A platform of the tests' own, ``ticketsexample`` (``mail.tickets-example.com``), is registered through the
 ``TRANSFER_PLATFORM_DIRS`` setting, its signing key made here and published by a ``StaticResolver``: every
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import pytest
 
 from orders.models import Notification, Order
-from orders.transfers import intake
-from orders.transfers.dns import use_resolver
+from orders.transfers.authenticity.dns import use_resolver
+from orders.transfers.intake import receive as intake
 from orders.transfers.models import InboundMessage, TransferCase
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.catalog.factories import RowFactory
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
 from tests.transfers.mailkit import DkimKey, make_key, resolver_for, transfer_email

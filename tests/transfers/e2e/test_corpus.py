@@ -18,7 +18,7 @@ from django.utils import timezone
 from catalog.services import local_event_date
 from orders.models import Order
 from orders.transfers.models import InboundMessage
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 from tests.testmode.conftest import api_order
 

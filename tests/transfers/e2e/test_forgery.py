@@ -15,7 +15,7 @@ import dkim
 import pytest
 
 from orders.models import Order
-from orders.transfers.dns import StaticResolver, use_resolver
+from orders.transfers.authenticity.dns import StaticResolver, use_resolver
 from orders.transfers.models import InboundMessage, TransferCase
 from tests.transfers.mailkit import make_key, resolver_for, sign
 

@@ -7,8 +7,8 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from orders.models import Notification, Order
-from orders.transfers import platforms
 from orders.transfers.models import InboundMessage
+from orders.transfers.reading import platforms
 from tests.transfers.mailkit import sign
 
 from .conftest import PLATFORM, PLATFORM_FROM, PLATFORM_YAML, deliver, mail_for, open_cases, snapshot

@@ -10,8 +10,8 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from orders.models import Notification, Order
+from orders.transfers.intake.smtp import TransferMailController, TransferMailHandler
 from orders.transfers.models import InboundMessage
-from orders.transfers.smtp import TransferMailController, TransferMailHandler
 from tests.catalog.factories import RowFactory
 from tests.faults.live import free_port, wait_for
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs

@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 
 from bench.ticket_files import barcode_png, ticket_pdf
-from orders.transfers import barcodes
-from orders.transfers.barcodes import ticket_file_read
+from orders.transfers.reading import barcodes
+from orders.transfers.reading.barcodes import ticket_file_read
 
 from .helpers import codes
 

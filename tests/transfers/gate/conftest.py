@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from orders.models import Order
 from orders.services import order_create, order_transition
-from orders.transfers.state import order_receive
+from orders.transfers.decision.state import order_receive
 from tests.orders.conftest import create_order, pdf_upload
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory, quote_token

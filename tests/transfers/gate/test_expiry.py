@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from orders.services import orders_expire_overdue
-from orders.transfers import state
+from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
 
 from .conftest import awaiting_order

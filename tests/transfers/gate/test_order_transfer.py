@@ -11,7 +11,7 @@ import time_machine
 
 from orders import outbox
 from orders.models import Notification, Order
-from orders.transfers import state
+from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
 
 from .conftest import awaiting_order, received_order

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from orders import outbox
 from orders.models import Order
-from orders.transfers import state
+from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
 from payouts.models import Payout
 from payouts.services.progression import payouts_create_missing, payouts_progress

@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from config.settings_parts.beat import beat_schedule
 from orders.transfers import tasks
-from orders.transfers.intake import message_receive, raw_read
+from orders.transfers.decision.retention import raw_purge
+from orders.transfers.intake.receive import message_receive, raw_read
 from orders.transfers.models import InboundMessage
-from orders.transfers.retention import raw_purge
 
 from .conftest import awaiting_order
 

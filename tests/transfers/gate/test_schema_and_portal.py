@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from orders import outbox
-from orders.transfers import state
+from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
 from tests.portal.fixtures import portal_login
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from orders.transfers import state
+from orders.transfers.decision import state
 from orders.webhooks.models import WebhookEndpoint
 from tests.conftest import assert_error
 from tests.portal.fixtures import portal_login

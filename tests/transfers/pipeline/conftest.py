@@ -8,8 +8,9 @@ import pytest
 
 from catalog.services import local_event_date
 from orders.services import order_create, order_transition
-from orders.transfers import intake, process
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.decision import process
+from orders.transfers.intake import receive as intake
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 from tests.orders.factories import PATH
 from tests.quotes.factories import QuoteFactory, quote_token

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orders.transfers.corpus import corpus_run, corpus_summary, main
+from orders.transfers.testing.corpus import corpus_run, corpus_summary, main
 
 pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
 

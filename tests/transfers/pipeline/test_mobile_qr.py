@@ -12,9 +12,9 @@ from django.utils import timezone
 from bench.ticket_files import barcode_png
 from orders.models import Notification, Order
 from orders.services import order_create, order_transition
-from orders.transfers.intake import message_receive
+from orders.transfers.intake.receive import message_receive
 from orders.transfers.models import InboundMessage, TransferCase
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory, quote_token
 from tests.transfers.files.helpers import codes

@@ -9,10 +9,12 @@ from django.db import connection
 from django.utils import timezone
 
 from orders.models import Order
-from orders.transfers import auth, intake, process
-from orders.transfers.dns import DnsTempError, StaticResolver, use_resolver
+from orders.transfers.authenticity import authenticate as auth
+from orders.transfers.authenticity.dns import DnsTempError, StaticResolver, use_resolver
+from orders.transfers.decision import process
+from orders.transfers.decision.reminders import messages_process_due, partial_overdue_sweep
+from orders.transfers.intake import receive as intake
 from orders.transfers.models import InboundMessage, TransferCase
-from orders.transfers.reminders import messages_process_due, partial_overdue_sweep
 
 from . import mail
 from .conftest import transfer_order

@@ -7,10 +7,16 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from orders.models import Order
-from orders.transfers import platforms
-from orders.transfers.corpus import corpus_order
-from orders.transfers.matching import normalise, seats_normalise
-from orders.transfers.platforms import order_platforms, parse, platform_for_domain, registry, registry_load
+from orders.transfers.reading import platforms
+from orders.transfers.reading.matching import normalise, seats_normalise
+from orders.transfers.reading.platforms import (
+    order_platforms,
+    parse,
+    platform_for_domain,
+    registry,
+    registry_load,
+)
+from orders.transfers.testing.corpus import corpus_order
 
 from . import mail
 

@@ -139,7 +139,7 @@ def sns_key():
         from cryptography.hazmat.primitives import hashes
         from cryptography.x509.oid import NameOID
 
-        from orders.transfers.sns import certificate_trust
+        from orders.transfers.intake.sns import certificate_trust
 
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])
@@ -163,7 +163,7 @@ def sns_sign(body: dict, version: str = "1") -> dict:
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.asymmetric import padding
 
-    from orders.transfers.sns import string_to_sign
+    from orders.transfers.intake.sns import string_to_sign
 
     body = {**body, "SignatureVersion": version, "SigningCertURL": SNS_CERT_URL}
     algorithm = hashes.SHA1() if version == "1" else hashes.SHA256()

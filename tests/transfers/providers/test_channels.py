@@ -9,7 +9,7 @@ import json
 import pytest
 from django.test import Client
 
-from orders.transfers.intake import message_receive, raw_read
+from orders.transfers.intake.receive import message_receive, raw_read
 from orders.transfers.models import InboundMessage
 
 from .conftest import BUCKET, PREFIX

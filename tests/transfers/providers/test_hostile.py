@@ -17,9 +17,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from orders.transfers import sns
+from orders.transfers.intake import sns
+from orders.transfers.intake.providers import ses_sweep, webhook_body_limit
 from orders.transfers.models import InboundMessage
-from orders.transfers.providers import ses_sweep, webhook_body_limit
 from tests.orders.factories import make_order
 
 from .conftest import BUCKET, PREFIX
@@ -179,8 +179,9 @@ def test_a_smuggled_to_posted_by_a_provider_opens_unverifiable_and_moves_nothing
 ):
     """A provider cannot refuse at DATA: the genuine signed mail of another order, with an unsigned line on
     top hiding a To of this order behind a bare CR (or LF), is posted over HTTP and nothing is read from it."""
-    from orders.transfers import process, sandbox
+    from orders.transfers.decision import process
     from orders.transfers.models import TransferCase
+    from orders.transfers.testing import simulator as sandbox
     from tests.transfers.pipeline import conftest as pipeline
     from tests.transfers.pipeline import mail
 

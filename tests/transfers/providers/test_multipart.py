@@ -2,7 +2,7 @@
 
 import pytest
 
-from orders.transfers.providers import multipart_fields, multipart_parts
+from orders.transfers.intake.providers import multipart_fields, multipart_parts
 
 from .signed import multipart
 

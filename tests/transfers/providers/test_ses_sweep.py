@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from config.settings_parts.beat import inbound_beat_schedule
 from config.settings_parts.inbound import anymail_settings
-from orders.transfers.intake import raw_read
+from orders.transfers.intake.providers import ses_sweep
+from orders.transfers.intake.receive import raw_read
 from orders.transfers.models import InboundMessage
-from orders.transfers.providers import ses_sweep
 from orders.transfers.tasks import ses_sweep as ses_sweep_task
 
 from .conftest import BUCKET, PREFIX

@@ -8,7 +8,7 @@ import smtplib
 import pytest
 from django.db import connection
 
-from orders.transfers.smtp import TransferMailController, TransferMailHandler
+from orders.transfers.intake.smtp import TransferMailController, TransferMailHandler
 from tests.faults.live import free_port
 from tests.transfers.e2e.conftest import dns, platform, platform_key  # noqa: F401  (fixtures)
 
@@ -34,8 +34,8 @@ def smtp_client(listen: str) -> smtplib.SMTP:
 
 @pytest.fixture
 def sandbox_signer():
-    """``orders.transfers.sandbox.sandbox_sign``: the sandbox platform's signer, its key made on first use."""
-    from orders.transfers.sandbox import sandbox_sign
+    """``orders.transfers.testing.simulator.sandbox_sign``: the sandbox platform's signer, its key made on first use."""
+    from orders.transfers.testing.simulator import sandbox_sign
 
     return sandbox_sign
 

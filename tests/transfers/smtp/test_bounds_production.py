@@ -18,9 +18,10 @@ from django.utils import timezone
 from bench.transfers_hostile import bomb_mail, poison_nest, signature_flood
 from config.celery import app as celery_app
 from orders.models import Order
-from orders.transfers import intake, reminders
+from orders.transfers.decision import reminders
+from orders.transfers.intake import receive as intake
 from orders.transfers.models import InboundMessage, TicketFileCheck, TransferCase
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.faults.conftest import _reset_router
 from tests.faults.live import BIN, Processes, production_env, wait_for
 from tests.transfers.e2e.conftest import genuine

@@ -13,9 +13,9 @@ import pytest
 from django.utils import timezone
 
 from bench.transfers_hostile import pdf_bomb
-from orders.transfers.dns import StaticResolver, use_resolver
+from orders.transfers.authenticity.dns import StaticResolver, use_resolver
 from orders.transfers.models import InboundMessage, TicketFileCheck, TransferCase
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory, quote_token
 

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from orders.models import Order
-from orders.transfers import smtp as smtp_module
+from orders.transfers.intake import smtp as smtp_module
 from orders.transfers.models import InboundMessage, TransferCase
 from tests.conftest import make_partner
 from tests.faults.live import wait_for
@@ -55,7 +55,7 @@ def test_the_smuggled_to_handed_over_without_the_receiver_opens_a_case_that_does
     waiting_orders, dns, django_capture_on_commit_callbacks
 ):
     """A provider's webhook cannot refuse at DATA: the same bytes reach the processing, which reads nothing."""
-    from orders.transfers import intake
+    from orders.transfers.intake import receive as intake
 
     order, other = waiting_orders(), waiting_orders()
     with django_capture_on_commit_callbacks(execute=True):

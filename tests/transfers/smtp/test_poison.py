@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from config.celery import app
 from orders.services import orders_expire_overdue
-from orders.transfers import process, reminders
-from orders.transfers.dns import use_resolver
+from orders.transfers.authenticity.dns import use_resolver
+from orders.transfers.decision import process, reminders
+from orders.transfers.decision.retention import raw_purge
 from orders.transfers.models import InboundMessage, TransferCase
-from orders.transfers.retention import raw_purge
-from orders.transfers.sandbox import sandbox_sign
+from orders.transfers.testing.simulator import sandbox_sign
 from tests.transfers.e2e.conftest import PLATFORM, PLATFORM_FROM, genuine, mail_for
 from tests.transfers.mailkit import inbound_message, resolver_for, sign
 

@@ -10,7 +10,7 @@ import smtplib
 import pytest
 from django.db import OperationalError
 
-from orders.transfers import intake
+from orders.transfers.intake import receive as intake
 from orders.transfers.models import InboundMessage
 from tests.conftest import make_partner
 from tests.orders.factories import make_order

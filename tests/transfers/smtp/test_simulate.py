@@ -14,9 +14,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from orders.models import Order
-from orders.transfers import intake
-from orders.transfers.mail_compose import compose_sandbox_transfer
+from orders.transfers.intake import receive as intake
 from orders.transfers.models import InboundMessage
+from orders.transfers.testing.mail_compose import compose_sandbox_transfer
 from tests.conftest import assert_error
 from tests.faults.live import ROOT, free_port, production_env
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
@@ -128,14 +128,14 @@ def test_the_forged_variant_is_signed_with_a_key_the_sandbox_never_published(
 
 def _public_key_record(raw: bytes, sandbox_signer) -> bytes:
     try:
-        from orders.transfers.sandbox import sandbox_public_txt
+        from orders.transfers.testing.simulator import sandbox_public_txt
 
         return sandbox_public_txt()
     except ImportError:
         # The tests' fallback signer: its key is the one the fallback module was made with.
         import sys as _sys
 
-        return _sys.modules["orders.transfers.sandbox"].public_txt
+        return _sys.modules["orders.transfers.testing.simulator"].public_txt
 
 
 @pytest.mark.parametrize("variant", ["partial", "wrong_row"])

@@ -1,6 +1,6 @@
 """Transfer cases for the staff pages, built the way the pipeline leaves them: the platform's e-mail (DKIM-signed
 with a key made here) stored through ``intake.message_receive``, its verdicts on the message, the evidence, the
-order's transfer moved and the case opened through ``orders.transfers.state``."""
+order's transfer moved and the case opened through ``orders.transfers.decision.state``."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from orders import outbox
 from orders.models import Order
-from orders.transfers import state
-from orders.transfers.intake import message_receive
+from orders.transfers.decision import state
+from orders.transfers.decision.verdicts import AuthVerdict, MatchResult
+from orders.transfers.intake.receive import message_receive
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
-from orders.transfers.verdicts import AuthVerdict, MatchResult
 
 SELECTOR, DOMAIN = b"s2026", b"sandbox.invalid"
 _KEYS: dict[str, tuple[bytes, bytes]] = {}

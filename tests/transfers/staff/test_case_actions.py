@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from orders.models import Notification, Order
-from orders.transfers.admin_actions import ACTIONS
 from orders.transfers.models import TransferCase, TransferCaseHistory, TransferStateHistory
+from orders.transfers.staff.admin.actions import ACTIONS
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from orders.models import Notification, Order
-from orders.transfers import state
+from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
 from payouts.backoffice.dashboard import staff_dashboard
 from tests.conftest import make_partner

@@ -7,8 +7,8 @@ import pytest
 from django.db import connections
 
 from orders.models import Order, OrderStatusHistory
-from orders.transfers.admin_actions import ACTIONS, Refused, case_act
 from orders.transfers.models import TransferCaseHistory
+from orders.transfers.staff.admin.actions import ACTIONS, Refused, case_act
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 

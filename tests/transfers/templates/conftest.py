@@ -12,9 +12,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
 from orders.models import Order
-from orders.transfers import platforms
-from orders.transfers.dns import use_resolver
+from orders.transfers.authenticity.dns import use_resolver
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.reading import platforms
 from orders.transfers.reading.activation import version_activate, version_approve
 from orders.transfers.reading.learn import kind_data, learn
 from orders.transfers.reading.templates_store import version_create

@@ -18,8 +18,8 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from orders.models import Order
+from orders.transfers.decision.state import case_move
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
-from orders.transfers.state import case_move
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
 
 from .conftest import STAFF_PASSWORD, staff

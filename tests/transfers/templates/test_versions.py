@@ -10,10 +10,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
-from orders.transfers import corpus, platforms
 from orders.transfers.models import PlatformTemplateVersion
+from orders.transfers.reading import platforms
 from orders.transfers.reading.activation import version_activate
 from orders.transfers.reading.templates_store import data_dump, shipped_data, version_create, versions_seed
+from orders.transfers.testing import corpus
 from tests.transfers.staff.stagepass import PLATFORM, stagepass_mail
 
 from .conftest import stagepass_template

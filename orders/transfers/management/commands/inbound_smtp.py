@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from config.deploy.exporter import start_from_settings as start_metrics_exporter
-from orders.transfers.smtp import TransferMailController, TransferMailHandler, parse_listen
+from orders.transfers.intake.smtp import TransferMailController, TransferMailHandler, parse_listen
 
 # Test hook (tests/transfers/smtp/test_crash.py): seconds the receiver waits after a message is committed
 # before it answers 250, so a test can kill it in that window. Never set in a deployment.
@@ -48,7 +48,7 @@ class Command(BaseCommand):
                 "listening there. Stop it, or set INBOUND_SMTP_LISTEN=host:port to another port."
             )
         # aiosmtpd logs every command of every session, addresses included: its warnings only. The receiver
-        # logs one line per message itself (orders.transfers.smtp).
+        # logs one line per message itself (orders.transfers.intake.smtp).
         logging.getLogger("mail.log").setLevel(logging.WARNING)
         hold = float(os.environ.get(HOLD_AFTER_STORE_ENV) or 0)
         handler = TransferMailHandler(threads=options["threads"], hold_after_store=hold)

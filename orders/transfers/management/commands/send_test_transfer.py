@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from orders.models import Order
-from orders.transfers import mail_compose
+from orders.transfers.testing import mail_compose
 
 
 class Command(BaseCommand):

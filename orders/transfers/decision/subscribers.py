@@ -1,0 +1,40 @@
+"""The transfer detection's reactions to order changes (``orders.signals``).
+
+A transfer e-mail can arrive before the order's confirmation ran (the seller is quick, the worker busy): it
+is authenticated and matched at once, and waits (``deferred``) for the order to reach
+``awaiting_transfer``. The confirmation's ``order.status_changed`` makes it due at once, so the order moves
+on within a task's latency of its confirmation instead of at the next retry.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from django.utils import timezone
+
+from config.core.publish import publish
+from orders.models import Notification, Order
+from orders.transfers.decision.decide import WAITING
+from orders.transfers.models import InboundMessage
+
+PROCESS_TASK = "orders.transfers.tasks.message_process"
+
+
+def waiting_messages_release(*, order_pk: int) -> list[int]:
+    """Make the order's messages that wait for its confirmation due now and publish them; returns their pks."""
+    waiting = InboundMessage.objects.filter(
+        Q(verdicts__decision__action=WAITING),
+        order_id=order_pk,
+        stage=InboundMessage.Stage.DEFERRED,
+        authentic=True,
+    )
+    pks = list(waiting.values_list("pk", flat=True))
+    if pks:
+        InboundMessage.objects.filter(pk__in=pks).update(next_attempt_at=timezone.now())
+        for pk in pks:
+            publish(PROCESS_TASK, pk)
+    return pks
+
+
+def on_order_status_changed(notification: Notification) -> None:
+    if notification.payload["data"]["order"]["status"] == Order.Status.AWAITING_TRANSFER:
+        waiting_messages_release(order_pk=notification.order_id)

@@ -1,0 +1,134 @@
+"""The one entry point of inbound mail: every channel (the SMTP receiver, the e-mail providers' inbound
+webhooks, test mode's simulated transfers) hands the raw bytes here.
+
+``message_receive`` stores the raw message through the storage API (content-addressed, so one copy serves
+every recipient), writes one ``InboundMessage`` row per accepted recipient and commits, all before the caller
+answers its sender; the processing is published after commit (run in-process in the embedded default). A
+sender's retry of the same bytes to the same recipient finds its row and changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+
+from config.core.publish import publish_on_commit
+from orders.models import Order
+from orders.transfers.models import InboundMessage
+
+logger = logging.getLogger(__name__)
+
+S = Order.Status
+# The statuses whose transfer address takes mail (docs/operations/receiving-mail.md "Transfer detection"): the order still waits
+# for its tickets, or its received transfer may still be accepted on the platform or recalled by the seller.
+RECEIVING_STATUSES = (S.ACCEPTED, S.AWAITING_TRANSFER, S.TICKET_RECEIVED, S.PAYOUT_IN_PROCESS, S.SCHEDULED)
+PROCESS_TASK = "orders.transfers.tasks.message_process"
+
+
+class MessageTooLarge(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Received:
+    message: InboundMessage
+    created: bool  # False: the same bytes to the same recipient were already stored (a retry)
+
+
+def normalise_address(address: str) -> str:
+    address = (address or "").strip().strip("<>").strip()
+    local, _, domain = address.rpartition("@")
+    return f"{local.lower()}@{domain.lower()}" if local else address.lower()
+
+
+def recipient_order(address: str) -> Order | None:
+    """The order whose transfer address this is, if the address takes mail now (else the receiver says 550)."""
+    address = normalise_address(address)
+    if not address.endswith("@" + settings.ORDER_TRANSFER_ADDRESS_DOMAIN.lower()):
+        return None
+    return Order.objects.filter(transfer_address=address, status__in=RECEIVING_STATUSES).first()
+
+
+def raw_storage_name(sha256: str) -> str:
+    return f"inbound/{sha256[:2]}/{sha256}.eml"
+
+
+def raw_store(raw: bytes, sha256: str) -> str:
+    name = raw_storage_name(sha256)
+    if default_storage.exists(name):
+        return name
+    return default_storage.save(name, ContentFile(raw))
+
+
+def raw_read(message: InboundMessage) -> bytes | None:
+    """The raw bytes of ``message``; ``None`` once purged (or never stored: a provider gave no raw MIME)."""
+    if not message.raw.name:
+        return None
+    try:
+        with default_storage.open(message.raw.name, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def message_receive(
+    raw: bytes | None,
+    *,
+    recipients: list[str],
+    channel: str,
+    mail_from: str = "",
+    peer: str = "",
+    helo: str = "",
+    verdicts: dict | None = None,
+) -> list[Received]:
+    """Store ``raw`` for each recipient that is a receiving transfer address, commit, and publish the processing.
+
+    ``raw`` is ``None`` when a provider handed over no raw MIME: the row is stored (its sha256 taken over the
+    provider's parsed payload in ``verdicts["provider"]``) and processing opens an ``unverifiable`` case.
+    ``verdicts`` holds what the channel already knows (SPF on direct SMTP, a provider's spam and virus
+    flags). Recipients that are not receiving transfer addresses are skipped (the SMTP receiver refused them
+    at RCPT already). Raises ``MessageTooLarge`` above ``INBOUND_MAX_BYTES``.
+    """
+    if raw is not None and len(raw) > settings.INBOUND_MAX_BYTES:
+        raise MessageTooLarge(f"{len(raw)} bytes is more than {settings.INBOUND_MAX_BYTES}")
+    body = raw if raw is not None else repr(sorted((verdicts or {}).get("provider", {}).items())).encode()
+    sha256 = hashlib.sha256(body).hexdigest()
+    stored_name = raw_store(raw, sha256) if raw is not None else ""
+    results: list[Received] = []
+    for address in dict.fromkeys(normalise_address(r) for r in recipients):
+        order = recipient_order(address)
+        if order is None:
+            continue
+        message = InboundMessage(
+            channel=channel,
+            recipient=address,
+            sha256=sha256,
+            size=len(raw) if raw is not None else 0,
+            mail_from=mail_from[:254],
+            peer=peer[:100],
+            helo=helo[:254],
+            order=order,
+            verdicts=dict(verdicts or {}),
+        )
+        message.raw.name = stored_name
+        results.append(_row_once(message))
+    return results
+
+
+def _row_once(message: InboundMessage) -> Received:
+    # Race: the sender's retry arriving while the first delivery is being stored — the unique
+    # (sha256, recipient) index lets one insert win; the other finds its row.
+    try:
+        with transaction.atomic():
+            message.save(force_insert=True)
+            publish_on_commit(PROCESS_TASK, message.pk)
+    except IntegrityError:
+        existing = InboundMessage.objects.get(sha256=message.sha256, recipient=message.recipient)
+        return Received(message=existing, created=False)
+    return Received(message=message, created=True)
