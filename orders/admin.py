@@ -17,10 +17,9 @@ from django.utils.html import format_html, format_html_join
 from config.core.admin_permissions import staff_may
 from config.core.history_admin import StatusHistoryInline
 from config.core.modes import ModeFilter
-from orders.transfers.staff.admin.order import OrderTransferAdminMixin
 from quotes.models import ORDER_SNAPSHOT_FIELDS
 
-from . import services
+from . import extensions, services
 from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
 
@@ -48,7 +47,11 @@ class NotificationInline(admin.TabularInline):
 
 
 # Not registered here: the back office at the top of the house registers it once, with the order's money.
-class OrderAdmin(OrderTransferAdminMixin, OrderLifecycleAdminMixin, admin.ModelAdmin):
+class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
+    """The order's list and page. The sub-apps add their sections, displays and list actions through
+    ``orders.extensions.order_admin_extend`` (transfer detection's panel and "Mark accepted on platform"), looked
+    up when a page is drawn: the order core never imports them."""
+
     list_display = (
         "order_id",
         "status",
@@ -87,7 +90,6 @@ class OrderAdmin(OrderTransferAdminMixin, OrderLifecycleAdminMixin, admin.ModelA
     date_hierarchy = "created_at"
     list_select_related = ("partner", "event")
     ordering = ("-created_at", "-id")
-    actions = ("mark_ticket_received", "mark_accepted_on_platform", "cancel_orders")
     inlines = (OrderStatusHistoryInline, NotificationInline)
     change_form_template = "admin/orders/order/change_form.html"
     fieldsets = (
@@ -118,7 +120,6 @@ class OrderAdmin(OrderTransferAdminMixin, OrderLifecycleAdminMixin, admin.ModelA
                 )
             },
         ),
-        ("Transfer", {"fields": ("transfer_panel",)}),
         (
             "Quote snapshot",
             {
@@ -147,9 +148,38 @@ class OrderAdmin(OrderTransferAdminMixin, OrderLifecycleAdminMixin, admin.ModelA
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
 
+    @property
+    def actions(self) -> tuple:  # type: ignore[override]
+        added = tuple(name for extension in extensions.ORDER_ADMIN_EXTENSIONS for name in extension.actions)
+        return ("mark_ticket_received", *added, "cancel_orders")
+
+    def get_action(self, action):
+        if isinstance(action, str) and not hasattr(self.__class__, action):
+            try:
+                func = extensions.order_admin_attribute(action)
+            except AttributeError:
+                return super().get_action(action)
+            return func, action, self._get_action_description(func, action)
+        return super().get_action(action)
+
+    def __getattr__(self, name: str):
+        # A display or permission check a sub-app added (``orders.extensions``), bound to this admin.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        attribute = extensions.order_admin_attribute(name)
+        return attribute.__get__(self, type(self)) if hasattr(attribute, "__get__") else attribute
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = list(self.fieldsets)
+        at = next(i for i, (title, _) in enumerate(fieldsets) if title == "Delivery") + 1
+        for extension in extensions.ORDER_ADMIN_EXTENSIONS:
+            fieldsets[at:at] = extension.fieldsets
+            at += len(extension.fieldsets)
+        return fieldsets
+
     def get_readonly_fields(self, request, obj=None):
         # Everything is read-only: orders change only through the life-cycle actions.
-        return [f for fieldset in self.fieldsets for f in fieldset[1]["fields"]]
+        return [f for fieldset in self.get_fieldsets(request, obj) for f in fieldset[1]["fields"]]
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -1,8 +1,8 @@
 """The order admin's life-cycle actions: the list's bulk actions and the order page's buttons ("Cancel order",
 "Mark tickets received"), each behind the staff confirmation (``config.core.confirmation``: the orders listed, a
 reason for the history, its own named permission checked on every request). Every move goes through
-``orders.services.order_transition`` (marking received through ``orders.transfers.decision.state.order_receive``, which
-records the transfer too: staff are asked whether the tickets were accepted on the platform); after it, staff
+``orders.services.order_transition`` (marking received through the registered ticket receipt,
+``orders.extensions.ticket_receipt``: transfer detection's ``order_receive``, which records the transfer too: staff are asked whether the tickets were accepted on the platform); after it, staff
 land on a GET, so a reload repeats nothing."""
 
 from django.contrib import admin, messages
@@ -11,9 +11,8 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from config.core.confirmation import AcceptedForm, confirm, staff_actor
-from orders.transfers.decision import state as transfer_state
 
-from . import errors, outbox, services
+from . import errors, extensions, outbox, services
 from .models import Order
 
 COLUMNS = ("Order", "Status", "Partner", "Event", "Tickets")
@@ -84,7 +83,7 @@ class OrderLifecycleAdminMixin:
         moved, refused = [], []
         for order in orders:
             try:
-                transfer_state.order_receive(
+                extensions.ticket_receipt().receive(
                     order=order,
                     source=Order.TransferSource.STAFF,
                     actor=staff_actor(request),

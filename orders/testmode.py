@@ -2,7 +2,8 @@
 
 A test order is moved along its legal path one step at a time, every step through ``order_transition`` (so
 each writes its history row and its ``order.status_changed`` notification, and reaches webhooks like a live
-change); the ticket's arrival and its acceptance on the platform go through ``orders.transfers.decision.state``, so
+change); the ticket's arrival and its acceptance on the platform go through the registered ticket receipt
+(``orders.extensions.ticket_receipt``: transfer detection's ``orders.transfers.decision.state``), so
 the order's ``transfer`` moves (with its ``order.transfer_updated``) as a live order's would. The step out
 of ``accepted`` is the confirmation itself, which belongs to the app that reacts to ``order.created`` (the
 sandbox charge and the ``[TEST]`` e-mail): it is run here, at once, through the event registry, exactly as
@@ -12,9 +13,7 @@ receipt).
 
 from __future__ import annotations
 
-from orders.transfers.decision import state as transfer_state
-
-from . import errors, outbox, signals
+from . import errors, extensions, outbox, signals
 from .models import Notification, Order
 from .services import LEGAL_TRANSITIONS, order_transition
 
@@ -81,9 +80,9 @@ def _step(order: Order, step: str, reason: str, reason_code: str | None) -> Orde
     on the platform); leaving ``ticket_received`` for the payout records the tickets accepted first, as
     the payout gate asks of a live order (docs/partners/orders.md "Transfer")."""
     if step == S.TICKET_RECEIVED:
-        return transfer_state.order_receive(order=order, source="staff", actor=ACTOR, reason=reason)
+        return extensions.ticket_receipt().receive(order=order, source="staff", actor=ACTOR, reason=reason)
     if step == S.PAYOUT_IN_PROCESS and order.transfer_state != Order.TransferState.ACCEPTED:
-        order = transfer_state.transfer_accept(
+        order = extensions.ticket_receipt().accept(
             order=order,
             actor=ACTOR,
             reason="Test mode: tickets accepted on the platform",

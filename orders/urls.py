@@ -1,8 +1,6 @@
 from django.urls import path
 
-from orders.transfers.testing import api as transfers_testmode_api
-
-from . import api, testmode_api
+from . import api, extensions, testmode_api
 
 urlpatterns = [
     path("orders", api.OrderListCreateView.as_view(), name="orders"),
@@ -19,9 +17,6 @@ urlpatterns = [
         testmode_api.OrderAdvanceView.as_view(),
         name="test-order-advance",
     ),
-    path(
-        "test/orders/<str:order_id>/simulate_transfer",
-        transfers_testmode_api.SimulateTransferView.as_view(),
-        name="test-order-simulate-transfer",
-    ),
+    # Test-mode endpoints the sub-apps add (``orders.extensions.testmode_routes_add``: simulate_transfer).
+    *extensions.TESTMODE_ROUTES,
 ]

@@ -28,6 +28,8 @@ class TransfersConfig(AppConfig):
         # Only a case that could still lead to a payout holds the in-hand expiry (junk mail never does).
         expiry_hold_register(order_expiry_held)
 
+        self.order_core_extend()
+
         # A pdf order's ticket PDF is checked once the order is confirmed (reaches awaiting_transfer).
         subscribe(
             "transfers-ticket-file",
@@ -41,4 +43,28 @@ class TransfersConfig(AppConfig):
             handler=release_waiting_mail,
             types=[Notification.Type.ORDER_STATUS_CHANGED],
             statuses=[Order.Status.AWAITING_TRANSFER],
+        )
+
+    def order_core_extend(self) -> None:
+        """What transfer detection adds to the order core (``orders.extensions``): the tickets' arrival, the order
+        admin's transfer panel and bulk acceptance, and test mode's ``simulate_transfer``."""
+        from django.urls import path
+
+        from orders.extensions import order_admin_extend, testmode_routes_add, ticket_receipt_register
+        from orders.transfers.decision.state import order_receive, transfer_accept
+        from orders.transfers.staff.admin.order import OrderTransferAdminMixin
+        from orders.transfers.testing.api import SimulateTransferView
+
+        ticket_receipt_register(receive=order_receive, accept=transfer_accept)
+        order_admin_extend(
+            OrderTransferAdminMixin,
+            fieldsets=(("Transfer", {"fields": ("transfer_panel",)}),),
+            actions=("mark_accepted_on_platform",),
+        )
+        testmode_routes_add(
+            path(
+                "test/orders/<str:order_id>/simulate_transfer",
+                SimulateTransferView.as_view(),
+                name="test-order-simulate-transfer",
+            )
         )

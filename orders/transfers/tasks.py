@@ -72,6 +72,21 @@ def seller_transfer_reminder(order_pk: int, why: str) -> bool:
     return reminders.seller_transfer_reminder(order_pk, why)
 
 
+@shared_task(
+    base=RetryingTask,
+    name="orders.transfers.tasks.transfer_question_send",
+    max_retries=5,
+    **LIMITS["mail"],
+)
+def transfer_question_send(order_pk: int, question: str) -> str:
+    """Staff asked the seller about the transfer (the case is resolved): e-mail the question; the recipient."""
+    from orders.models import Order
+    from orders.transfers.staff.mail import send_transfer_question
+
+    order = Order.objects.select_related("event__venue", "partner").get(pk=order_pk)
+    return send_transfer_question(order=order, question=question)
+
+
 @shared_task(name="orders.transfers.tasks.partial_overdue_sweep", **LIMITS["long_sweep"])
 def partial_overdue_sweep() -> int:
     """Open ``partial_overdue`` cases 24 h before the deadline of orders still partial."""

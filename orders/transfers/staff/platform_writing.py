@@ -1,7 +1,7 @@
 """The admin's pages where staff write a template: "Make a template from this mail" from an ``unparsed`` case
 (numbered lines, a proposal per field from the order's own values, corrected by picking a line or editing a
 pattern) and the editor of a new version. Mixed into the platform template versions' admin
-(``platform_admin``), whose permission checks and confirmations they share."""
+(``admin.platform_templates``), whose permission checks and confirmations they share."""
 
 from __future__ import annotations
 

@@ -203,7 +203,9 @@ def test_mark_received_with_accepted_moves_once_and_a_second_post_changes_nothin
     assert TransferCaseHistory.objects.filter(case=case, to_status="resolved").count() == 1
 
 
-def test_ask_the_seller_emails_a_test_orders_partner_with_test_in_the_subject(order):
+def test_ask_the_seller_emails_a_test_orders_partner_with_test_in_the_subject(
+    order, django_capture_on_commit_callbacks
+):
     Order.objects.filter(pk=order.pk).update(livemode=False)
     case = mismatch_case(Order.objects.get(pk=order.pk))
     client = staff("ops", "ask_seller")
@@ -211,9 +213,10 @@ def test_ask_the_seller_emails_a_test_orders_partner_with_test_in_the_subject(or
     assert "row" in confirmation and 'name="message"' in confirmation  # the question starts from the mismatch
     missing = client.post(url("ask_seller", case), {"confirmed": "yes", "reason": "r", "message": " "})
     assert "Write the message" in missing.content.decode() and not mail.outbox
-    client.post(
-        url("ask_seller", case), {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            url("ask_seller", case), {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
+        )
     assert [m.to for m in mail.outbox] == [["ops@acme.example"]]
     assert mail.outbox[0].subject.startswith("[TEST] ") and "Which row?" in mail.outbox[0].body
     assert TransferCase.objects.get(pk=case.pk).resolution == "asked_seller"
@@ -302,3 +305,42 @@ def test_the_raw_message_downloads_only_for_staff_who_resolve_cases(case):
     response = resolver.get(raw_url)
     assert response.status_code == 200 and b"DKIM-Signature" in response.content
     assert response["Content-Disposition"].startswith("attachment")
+
+
+def test_ask_the_seller_sends_nothing_until_the_resolution_commits(
+    order, case, django_capture_on_commit_callbacks
+):
+    client = staff("ops", "ask_seller")
+    data = {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
+    with django_capture_on_commit_callbacks(execute=False) as after_commit:
+        client.post(url("ask_seller", case), data)
+    # The case is resolved inside the transaction; the question waits for its commit.
+    assert TransferCase.objects.get(pk=case.pk).resolution == "asked_seller" and not mail.outbox
+    for callback in after_commit:
+        callback()
+    assert len(mail.outbox) == 1 and "Which row?" in mail.outbox[0].body
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ask_the_seller_e_mails_with_no_transaction_open_and_the_case_already_resolved(monkeypatch):
+    from django.db import connection
+
+    from orders.transfers.staff import mail as staff_mail
+
+    order = make_order(make_partner(name="Quay Tickets").partner, status="awaiting_transfer")
+    case = mismatch_case(order)
+    seen = []
+    send = staff_mail.send_transfer_question
+
+    def watching(**kwargs):
+        # What the mail server sees: no row lock held (no transaction at all), the case resolved for good.
+        seen.append((connection.in_atomic_block, TransferCase.objects.get(pk=case.pk).state))
+        return send(**kwargs)
+
+    monkeypatch.setattr(staff_mail, "send_transfer_question", watching)
+    client = staff("ops", "ask_seller")
+    client.post(
+        url("ask_seller", case), {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
+    )
+    assert seen == [(False, "resolved")]
+    assert ["Which row?" in m.body for m in mail.outbox].count(True) == 1

@@ -1,35 +1,28 @@
-"""The transfer case's staff actions: mark received, ask the seller, dismiss, mark forged, mark accepted on the
-platform (also in bulk from the list), mark recalled.
+"""The transfer case's staff actions as the case page offers them: mark received, ask the seller, dismiss, mark
+forged, mark accepted on the platform (also in bulk from the list), mark recalled.
 
 Each has a confirmation page saying what it does, needs a reason (kept in the case's history) and its own
 permission, checked again on the confirming POST; then staff land on the case page with a GET, so a reload
-does nothing twice. The case row is locked while an action runs: a second POST (a resubmitted form, a second
-tab) finds the case resolved and changes nothing. Every change goes through ``orders.transfers.decision.state``.
+does nothing twice. Running one is ``orders.transfers.staff.services.case_act``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import transaction
-
-from config.core.statemachine import IllegalStateMove
-from orders import outbox
 from orders.models import Order
-from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
-from orders.transfers.staff.mail import send_transfer_question
+from orders.transfers.staff.services import (
+    ACCEPTABLE_STATUSES,
+    RECALLABLE_STATUSES,
+    Refused,
+    case_act,
+    order_accept,
+)
 
 S = Order.Status
 TS = Order.TransferState
 R = TransferCase.Resolution
-# Orders whose tickets reached the service and may be recorded as accepted on the platform.
-ACCEPTABLE_STATUSES = (S.TICKET_RECEIVED,)
-RECALLABLE_STATUSES = (S.TICKET_RECEIVED, S.AWAITING_TRANSFER, S.PAYOUT_IN_PROCESS, S.SCHEDULED, S.PAID)
-
-
-class Refused(Exception):
-    """The action does not apply to the case (any more): the message says why; nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -157,94 +150,4 @@ def applies(action: CaseAction, case: TransferCase) -> bool:
     return False
 
 
-def order_accept(*, order: Order, actor: str, reason: str) -> Order:
-    """Record ``order``'s tickets as accepted on the platform by staff; raises ``Refused`` when it does not
-    apply. The order row is locked: two staff members recording it at once write it once."""
-    with transaction.atomic():
-        locked = Order.objects.select_for_update().get(pk=order.pk)
-        if locked.status not in ACCEPTABLE_STATUSES:
-            raise Refused(
-                f"{locked.order_id} is {locked.get_status_display().lower()}: only an order whose tickets were "
-                "received is accepted on the platform (an order awaiting transfer is marked received, with "
-                "“accepted on the platform” ticked)."
-            )
-        if locked.transfer_state == TS.ACCEPTED:
-            raise Refused(f"{locked.order_id} was already recorded as accepted on the platform.")
-        return state.transfer_accept(
-            order=locked, actor=actor, reason=reason, reason_code=outbox.REASON_ACCEPTED_BY_STAFF
-        )
-
-
-def _ask_seller(*, case_pk: int, message: str) -> str:
-    """E-mail the seller before the case is locked (no lock is held across SMTP); the address written to.
-    Raises ``Refused`` (nothing sent, nothing resolved) when the case cannot be asked about or the mail fails."""
-    case = TransferCase.objects.select_related("order").filter(pk=case_pk).first()
-    if case is None or case.state == TransferCase.State.RESOLVED:
-        raise Refused("This case was already resolved.")
-    if case.order is None:
-        raise Refused("This case has no order to act on.")
-    if not message.strip():
-        raise Refused("Write the message to the seller.")
-    try:
-        to = send_transfer_question(order=case.order, question=message.strip())
-    except Exception as exc:  # the mail server refused or is down: nothing is resolved
-        raise Refused(f"The e-mail could not be sent ({type(exc).__name__}); try again.") from None
-    if not to:
-        raise Refused(f"{case.order.order_id} has no seller or partner e-mail address to write to.")
-    return to
-
-
-def case_act(
-    *, case_pk: int, action: CaseAction, actor: str, reason: str, accepted: bool = False, message: str = ""
-) -> str:
-    """Run ``action`` on the case and resolve it, in one transaction with the case locked (asking the seller
-    e-mails first, with no lock held); returns what was done, for the page. Raises ``Refused`` (nothing changed) when the case is resolved already or the action
-    does not apply to its order."""
-    reason = reason.strip()
-    if not reason:
-        raise Refused("Give a reason for the case's history.")
-    sent_to = _ask_seller(case_pk=case_pk, message=message) if action.name == "ask_seller" else ""
-    try:
-        with transaction.atomic():
-            case = (
-                TransferCase.objects.select_for_update(of=("self",)).select_related("order").get(pk=case_pk)
-            )
-            if case.state == TransferCase.State.RESOLVED:
-                raise Refused(f"This case was already resolved ({case.get_resolution_display().lower()}).")
-            order = case.order
-            done = action.label
-            if action.name not in ("dismiss", "forged") and order is None:
-                raise Refused("This case has no order to act on.")
-            if action.name == "mark_received":
-                state.order_receive(
-                    order=order,
-                    source=Order.TransferSource.STAFF,
-                    actor=actor,
-                    reason=reason,
-                    accepted=accepted,
-                )
-                done = (
-                    f"Marked received{' and accepted on the platform' if accepted else ''}: {order.order_id}"
-                )
-            elif action.name == "ask_seller":
-                done = f"E-mailed {sent_to} about {order.order_id}"
-            elif action.name == "accept":
-                order_accept(order=order, actor=actor, reason=reason)
-                done = f"Recorded as accepted on the platform: {order.order_id}"
-            elif action.name == "recalled":
-                if order.status not in RECALLABLE_STATUSES:
-                    raise Refused(
-                        f"{order.order_id} is {order.get_status_display().lower()}: nothing to recall."
-                    )
-                state.order_recall(order=order, actor=actor, reason=reason, message=case.message)
-                done = f"Marked recalled: {order.order_id}"
-            state.case_move(
-                case=case,
-                to=TransferCase.State.RESOLVED,
-                actor=actor,
-                reason=reason,
-                resolution=action.resolution,
-            )
-    except IllegalStateMove as exc:
-        raise Refused(f"Not done: {exc}") from None
-    return done
+__all__ = ["ACTIONS", "CaseAction", "Refused", "applies", "case_act", "order_accept"]

@@ -2,7 +2,7 @@
 behind them, read-only.
 
 A case page shows the mail as text (never its HTML rendered), the authentication summary and the evidence
-against the order side by side, with the case's actions as buttons (``admin_actions``: a confirmation with a
+against the order side by side, with the case's actions as buttons (``actions``: a confirmation with a
 reason, its own permission, then back to the case with a GET). The raw message is downloaded by staff who
 may resolve cases. Live data by default, as every staff view."""
 
@@ -23,9 +23,10 @@ from config.core.history_admin import ReadOnly, StatusHistoryInline
 from orders.transfers.models import TransferCase, TransferCaseHistory
 from orders.transfers.staff.admin import display as show
 from orders.transfers.staff.admin import platform_templates as platform_admin
-from orders.transfers.staff.admin.actions import ACTIONS, CaseAction, Refused, applies, case_act
+from orders.transfers.staff.admin.actions import ACTIONS, CaseAction, applies
 from orders.transfers.staff.admin.order import ORDER_COLUMNS, accept_links, link_html, order_cells
 from orders.transfers.staff.admin.records import OrderModeFilter
+from orders.transfers.staff.services import Refused, case_act
 
 CS = TransferCase.State
 

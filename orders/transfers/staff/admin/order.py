@@ -2,7 +2,8 @@
 when detected and accepted, the open cases), and the bulk "Mark accepted on platform" for orders whose
 transfer was detected, its confirmation listing each order's accept links.
 
-Mixed into ``orders.admin.OrderAdmin``; every change goes through ``orders.transfers.decision.state``."""
+Added to ``orders.admin.OrderAdmin`` through ``orders.extensions.order_admin_extend``; every change goes through
+``orders.transfers.staff.services``."""
 
 from __future__ import annotations
 
@@ -17,20 +18,15 @@ from django.utils.safestring import SafeString, mark_safe
 from config.core.admin_permissions import staff_may
 from config.core.confirmation import confirm, staff_actor
 from orders.models import Order
-from orders.transfers.models import TransferCase, TransferEvidence
-from orders.transfers.staff.admin.actions import Refused, order_accept
+from orders.transfers.staff import selectors
+from orders.transfers.staff.services import Refused, order_accept
 
 TS = Order.TransferState
 
 
 def accept_links(orders) -> dict[int, list[str]]:
     """Each order's accept links, from its evidence, oldest first and without repeats."""
-    links: dict[int, list[str]] = {}
-    rows = TransferEvidence.objects.filter(order__in=[o.pk for o in orders]).exclude(accept_link="")
-    for order_pk, link in rows.order_by("created_at", "id").values_list("order_id", "accept_link"):
-        if link not in links.setdefault(order_pk, []):
-            links[order_pk].append(link)
-    return links
+    return selectors.orders_accept_links(orders=orders)
 
 
 def link_html(link: str) -> SafeString:
@@ -75,11 +71,7 @@ class OrderTransferAdminMixin:
     def transfer_panel(self, obj: Order) -> SafeString:
         if obj is None or obj.pk is None:
             return format_html("{}", "—")
-        cases = list(
-            TransferCase.objects.filter(order=obj, state__in=TransferCase.OPEN_STATES).order_by(
-                "created_at", "id"
-            )
-        )
+        cases = selectors.order_open_cases(order=obj)
         open_cases = (
             format_html_join(
                 ", ",

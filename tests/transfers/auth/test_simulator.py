@@ -1,4 +1,4 @@
-"""The sandbox platform's signer: one key for every process, made on first use, kept sealed; its signatures
+"""The transfer simulator's signer: one key for every process, made on first use, kept sealed; its signatures
 verify through the service's resolver and nothing else."""
 
 import threading

@@ -1,0 +1,137 @@
+"""Every write the staff pages of transfer detection make: the case actions and the bulk "Mark accepted on
+platform" (docs/staff-guide.md). The admin (``orders.transfers.staff.admin``) calls these and nothing else
+to change data; every order and case moves through its transition (``orders.transfers.decision.state``).
+
+The case row is locked while an action runs: a second POST (a resubmitted form, a second tab) finds the case
+resolved and changes nothing. No e-mail is sent while the lock is held: asking the seller resolves the case
+under the lock and hands the question to the mail task once the transaction has committed, so the seller is
+asked once, by the one action that resolved the case, and a slow mail server never holds the row.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from django.db import transaction
+
+from config.core.publish import publish_on_commit
+from config.core.statemachine import IllegalStateMove
+from orders import outbox
+from orders.models import Order
+from orders.seller_mail import seller_recipient
+from orders.transfers.decision import state
+from orders.transfers.models import TransferCase
+
+S = Order.Status
+TS = Order.TransferState
+# Orders whose tickets reached the service and may be recorded as accepted on the platform.
+ACCEPTABLE_STATUSES = (S.TICKET_RECEIVED,)
+RECALLABLE_STATUSES = (S.TICKET_RECEIVED, S.AWAITING_TRANSFER, S.PAYOUT_IN_PROCESS, S.SCHEDULED, S.PAID)
+QUESTION_TASK = "orders.transfers.tasks.transfer_question_send"
+
+
+class Refused(Exception):
+    """The action does not apply to the case (any more): the message says why; nothing was changed."""
+
+
+class CaseActionLike(Protocol):
+    name: str
+    label: str
+    resolution: str
+
+
+def order_accept(*, order: Order, actor: str, reason: str) -> Order:
+    """Record ``order``'s tickets as accepted on the platform by staff; raises ``Refused`` when it does not
+    apply. The order row is locked: two staff members recording it at once write it once."""
+    with transaction.atomic():
+        locked = Order.objects.select_for_update().get(pk=order.pk)
+        if locked.status not in ACCEPTABLE_STATUSES:
+            raise Refused(
+                f"{locked.order_id} is {locked.get_status_display().lower()}: only an order whose tickets were "
+                "received is accepted on the platform (an order awaiting transfer is marked received, with "
+                "“accepted on the platform” ticked)."
+            )
+        if locked.transfer_state == TS.ACCEPTED:
+            raise Refused(f"{locked.order_id} was already recorded as accepted on the platform.")
+        return state.transfer_accept(
+            order=locked, actor=actor, reason=reason, reason_code=outbox.REASON_ACCEPTED_BY_STAFF
+        )
+
+
+def _question_recipient(*, order: Order | None, message: str) -> str:
+    """Who the seller's question goes to; ``Refused`` (nothing resolved) when there is no one or nothing to ask."""
+    if order is None:
+        raise Refused("This case has no order to act on.")
+    if not message.strip():
+        raise Refused("Write the message to the seller.")
+    to = seller_recipient(order)
+    if not to:
+        raise Refused(f"{order.order_id} has no seller or partner e-mail address to write to.")
+    return to
+
+
+def case_act(
+    *,
+    case_pk: int,
+    action: CaseActionLike,
+    actor: str,
+    reason: str,
+    accepted: bool = False,
+    message: str = "",
+) -> str:
+    """Run ``action`` on the case and resolve it, in one transaction with the case locked; returns what was
+    done, for the page. Asking the seller sends its e-mail after the commit (``transfer_question_send``), never
+    under the lock. Raises ``Refused`` (nothing changed, nothing sent) when the case is resolved already or the
+    action does not apply to its order."""
+    reason = reason.strip()
+    if not reason:
+        raise Refused("Give a reason for the case's history.")
+    try:
+        with transaction.atomic():
+            # Two staff members (or tabs) confirming the same case: one acts, the other finds it resolved.
+            case = (
+                TransferCase.objects.select_for_update(of=("self",)).select_related("order").get(pk=case_pk)
+            )
+            if case.state == TransferCase.State.RESOLVED:
+                raise Refused(f"This case was already resolved ({case.get_resolution_display().lower()}).")
+            order = case.order
+            done = action.label
+            if action.name not in ("dismiss", "forged") and order is None:
+                raise Refused("This case has no order to act on.")
+            if action.name == "mark_received":
+                state.order_receive(
+                    order=order,
+                    source=Order.TransferSource.STAFF,
+                    actor=actor,
+                    reason=reason,
+                    accepted=accepted,
+                )
+                done = (
+                    f"Marked received{' and accepted on the platform' if accepted else ''}: {order.order_id}"
+                )
+            elif action.name == "ask_seller":
+                to = _question_recipient(order=order, message=message)
+                # Handed over once this transaction commits: the question leaves only with the resolution
+                # that records it, and the mail server is never waited on under the case's lock.
+                publish_on_commit(QUESTION_TASK, order.pk, message.strip())
+                done = f"E-mailed {to} about {order.order_id}"
+            elif action.name == "accept":
+                order_accept(order=order, actor=actor, reason=reason)
+                done = f"Recorded as accepted on the platform: {order.order_id}"
+            elif action.name == "recalled":
+                if order.status not in RECALLABLE_STATUSES:
+                    raise Refused(
+                        f"{order.order_id} is {order.get_status_display().lower()}: nothing to recall."
+                    )
+                state.order_recall(order=order, actor=actor, reason=reason, message=case.message)
+                done = f"Marked recalled: {order.order_id}"
+            state.case_move(
+                case=case,
+                to=TransferCase.State.RESOLVED,
+                actor=actor,
+                reason=reason,
+                resolution=action.resolution,
+            )
+    except IllegalStateMove as exc:
+        raise Refused(f"Not done: {exc}") from None
+    return done
