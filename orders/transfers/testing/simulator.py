@@ -1,7 +1,7 @@
 """The transfer simulator's DKIM signer (docs/partners/test-mode.md "Test mode"): test mode's simulated
 transfers come from the simulated platform (its template is ``reading/platforms/sandbox.yaml``) and are signed
-like a real platform's mail, with ``d=sandbox.invalid; s=sandbox``. Not the payment sandbox
-(``payouts.sandbox``).
+like a real platform's mail, with ``d=sandbox.invalid; s=sandbox``. Not the payment sandbox (the simulated
+payment platform).
 
 The RSA 2048 key is made on first use and kept in the database (``SandboxSigningKey``, the private key sealed
 under ``SECRET_KEY``) so that every process signs and verifies with the same key; the service's resolver
