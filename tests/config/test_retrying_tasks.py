@@ -69,6 +69,7 @@ def test_a_transient_error_that_lasts_gives_up_after_the_retries(countdowns):
 def test_every_task_either_retries_as_a_retrying_task_or_is_run_again_by_beat():
     repeated = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} | {
         "orders.transfers.tasks.ses_sweep",  # on the beat when the SES channel has a bucket
+        "partners.tasks.token_sessions_flush",  # on the beat where token sessions are kept in Redis first
         "orders.tasks.orders_cancel_for_canceled_events",  # run by the expiry's beat too
         *celery_app.conf.task_routes,  # the webhook attempts: their delivery row schedules the next one
     }
