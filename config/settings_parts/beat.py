@@ -44,6 +44,11 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
             "task": "orders.transfers.tasks.platform_cases_reprocess_due",
             "schedule": 600.0,
         },
+        # "Ask the seller" questions recorded on a resolved case whose task message was lost.
+        "transfers-questions-send": {
+            "task": "orders.transfers.tasks.transfer_questions_send_due",
+            "schedule": 120.0,
+        },
         # Raw inbound mail past INBOUND_RAW_RETENTION_DAYS: the rows and their verdicts stay.
         "transfers-purge-raw": {"task": "orders.transfers.tasks.raw_purge", "schedule": 3600.0},
     }

@@ -169,6 +169,13 @@ class TransferCase(models.Model):
     resolved_by = models.CharField(max_length=200, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolution_reason = models.CharField(max_length=500, blank=True)
+    # "Ask the seller": the question recorded with the resolution, then sent after the commit. The row is the
+    # truth: a question whose task message was lost is sent by the sweep (``question_claimed_at`` is the
+    # sender's claim, ``question_sent_at`` set once it left and never sent again).
+    question = models.TextField(blank=True)
+    question_claimed_at = models.DateTimeField(null=True, blank=True)
+    question_sent_at = models.DateTimeField(null=True, blank=True)
+    question_to = models.CharField(max_length=254, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -184,6 +191,11 @@ class TransferCase(models.Model):
         indexes = [
             models.Index(fields=["state", "-created_at"], name="transfer_case_state"),
             models.Index(fields=["order", "state"], name="transfer_case_order"),
+            models.Index(
+                fields=["resolved_at"],
+                name="transfer_case_question_due",
+                condition=Q(question__gt="", question_sent_at__isnull=True),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

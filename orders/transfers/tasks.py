@@ -78,13 +78,20 @@ def seller_transfer_reminder(order_pk: int, why: str) -> bool:
     max_retries=5,
     **LIMITS["mail"],
 )
-def transfer_question_send(order_pk: int, question: str) -> str:
-    """Staff asked the seller about the transfer (the case is resolved): e-mail the question; the recipient."""
-    from orders.models import Order
-    from orders.transfers.staff.mail import send_transfer_question
+def transfer_question_send(case_pk: int) -> str:
+    """Staff asked the seller about the transfer (the case is resolved): e-mail the question recorded on the
+    case, once (``orders.transfers.staff.services.question_send``); the recipient."""
+    from orders.transfers.staff.services import question_send
 
-    order = Order.objects.select_related("event__venue", "partner").get(pk=order_pk)
-    return send_transfer_question(order=order, question=question)
+    return question_send(case_pk=case_pk)
+
+
+@shared_task(name="orders.transfers.tasks.transfer_questions_send_due", **LIMITS["sweep"])
+def transfer_questions_send_due() -> int:
+    """Beat: publish again the seller questions whose task message was lost."""
+    from orders.transfers.staff.services import questions_send_due
+
+    return questions_send_due()
 
 
 @shared_task(name="orders.transfers.tasks.partial_overdue_sweep", **LIMITS["long_sweep"])

@@ -3,24 +3,34 @@ platform" (docs/staff-guide.md). The admin (``orders.transfers.staff.admin``) ca
 to change data; every order and case moves through its transition (``orders.transfers.decision.state``).
 
 The case row is locked while an action runs: a second POST (a resubmitted form, a second tab) finds the case
-resolved and changes nothing. No e-mail is sent while the lock is held: asking the seller resolves the case
-under the lock and hands the question to the mail task once the transaction has committed, so the seller is
-asked once, by the one action that resolved the case, and a slow mail server never holds the row.
+resolved and changes nothing. No e-mail is sent while the lock is held: asking the seller records the question
+on the case as it resolves it under the lock, and hands it to the mail task once the transaction has
+committed, so the seller is asked by the one action that resolved the case, and a slow mail server never
+holds the row. The case row is the truth: ``question_send`` claims the unsent question with a conditional
+UPDATE (no lock held while the mail server is talked to) and records it sent; ``questions_send_due``
+publishes again the questions whose task message was lost (a broker down, a failed publish).
 """
 
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
 from typing import Protocol
 
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
-from config.core.publish import publish_on_commit
+from config.core.publish import publish, publish_on_commit
 from config.core.statemachine import IllegalStateMove
 from orders import outbox
 from orders.models import Order
 from orders.seller_mail import seller_recipient
 from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
+from orders.transfers.staff import mail
+
+logger = logging.getLogger(__name__)
 
 S = Order.Status
 TS = Order.TransferState
@@ -28,6 +38,13 @@ TS = Order.TransferState
 ACCEPTABLE_STATUSES = (S.TICKET_RECEIVED,)
 RECALLABLE_STATUSES = (S.TICKET_RECEIVED, S.AWAITING_TRANSFER, S.PAYOUT_IN_PROCESS, S.SCHEDULED, S.PAID)
 QUESTION_TASK = "orders.transfers.tasks.transfer_question_send"
+# A sender that claimed a question and died before recording it sent leaves its claim: after this lease the
+# sweep publishes the question again (the task's hard time limit is 90 s).
+QUESTION_CLAIM_LEASE = timedelta(minutes=10)
+# The task published after the commit normally sends the question within seconds; the sweep leaves a just
+# resolved case to it.
+QUESTION_SWEEP_AFTER = timedelta(minutes=2)
+QUESTION_SWEEP_BATCH = 200
 
 
 class Refused(Exception):
@@ -111,9 +128,11 @@ def case_act(
                 )
             elif action.name == "ask_seller":
                 to = _question_recipient(order=order, message=message)
-                # Handed over once this transaction commits: the question leaves only with the resolution
-                # that records it, and the mail server is never waited on under the case's lock.
-                publish_on_commit(QUESTION_TASK, order.pk, message.strip())
+                # Recorded with the resolution and handed over once this transaction commits: the question
+                # leaves only with the resolution that records it, and the mail server is never waited on
+                # under the case's lock. A lost hand-over is the sweep's (``questions_send_due``).
+                TransferCase.objects.filter(pk=case.pk).update(question=message.strip())
+                publish_on_commit(QUESTION_TASK, case.pk)
                 done = f"E-mailed {to} about {order.order_id}"
             elif action.name == "accept":
                 order_accept(order=order, actor=actor, reason=reason)
@@ -135,3 +154,60 @@ def case_act(
     except IllegalStateMove as exc:
         raise Refused(f"Not done: {exc}") from None
     return done
+
+
+def question_send(*, case_pk: int) -> str:
+    """Send the question recorded on the case to the seller, once; returns the recipient ("" when nothing was
+    sent: already sent, claimed by another sender, or no one to write to).
+
+    Runs outside any transaction: the claim is a conditional UPDATE (one sender wins it; no row stays locked
+    while the mail server is talked to), the e-mail goes out, then ``question_sent_at`` is recorded. A send that
+    fails releases the claim, so the task's retry (or the sweep) sends it; a question recorded sent is never
+    sent again."""
+    now = timezone.now()
+    unsent = TransferCase.objects.filter(
+        pk=case_pk,
+        resolution=TransferCase.Resolution.ASKED_SELLER,
+        question__gt="",
+        question_sent_at__isnull=True,
+    )
+    claimed = unsent.filter(
+        Q(question_claimed_at__isnull=True) | Q(question_claimed_at__lt=now - QUESTION_CLAIM_LEASE)
+    ).update(question_claimed_at=now)
+    if not claimed:
+        return ""
+    mine = unsent.filter(question_claimed_at=now)
+    case = TransferCase.objects.select_related("order__event__venue", "order__partner").get(pk=case_pk)
+    try:
+        to = mail.send_transfer_question(order=case.order, question=case.question) if case.order else ""
+    except BaseException:
+        mine.update(question_claimed_at=None)
+        raise
+    mine.update(question_sent_at=timezone.now(), question_to=to)
+    return to
+
+
+def questions_due(*, now=None, limit: int = QUESTION_SWEEP_BATCH) -> list[int]:
+    """The cases whose question is unsent and unclaimed (or its claim ran out) well after the resolution."""
+    now = now or timezone.now()
+    return list(
+        TransferCase.objects.filter(
+            resolution=TransferCase.Resolution.ASKED_SELLER,
+            question__gt="",
+            question_sent_at__isnull=True,
+            resolved_at__lt=now - QUESTION_SWEEP_AFTER,
+        )
+        .filter(Q(question_claimed_at__isnull=True) | Q(question_claimed_at__lt=now - QUESTION_CLAIM_LEASE))
+        .order_by("resolved_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
+def questions_send_due() -> int:
+    """Publish again the questions whose task message was lost; the task's claim sends each once."""
+    due = questions_due()
+    for pk in due:
+        publish(QUESTION_TASK, pk)
+    if due:
+        logger.info("Published %d seller question(s) again", len(due))
+    return len(due)

@@ -2,6 +2,8 @@
 reason, then a GET (a second POST changes nothing); a forged POST is refused with nothing changed; the mail is
 shown as escaped text, never rendered."""
 
+from datetime import timedelta
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -344,3 +346,74 @@ def test_ask_the_seller_e_mails_with_no_transaction_open_and_the_case_already_re
     )
     assert seen == [(False, "resolved")]
     assert ["Which row?" in m.body for m in mail.outbox].count(True) == 1
+
+
+# --- a question whose task message was lost -------------------------------------------------------------------
+
+
+def _ask(client: Client, case: TransferCase, capture, *, lost: bool) -> None:
+    data = {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
+    with capture(execute=not lost):
+        client.post(url("ask_seller", case), data)
+
+
+def test_a_question_whose_publish_was_lost_is_sent_once_by_the_sweep_and_never_again(
+    order, case, django_capture_on_commit_callbacks
+):
+    import time_machine
+
+    from orders.transfers import tasks
+    from orders.transfers.staff.services import QUESTION_SWEEP_AFTER, question_send
+
+    _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=True)
+    recorded = TransferCase.objects.get(pk=case.pk)
+    assert recorded.question == "Which row?" and recorded.question_sent_at is None and not mail.outbox
+    # Just resolved: the task published after the commit has it, not the sweep.
+    assert tasks.transfer_questions_send_due() == 0 and not mail.outbox
+    with time_machine.travel(recorded.resolved_at + QUESTION_SWEEP_AFTER + timedelta(seconds=1), tick=False):
+        assert tasks.transfer_questions_send_due() == 1
+        assert len(mail.outbox) == 1 and "Which row?" in mail.outbox[0].body
+        assert tasks.transfer_questions_send_due() == 0
+        assert question_send(case_pk=case.pk) == ""  # a late duplicate of the task sends nothing
+    sent = TransferCase.objects.get(pk=case.pk)
+    assert sent.question_sent_at is not None and sent.question_to == mail.outbox[0].to[0]
+    with time_machine.travel(sent.resolved_at + timedelta(days=2), tick=False):
+        assert tasks.transfer_questions_send_due() == 0
+    assert len(mail.outbox) == 1
+
+
+def test_a_question_sent_after_the_commit_is_never_sent_again_by_the_sweep(
+    order, case, django_capture_on_commit_callbacks
+):
+    import time_machine
+
+    from orders.transfers import tasks
+
+    _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=False)
+    assert len(mail.outbox) == 1
+    resolved_at = TransferCase.objects.get(pk=case.pk).resolved_at
+    with time_machine.travel(resolved_at + timedelta(hours=1), tick=False):
+        assert tasks.transfer_questions_send_due() == 0
+    assert len(mail.outbox) == 1
+
+
+def test_a_question_the_mail_server_refused_is_released_for_the_retry(
+    order, case, django_capture_on_commit_callbacks, monkeypatch
+):
+    import smtplib
+
+    from orders.transfers.staff import mail as staff_mail
+    from orders.transfers.staff.services import question_send
+
+    _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=True)
+
+    def refused(**kwargs):
+        raise smtplib.SMTPServerDisconnected("gone")
+
+    monkeypatch.setattr(staff_mail, "send_transfer_question", refused)
+    with pytest.raises(smtplib.SMTPServerDisconnected):
+        question_send(case_pk=case.pk)
+    released = TransferCase.objects.get(pk=case.pk)
+    assert released.question_claimed_at is None and released.question_sent_at is None
+    monkeypatch.undo()
+    assert question_send(case_pk=case.pk) and len(mail.outbox) == 1
