@@ -1,7 +1,7 @@
 """Ticket files made to order, and the time the service takes to read them.
 
 ``ticket_pdf`` writes a PDF of tickets (fpdf2), one barcode per ticket: QR codes drawn by segno, PDF417,
-Aztec, Data Matrix and Code 128 by zxing-cpp's writer. The tests of ``orders.transfers.files.check`` use it, and
+Aztec, Data Matrix and Code 128 by zxing-cpp's writer. The tests of ``orders.transfers.files.services`` use it, and
 so does ``read_timing``, the seconds per page ``orders.transfers.reading.barcodes.ticket_file_read`` takes over a
 20-page file (the benchmark of transfer detection reports it)::
 

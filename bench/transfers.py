@@ -17,7 +17,7 @@ signature flood over SMTP (refused at DATA) and the same flood handed over as a 
 processed), a 1,000-deep MIME nest, and a sandbox-signed mobile_qr mail carrying a PDF bomb (decoded until
 its child process is killed at 10 s). The genuine mails' p95 is reported with and without the attack.
 
-And, when the ticket-file check exists (``orders.transfers.files.check.ticket_file_check``), its seconds per page
+And, when the ticket-file check exists (``orders.transfers.files.services.ticket_file_check``), its seconds per page
 on a generated multi-page ticket PDF (p95 over 20 runs).
 
 Usage: ``python -m bench.transfers [--shape production|embedded|both] [--messages 200] [--no-hostile]``; the driver runs
@@ -343,7 +343,7 @@ def attack(targets: list, bombed: list, stop, counts: dict) -> None:
 def pdf_seconds_per_page(order) -> dict | None:
     """Seconds per page of ``ticket_file_check`` on a 4-page ticket PDF with a QR code a page (p95 of 20)."""
     try:
-        from orders.transfers.files.check import ticket_file_check
+        from orders.transfers.files.services import ticket_file_check
     except ImportError:
         return None
     import io

@@ -13,7 +13,7 @@ class TransfersConfig(AppConfig):
         from orders.models import Notification, Order
         from orders.signals import subscribe
         from orders.transfers.decision.subscribers import on_order_status_changed as release_waiting_mail
-        from orders.transfers.files.check import on_order_status_changed
+        from orders.transfers.files.services import on_order_status_changed
         from orders.transfers.intake import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
         from orders.transfers.reading.platforms import registry
         from orders.transfers.reading.templates_store import overlay_install

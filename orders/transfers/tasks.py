@@ -114,7 +114,7 @@ def ses_sweep() -> int:
 @shared_task(name="orders.transfers.tasks.ticket_files_sweep", **LIMITS["files_sweep"])
 def ticket_files_sweep() -> int:
     """Beat: check the ticket PDF of every pdf order whose check at confirmation never ran."""
-    from orders.transfers.files.check import ticket_files_sweep as sweep
+    from orders.transfers.files.services import ticket_files_sweep as sweep
 
     checked = sweep()
     if checked:

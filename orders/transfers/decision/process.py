@@ -13,7 +13,7 @@ finished ``MAX_RUNS`` (5) times, or whose MIME passes the bounds of ``orders.tra
   ``auth_temperror`` case.
 - Not authentic → a case of the verdict's kind (``unverified``, ``replay_suspected``).
 - Authentic mail to a ``mobile_qr`` order with ticket files attached: the files are checked
-  (``orders.transfers.files.check.message_attachments_check``) and their verdict decides.
+  (``orders.transfers.files.services.message_attachments_check``) and their verdict decides.
 - Authentic, but no template, no kind recognised or required fields missing → an ``unparsed`` case showing
   the text. Otherwise the decision by kind (``orders.transfers.decision.decide``).
 
@@ -38,7 +38,7 @@ from orders.transfers.decision import decide as decision
 from orders.transfers.decision import state
 from orders.transfers.decision.decide import finish
 from orders.transfers.decision.verdicts import AuthVerdict
-from orders.transfers.files import check as files
+from orders.transfers.files import services as files
 from orders.transfers.intake import receive as intake
 from orders.transfers.intake.bounds import header_section, mime_shape, no_nul
 from orders.transfers.models import InboundMessage, TransferCase

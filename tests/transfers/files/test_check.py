@@ -10,7 +10,7 @@ from django.db import connection
 from bench.ticket_files import ticket_pdf
 from orders.models import Notification, Order
 from orders.services import order_transition
-from orders.transfers.files.check import ticket_file_check
+from orders.transfers.files.services import ticket_file_check
 from orders.transfers.models import TicketBarcode, TicketFileCheck, TransferCase
 
 from .helpers import codes, file_order

@@ -12,7 +12,7 @@ from PIL import Image
 from bench.ticket_files import barcode_png, ticket_pdf
 from orders.models import Order
 from orders.services import order_transition
-from orders.transfers.files.check import message_attachments_check, ticket_file_check
+from orders.transfers.files.services import message_attachments_check, ticket_file_check
 from orders.transfers.models import InboundMessage, TicketFileCheck, TransferCase
 from tests.orders.conftest import order_form, pdf_upload, post_order
 
@@ -87,7 +87,7 @@ def test_the_sweep_checks_a_pdf_the_subscriber_never_checked(auth_client, quote)
 
     from django.utils import timezone
 
-    from orders.transfers.files.check import ticket_files_sweep
+    from orders.transfers.files.services import ticket_files_sweep
 
     response = post_order(auth_client, pdf_form(quote, ticket_pdf(codes(2))))  # no commit: no subscriber ran
     order = Order.objects.get(order_id=response.json()["data"]["order_id"])

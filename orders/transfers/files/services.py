@@ -1,6 +1,6 @@
-"""Ticket files as evidence (docs/architecture.md "Transfer detection"): a ``pdf`` order's own PDF, checked
-when the order is confirmed, and the PDFs and images attached to mail sent to a ``mobile_qr`` order's
-transfer address.
+"""The ticket-file stage's entry points that write (docs/architecture.md "Transfer detection"): ticket files
+as evidence, a ``pdf`` order's own PDF, checked when the order is confirmed, and the PDFs and images attached
+to mail sent to a ``mobile_qr`` order's transfer address. ``records`` holds what a file proved.
 
 A file is verified when it was read whole, its distinct barcodes number exactly the order's quantity
 (general admission too), none repeats inside it, none is held by another live order (any status but
