@@ -312,7 +312,7 @@ def attack(targets: list, bombed: list, stop, counts: dict) -> None:
     from django.db import close_old_connections
 
     from bench.transfers_hostile import bomb_mail, poison_nest, signature_flood
-    from orders.transfers.intake import receive as intake
+    from orders.transfers.intake import services as intake
     from orders.transfers.testing import mail_compose
     from orders.transfers.testing.simulator import sandbox_sign
 

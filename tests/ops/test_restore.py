@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from rest_framework.test import APIClient
 
 from orders.models import Order
-from orders.transfers.intake.receive import message_receive
+from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage
 from partners.models import Partner
 from tests.conftest import make_partner

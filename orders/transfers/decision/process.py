@@ -39,8 +39,8 @@ from orders.transfers.decision import state
 from orders.transfers.decision.decide import finish
 from orders.transfers.decision.verdicts import AuthVerdict
 from orders.transfers.files import services as files
-from orders.transfers.intake import receive as intake
 from orders.transfers.intake.bounds import header_section, mime_shape, no_nul
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.reading import platforms
 
@@ -120,7 +120,7 @@ def _claim(message_pk: int) -> InboundMessage | str:
 def _process(message: InboundMessage) -> str:
     raw, verdict = None, None
     if message.order_id is not None and not decision.waiting_for_confirmation(message):
-        raw = intake.raw_read(message)
+        raw = raw_read(message)
         if raw is not None and not mime_shape(raw).problem:
             verdict = authenticator()(raw, message=message, order=message.order)  # DNS: no lock held
     with transaction.atomic():
@@ -232,7 +232,7 @@ def _run(message: InboundMessage, raw: bytes | None, verdict: AuthVerdict | None
     if decision.waiting_for_confirmation(message):
         # Authentic, parsed and matched already: only the decision waits for the order's confirmation.
         return decision.offer_settle(message, order)
-    raw = raw if raw is not None else intake.raw_read(message)
+    raw = raw if raw is not None else raw_read(message)
     if raw is None:
         return case(
             message, Kind.UNVERIFIABLE, "The raw message is not available: it cannot be authenticated."

@@ -1,5 +1,5 @@
 """The e-mail providers' inbound webhooks (django-anymail's ``inbound`` signal): each hands the raw MIME to
-``orders.transfers.intake.receive.message_receive`` (docs/operations/receiving-mail.md "Provider channels").
+``orders.transfers.intake.services.message_receive`` (docs/operations/receiving-mail.md "Provider channels").
 
 DKIM is verified over the bytes the sender signed, so the message anymail parsed (``message.as_bytes()``
 re-serialises it) is never what is stored. The original bytes come from what each provider sends:
@@ -31,7 +31,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from orders.transfers.intake.providers import multipart_fields, s3_object_read
-from orders.transfers.intake.receive import message_receive
+from orders.transfers.intake.services import message_receive
 
 logger = logging.getLogger(__name__)
 

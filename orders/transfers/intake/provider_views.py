@@ -29,7 +29,7 @@ from django.utils.datastructures import MultiValueDict
 
 from orders.transfers.intake.channels import channel_enabled
 from orders.transfers.intake.providers import multipart_parts, webhook_body_limit
-from orders.transfers.intake.receive import MessageTooLarge
+from orders.transfers.intake.services import MessageTooLarge
 from orders.transfers.intake.sns import SNSSignatureError, sns_verify
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.utils.http import parse_header_parameters
 
 from orders.transfers.intake.bounds import header_section
-from orders.transfers.intake.receive import MessageTooLarge, message_receive
+from orders.transfers.intake.services import MessageTooLarge, message_receive
 from orders.transfers.models import InboundMessage
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 aiosmtpd speaks SMTP on an event loop; every database call (the RCPT check, storing the message) runs on a
 small thread pool through ``sync_to_async``, never on the loop. RCPT is accepted only for a transfer address
-that takes mail (``intake.recipient_order``), else 550: the receiver relays nothing and, refusing during the
+that takes mail (``intake.selectors.recipient_order``), else 550: the receiver relays nothing and, refusing during the
 session, never sends a bounce. DATA is answered 250 only after ``intake.message_receive`` returned, which is
 after the message and its rows were committed; a database error answers 451 so the sender tries again later,
 and a retry of the same bytes finds the rows it already wrote.
@@ -28,7 +28,8 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 
 from orders.transfers.intake import bounds
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake import services as intake
+from orders.transfers.intake.selectors import recipient_order
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class TransferMailHandler:
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         try:
-            order = await self._run(intake.recipient_order, address)
+            order = await self._run(recipient_order, address)
         except DatabaseError:
             logger.exception("Inbound SMTP: the recipient check failed; answering 451")
             return TRY_AGAIN

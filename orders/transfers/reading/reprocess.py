@@ -18,8 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from orders.transfers.decision import process, state
-from orders.transfers.intake import receive as intake
 from orders.transfers.intake.bounds import mime_shape
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import platforms
 
@@ -47,7 +47,7 @@ def _authenticated_beforehand(case_pk: int):
     )
     if message is None or message.order is None:
         return None, None
-    raw = intake.raw_read(message)
+    raw = raw_read(message)
     if raw is None or mime_shape(raw).problem:
         return raw, None
     return raw, process.authenticator()(raw, message=message, order=message.order)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.reading import platforms
 from orders.transfers.reading.matching import match
@@ -112,7 +112,7 @@ def template_trial(*, platform: str, data: dict) -> Trial:
         if time.monotonic() > deadline:
             trial.stopped = True
             break
-        raw = intake.raw_read(message)
+        raw = raw_read(message)
         if raw is None:
             trial.skipped += 1
             continue

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from config.core.admin_permissions import require
 from config.core.confirmation import staff_actor
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import learn as learning
 from orders.transfers.reading import platforms
@@ -40,7 +40,7 @@ class TemplateWriting:
         case = get_object_or_404(
             TransferCase.objects.select_related("message", "order__event__venue"), pk=case_pk
         )
-        raw = intake.raw_read(case.message) if case.message else None
+        raw = raw_read(case.message) if case.message else None
         if case.kind != TransferCase.Kind.UNPARSED or case.order is None or raw is None:
             raise Http404("Only an unparsed case with its order and its raw mail can teach a template.")
         platform = case.message.platform

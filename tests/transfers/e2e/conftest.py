@@ -1,6 +1,6 @@
 """End to end, as a partner's order lives it: a partner with both pairs of credentials, orders made and
 confirmed through the API, the transfer e-mail handed to the one intake entry point
-(``orders.transfers.intake.receive.message_receive``) and processed after its commit, DKIM signed for real.
+(``orders.transfers.intake.services.message_receive``) and processed after its commit, DKIM signed for real.
 
 A platform of the tests' own, ``ticketsexample`` (``mail.tickets-example.com``), is registered through the
 ``TRANSFER_PLATFORM_DIRS`` setting, its signing key made here and published by a ``StaticResolver``: every
@@ -16,7 +16,7 @@ import pytest
 
 from orders.models import Notification, Order
 from orders.transfers.authenticity.dns import use_resolver
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.catalog.factories import RowFactory

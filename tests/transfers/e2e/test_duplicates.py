@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from orders.models import Notification, Order
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage
 
 from .conftest import deliver, genuine, open_cases

@@ -13,7 +13,8 @@ from django.utils import timezone
 from config.settings_parts.beat import beat_schedule
 from orders.transfers import tasks
 from orders.transfers.decision.retention import raw_purge
-from orders.transfers.intake.receive import message_receive, raw_read
+from orders.transfers.intake.selectors import raw_read
+from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage
 
 from .conftest import awaiting_order

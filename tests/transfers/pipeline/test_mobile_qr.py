@@ -12,7 +12,7 @@ from django.utils import timezone
 from bench.ticket_files import barcode_png
 from orders.models import Notification, Order
 from orders.services import order_create, order_transition
-from orders.transfers.intake.receive import message_receive
+from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.orders.factories import order_row

@@ -13,7 +13,7 @@ from orders.transfers.authenticity import authenticate as auth
 from orders.transfers.authenticity.dns import DnsTempError, StaticResolver, use_resolver
 from orders.transfers.decision import process
 from orders.transfers.decision.reminders import messages_process_due, partial_overdue_sweep
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage, TransferCase
 
 from . import mail

@@ -9,7 +9,8 @@ import json
 import pytest
 from django.test import Client
 
-from orders.transfers.intake.receive import message_receive, raw_read
+from orders.transfers.intake.selectors import raw_read
+from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage
 
 from .conftest import BUCKET, PREFIX

@@ -7,7 +7,7 @@ from django.test import Client
 
 from orders.models import Order
 from orders.transfers.decision import process
-from orders.transfers.intake.receive import message_receive
+from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.testing import simulator as sandbox
 from tests.transfers.pipeline import conftest as pipeline

@@ -13,7 +13,7 @@ from django.utils import timezone
 from config.settings_parts.beat import inbound_beat_schedule
 from config.settings_parts.inbound import anymail_settings
 from orders.transfers.intake.providers import ses_sweep
-from orders.transfers.intake.receive import raw_read
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage
 from orders.transfers.tasks import ses_sweep as ses_sweep_task
 

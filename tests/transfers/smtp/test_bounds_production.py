@@ -19,7 +19,7 @@ from bench.transfers_hostile import bomb_mail, poison_nest, signature_flood
 from config.celery import app as celery_app
 from orders.models import Order
 from orders.transfers.decision import reminders
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage, TicketFileCheck, TransferCase
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.faults.conftest import _reset_router

@@ -18,7 +18,7 @@ import pytest
 import redis
 from django.conf import settings
 
-from orders.transfers.intake.receive import PROCESS_TASK
+from orders.transfers.intake.services import PROCESS_TASK
 from orders.transfers.models import InboundMessage
 from tests.conftest import make_partner
 from tests.faults.conftest import processes  # noqa: F401  (real processes, stopped at the end)

@@ -55,7 +55,7 @@ def test_the_smuggled_to_handed_over_without_the_receiver_opens_a_case_that_does
     waiting_orders, dns, django_capture_on_commit_callbacks
 ):
     """A provider's webhook cannot refuse at DATA: the same bytes reach the processing, which reads nothing."""
-    from orders.transfers.intake import receive as intake
+    from orders.transfers.intake import services as intake
 
     order, other = waiting_orders(), waiting_orders()
     with django_capture_on_commit_callbacks(execute=True):

@@ -10,7 +10,7 @@ import smtplib
 import pytest
 from django.db import OperationalError
 
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
@@ -100,7 +100,7 @@ def test_a_delivery_is_stored_and_committed_before_250_and_a_retry_is_stored_onc
         "bounce@sandbox.invalid",
     )
     assert stored.order_id == order.pk and stored.size == len(raw)
-    assert intake.raw_read(stored) == raw
+    assert raw_read(stored) == raw
     # The sender's retry of the same bytes (it never saw our 250, say): answered 250, nothing new.
     with smtp_client(f"127.0.0.1:{receiver.port}") as client:
         assert client.sendmail("bounce@sandbox.invalid", [order.transfer_address], raw) == {}

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from orders.models import Order
-from orders.transfers.intake import receive as intake
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage
 from orders.transfers.testing.mail_compose import compose_sandbox_transfer
 from tests.conftest import assert_error
@@ -98,7 +98,7 @@ def test_simulate_transfer_sends_a_signed_email_through_the_receiver(
     data = response.json()["data"]
     assert (data["order_id"], data["variant"], data["kind"]) == (order["order_id"], "match", "transfer_offer")
     stored = InboundMessage.objects.get(recipient=order["transfer_address"])
-    raw = intake.raw_read(stored)
+    raw = raw_read(stored)
     assert hashlib.sha256(raw).hexdigest() == data["message_sha256"] == stored.sha256
     assert (stored.channel, stored.peer) == ("smtp", "127.0.0.1")
     signature = email.message_from_bytes(raw)["DKIM-Signature"]
@@ -116,8 +116,7 @@ def test_the_forged_variant_is_signed_with_a_key_the_sandbox_never_published(
     assert simulate(test_client, order["order_id"], {"variant": "forged"}).status_code == 202
     assert simulate(test_client, order["order_id"], {"variant": "match"}).status_code == 202
     forged, genuine = (
-        intake.raw_read(m)
-        for m in InboundMessage.objects.filter(recipient=order["transfer_address"]).order_by("id")
+        raw_read(m) for m in InboundMessage.objects.filter(recipient=order["transfer_address"]).order_by("id")
     )
     # The genuine message's key, as the sandbox's DNS record would publish it: the forged one fails with it.
     key_of_genuine = _public_key_record(genuine, sandbox_signer)

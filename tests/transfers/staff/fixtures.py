@@ -16,7 +16,7 @@ from orders import outbox
 from orders.models import Order
 from orders.transfers.decision import state
 from orders.transfers.decision.verdicts import AuthVerdict, MatchResult
-from orders.transfers.intake.receive import message_receive
+from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
 
 SELECTOR, DOMAIN = b"s2026", b"sandbox.invalid"

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from orders.transfers.intake.receive import raw_read
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferCase
 
 MAX_TEXT_CHARS = 20_000

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from config.core.admin_permissions import require, staff_may
 from config.core.history_admin import ReadOnly
 from config.core.modes import ModeFilter
-from orders.transfers.intake.receive import raw_read
+from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferEvidence
 from orders.transfers.staff.admin import display as show
 from orders.transfers.staff.admin.order import link_html

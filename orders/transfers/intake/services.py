@@ -1,4 +1,4 @@
-"""The one entry point of inbound mail: every channel (the SMTP receiver, the e-mail providers' inbound
+"""The intake stage's writes, the one entry point of inbound mail: every channel (the SMTP receiver, the e-mail providers' inbound
 webhooks, test mode's simulated transfers) hands the raw bytes here.
 
 ``message_receive`` stores the raw message through the storage API (content-addressed, so one copy serves
@@ -19,15 +19,11 @@ from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 
 from config.core.publish import publish_on_commit
-from orders.models import Order
+from orders.transfers.intake.selectors import normalise_address, recipient_order
 from orders.transfers.models import InboundMessage
 
 logger = logging.getLogger(__name__)
 
-S = Order.Status
-# The statuses whose transfer address takes mail (docs/operations/receiving-mail.md "Transfer detection"): the order still waits
-# for its tickets, or its received transfer may still be accepted on the platform or recalled by the seller.
-RECEIVING_STATUSES = (S.ACCEPTED, S.AWAITING_TRANSFER, S.TICKET_RECEIVED, S.PAYOUT_IN_PROCESS, S.SCHEDULED)
 PROCESS_TASK = "orders.transfers.tasks.message_process"
 
 
@@ -41,20 +37,6 @@ class Received:
     created: bool  # False: the same bytes to the same recipient were already stored (a retry)
 
 
-def normalise_address(address: str) -> str:
-    address = (address or "").strip().strip("<>").strip()
-    local, _, domain = address.rpartition("@")
-    return f"{local.lower()}@{domain.lower()}" if local else address.lower()
-
-
-def recipient_order(address: str) -> Order | None:
-    """The order whose transfer address this is, if the address takes mail now (else the receiver says 550)."""
-    address = normalise_address(address)
-    if not address.endswith("@" + settings.ORDER_TRANSFER_ADDRESS_DOMAIN.lower()):
-        return None
-    return Order.objects.filter(transfer_address=address, status__in=RECEIVING_STATUSES).first()
-
-
 def raw_storage_name(sha256: str) -> str:
     return f"inbound/{sha256[:2]}/{sha256}.eml"
 
@@ -64,17 +46,6 @@ def raw_store(raw: bytes, sha256: str) -> str:
     if default_storage.exists(name):
         return name
     return default_storage.save(name, ContentFile(raw))
-
-
-def raw_read(message: InboundMessage) -> bytes | None:
-    """The raw bytes of ``message``; ``None`` once purged (or never stored: a provider gave no raw MIME)."""
-    if not message.raw.name:
-        return None
-    try:
-        with default_storage.open(message.raw.name, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
 
 
 def message_receive(
