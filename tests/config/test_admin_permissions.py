@@ -29,7 +29,8 @@ from catalog.services import row_quantity_adjust
 from orders.models import Order
 from orders.services import order_transition
 from orders.transfers.models import TransferCase
-from orders.transfers.reading.templates_store import shipped_data, version_create
+from orders.transfers.reading.services import version_create
+from orders.transfers.reading.templates_store import shipped_data
 from orders.webhooks.models import WebhookEndpoint
 from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential

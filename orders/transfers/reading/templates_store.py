@@ -2,7 +2,7 @@
 
 A version holds a platform's template in the file format (``data``: what ``platforms/<name>.yaml`` holds)
 and is validated by the start-up's own validator (``platforms.platform_validate``). The shipped file of a
-platform is its version 1 (``versions_seed`` records it); staff's versions are numbered on from there, each
+platform is its version 1 (``services.versions_seed`` records it); staff's versions are numbered on from there, each
 with who, when and why. The registry the service reads (``platforms.registry()``) is the files with the
 versions staff activated laid over them (``registry_overlay``, installed when the app is ready), so an
 activation takes effect in every process at its next message, without a release. A version exports back to
@@ -17,8 +17,7 @@ from pathlib import Path
 
 import yaml
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import Max
+from django.db import DatabaseError
 
 from config.core.statemachine import StateMachine
 from orders.transfers.models import PlatformTemplateHistory, PlatformTemplateVersion
@@ -120,77 +119,6 @@ def platform_names() -> list[str]:
     """Every platform the service knows: the files' and those staff made."""
     names = set(platforms.registry().names()) | set(V.objects.values_list("platform", flat=True).distinct())
     return sorted(names)
-
-
-# --- services ------------------------------------------------------------------------------------------------------
-def versions_seed(*, platform: str) -> V | None:
-    """Record the shipped file as version 1 (in force) when the platform has no version yet."""
-    data = shipped_data(platform)
-    if data is None or V.objects.filter(platform=platform).exists():
-        return None
-    try:
-        with transaction.atomic():
-            seeded = V.objects.create(
-                platform=platform,
-                version=1,
-                data=data,
-                state=V.State.ACTIVE,
-                source=V.Source.SHIPPED,
-                reason="The shipped template file",
-                created_by=SHIPPED_ACTOR,
-                activated_by=SHIPPED_ACTOR,
-            )
-            seeded.activated_at = seeded.created_at
-            seeded.save(update_fields=["activated_at"])
-            TEMPLATE_MACHINE.record(
-                obj=seeded, from_state="", to_state=V.State.ACTIVE, actor=SHIPPED_ACTOR, reason=seeded.reason
-            )
-    except IntegrityError:  # seeded by another request at the same moment
-        return None
-    return seeded
-
-
-def version_create(
-    *,
-    platform: str,
-    data: dict,
-    actor: str,
-    reason: str,
-    learned_from=None,
-    based_on: int | None = None,
-) -> V:
-    """A new draft version of ``platform``; ``TemplateInvalid`` when the data does not validate."""
-    platform = platform.strip().lower()
-    if not platform or len(platform) > 32 or not platform.replace("_", "").replace("-", "").isalnum():
-        raise TemplateInvalid("A platform's name is up to 32 letters, digits, '-' or '_'.")
-    data = {**data, "platform": platform}
-    data_validate(data, platform=platform)
-    if not reason.strip():
-        raise TemplateInvalid("Say why: the reason is kept in the platform's history.")
-    versions_seed(platform=platform)
-    for _ in range(3):
-        try:
-            with transaction.atomic():
-                number = (V.objects.filter(platform=platform).aggregate(n=Max("version"))["n"] or 0) + 1
-                # Race: two staff saving a version of one platform at once — the unique (platform, version)
-                # constraint refuses the second number, which is then taken again.
-                created = V.objects.create(
-                    platform=platform,
-                    version=number,
-                    data=data,
-                    based_on=based_on,
-                    learned_from=learned_from,
-                    registry_change=registry_part(data) != registry_part(data_in_force(platform)),
-                    reason=reason.strip()[:500],
-                    created_by=actor,
-                )
-                TEMPLATE_MACHINE.record(
-                    obj=created, from_state="", to_state=V.State.DRAFT, actor=actor, reason=created.reason
-                )
-                return created
-        except IntegrityError:
-            continue
-    raise TemplateInvalid("Another version was saved at the same moment: save again.")
 
 
 # --- the registry the service reads ------------------------------------------------------------------------------

@@ -17,13 +17,13 @@ from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import learn as learning
 from orders.transfers.reading import platforms
+from orders.transfers.reading.services import version_create
 from orders.transfers.reading.templates_store import (
     TemplateInvalid,
     data_dump,
     data_in_force,
     data_load,
     registry_part,
-    version_create,
     version_in_force,
 )
 

@@ -15,9 +15,8 @@ from orders.models import Order
 from orders.transfers.authenticity.dns import use_resolver
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import platforms
-from orders.transfers.reading.activation import version_activate, version_approve
 from orders.transfers.reading.learn import kind_data, learn
-from orders.transfers.reading.templates_store import version_create
+from orders.transfers.reading.services import version_activate, version_approve, version_create
 from tests.catalog.factories import RowFactory
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
 from tests.transfers.e2e.conftest import deliver

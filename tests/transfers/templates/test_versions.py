@@ -12,8 +12,8 @@ from django.test import Client
 
 from orders.transfers.models import PlatformTemplateVersion
 from orders.transfers.reading import platforms
-from orders.transfers.reading.activation import version_activate
-from orders.transfers.reading.templates_store import data_dump, shipped_data, version_create, versions_seed
+from orders.transfers.reading.services import version_activate, version_create, versions_seed
+from orders.transfers.reading.templates_store import data_dump, shipped_data
 from orders.transfers.testing import corpus
 from tests.transfers.staff.stagepass import PLATFORM, stagepass_mail
 

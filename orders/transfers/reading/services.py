@@ -1,4 +1,5 @@
-"""Putting a template version in force (docs/staff-guide.md "Activate under four eyes").
+"""The reading stage's writes: staff's platform template versions, recorded (``version_create``; the shipped
+file as version 1, ``versions_seed``) and put in force (docs/staff-guide.md "Activate under four eyes").
 
 - A version that changes the sender domains or accept-link hosts (what makes a mail authentic) is activated
   only once a second staff member, not its author, approved it (``version_approve``; the admin asks for
@@ -12,12 +13,21 @@ Every move goes through the template machine and its history (the platform's his
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from config.core.publish import publish_on_commit
 from orders.transfers.models import PlatformTemplateVersion
-from orders.transfers.reading.templates_store import TEMPLATE_MACHINE, data_validate, versions_seed
+from orders.transfers.reading.templates_store import (
+    SHIPPED_ACTOR,
+    TEMPLATE_MACHINE,
+    TemplateInvalid,
+    data_in_force,
+    data_validate,
+    registry_part,
+    shipped_data,
+)
 from orders.transfers.reading.trial import template_trial
 
 V = PlatformTemplateVersion
@@ -25,6 +35,76 @@ V = PlatformTemplateVersion
 
 class Refused(Exception):
     """The step does not apply (any more): the message says why; nothing was changed."""
+
+
+def versions_seed(*, platform: str) -> V | None:
+    """Record the shipped file as version 1 (in force) when the platform has no version yet."""
+    data = shipped_data(platform)
+    if data is None or V.objects.filter(platform=platform).exists():
+        return None
+    try:
+        with transaction.atomic():
+            seeded = V.objects.create(
+                platform=platform,
+                version=1,
+                data=data,
+                state=V.State.ACTIVE,
+                source=V.Source.SHIPPED,
+                reason="The shipped template file",
+                created_by=SHIPPED_ACTOR,
+                activated_by=SHIPPED_ACTOR,
+            )
+            seeded.activated_at = seeded.created_at
+            seeded.save(update_fields=["activated_at"])
+            TEMPLATE_MACHINE.record(
+                obj=seeded, from_state="", to_state=V.State.ACTIVE, actor=SHIPPED_ACTOR, reason=seeded.reason
+            )
+    except IntegrityError:  # seeded by another request at the same moment
+        return None
+    return seeded
+
+
+def version_create(
+    *,
+    platform: str,
+    data: dict,
+    actor: str,
+    reason: str,
+    learned_from=None,
+    based_on: int | None = None,
+) -> V:
+    """A new draft version of ``platform``; ``TemplateInvalid`` when the data does not validate."""
+    platform = platform.strip().lower()
+    if not platform or len(platform) > 32 or not platform.replace("_", "").replace("-", "").isalnum():
+        raise TemplateInvalid("A platform's name is up to 32 letters, digits, '-' or '_'.")
+    data = {**data, "platform": platform}
+    data_validate(data, platform=platform)
+    if not reason.strip():
+        raise TemplateInvalid("Say why: the reason is kept in the platform's history.")
+    versions_seed(platform=platform)
+    for _ in range(3):
+        try:
+            with transaction.atomic():
+                number = (V.objects.filter(platform=platform).aggregate(n=Max("version"))["n"] or 0) + 1
+                # Race: two staff saving a version of one platform at once — the unique (platform, version)
+                # constraint refuses the second number, which is then taken again.
+                created = V.objects.create(
+                    platform=platform,
+                    version=number,
+                    data=data,
+                    based_on=based_on,
+                    learned_from=learned_from,
+                    registry_change=registry_part(data) != registry_part(data_in_force(platform)),
+                    reason=reason.strip()[:500],
+                    created_by=actor,
+                )
+                TEMPLATE_MACHINE.record(
+                    obj=created, from_state="", to_state=V.State.DRAFT, actor=actor, reason=created.reason
+                )
+                return created
+        except IntegrityError:
+            continue
+    raise TemplateInvalid("Another version was saved at the same moment: save again.")
 
 
 def _locked_draft(version_pk: int) -> V:
