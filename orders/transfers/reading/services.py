@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from config.core.publish import publish_on_commit
 from orders.transfers.models import PlatformTemplateVersion
+from orders.transfers.reading.selectors import data_in_force
 from orders.transfers.reading.templates_store import (
     SHIPPED_ACTOR,
     TEMPLATE_MACHINE,
     TemplateInvalid,
-    data_in_force,
     data_validate,
     registry_part,
     shipped_data,

@@ -104,23 +104,6 @@ def registry_part(data: dict | None) -> dict:
     return {key: sorted({str(v).strip().lower() for v in data.get(key) or []}) for key in REGISTRY_KEYS}
 
 
-# --- selectors -----------------------------------------------------------------------------------------------------
-def version_in_force(platform: str) -> V | None:
-    return V.objects.filter(platform=platform, state=V.State.ACTIVE).first()
-
-
-def data_in_force(platform: str) -> dict | None:
-    """The data of the version in force: staff's active version, else the shipped file."""
-    active = version_in_force(platform)
-    return active.data if active is not None else shipped_data(platform)
-
-
-def platform_names() -> list[str]:
-    """Every platform the service knows: the files' and those staff made."""
-    names = set(platforms.registry().names()) | set(V.objects.values_list("platform", flat=True).distinct())
-    return sorted(names)
-
-
 # --- the registry the service reads ------------------------------------------------------------------------------
 _cache: dict = {"key": None, "registry": None}
 _cache_lock = threading.Lock()

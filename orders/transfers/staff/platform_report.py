@@ -13,7 +13,7 @@ from django.db.models import Count
 
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import platforms
-from orders.transfers.reading.templates_store import platform_names, version_in_force
+from orders.transfers.reading.selectors import platform_names, version_in_force
 from orders.transfers.testing.corpus import corpus_run, corpus_summary
 
 

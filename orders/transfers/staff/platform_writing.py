@@ -17,15 +17,9 @@ from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import learn as learning
 from orders.transfers.reading import platforms
+from orders.transfers.reading.selectors import data_in_force, version_in_force
 from orders.transfers.reading.services import version_create
-from orders.transfers.reading.templates_store import (
-    TemplateInvalid,
-    data_dump,
-    data_in_force,
-    data_load,
-    registry_part,
-    version_in_force,
-)
+from orders.transfers.reading.templates_store import TemplateInvalid, data_dump, data_load, registry_part
 
 V = PlatformTemplateVersion
 MANAGE = "transfers.manage_platform_templates"

@@ -10,7 +10,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from orders.transfers.models import PlatformTemplateVersion
-from orders.transfers.reading.templates_store import TemplateInvalid, data_dump, data_in_force, data_validate
+from orders.transfers.reading.selectors import data_in_force
+from orders.transfers.reading.templates_store import TemplateInvalid, data_dump, data_validate
 
 
 class Command(BaseCommand):

@@ -24,8 +24,9 @@ from config.core.admin_permissions import require, staff_may
 from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnly, StatusHistoryInline
 from orders.transfers.models import PlatformTemplateHistory, PlatformTemplateVersion, TransferCase
+from orders.transfers.reading.selectors import data_in_force
 from orders.transfers.reading.services import Refused, version_activate, version_approve, version_discard
-from orders.transfers.reading.templates_store import data_dump, data_in_force, registry_part
+from orders.transfers.reading.templates_store import data_dump, registry_part
 from orders.transfers.reading.trial import template_trial
 from orders.transfers.staff.platform_report import platforms_report
 from orders.transfers.staff.platform_writing import TemplateWriting
