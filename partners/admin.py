@@ -29,14 +29,19 @@ from .selectors import payment_readiness
 
 class SessionsWrittenFirst:
     """Pages that list or count token sessions: the sessions still waiting in Redis for the batched writer
-    are written to the database first, so staff see every token issued so far."""
+    are written to the database first, so staff see every token issued so far. Only a page being shown to someone
+    who may see it does this: a POST (an action, a save) writes nothing but what it is for."""
+
+    def _sessions_written(self, request) -> None:
+        if request.method == "GET" and self.has_view_or_change_permission(request):
+            session_services.token_sessions_flush()
 
     def changelist_view(self, request, extra_context=None):
-        session_services.token_sessions_flush()
+        self._sessions_written(request)
         return super().changelist_view(request, extra_context)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        session_services.token_sessions_flush()
+        self._sessions_written(request)
         return super().change_view(request, object_id, form_url, extra_context)
 
 
