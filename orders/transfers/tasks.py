@@ -80,18 +80,18 @@ def seller_transfer_reminder(order_pk: int, why: str) -> bool:
 )
 def transfer_question_send(case_pk: int) -> str:
     """Staff asked the seller about the transfer (the case is resolved): e-mail the question recorded on the
-    case, once (``orders.transfers.staff.services.question_send``); the recipient."""
-    from orders.transfers.staff.services import question_send
+    case, once (``orders.transfers.staff.services.transfer_question_send``); the recipient."""
+    from orders.transfers.staff import services as staff_services
 
-    return question_send(case_pk=case_pk)
+    return staff_services.transfer_question_send(case_pk=case_pk)
 
 
 @shared_task(name="orders.transfers.tasks.transfer_questions_send_due", **LIMITS["sweep"])
 def transfer_questions_send_due() -> int:
     """Beat: publish again the seller questions whose task message was lost."""
-    from orders.transfers.staff.services import questions_send_due
+    from orders.transfers.staff import services as staff_services
 
-    return questions_send_due()
+    return staff_services.transfer_questions_send_due()
 
 
 @shared_task(name="orders.transfers.tasks.partial_overdue_sweep", **LIMITS["long_sweep"])

@@ -122,7 +122,7 @@ def test_make_test_creates_the_database_fresh_and_test_fast_reuses_it():
     makefile = (ROOT / "Makefile").read_text()
     test = makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]
     assert "test-passes" in test  # make test installs, then runs the passes (make test-dates runs them too)
-    test = makefile.split("\ntest-passes:", 1)[1].split("\n\n", 1)[0]
+    test = makefile.split("\ntest-production:", 1)[1].split("\n\n", 1)[0]
     fast = makefile.split("\ntest-fast:", 1)[1].split("\n\n", 1)[0]
     assert "--create-db" in test and "--reuse-db" not in test
     assert "--reuse-db" in fast

@@ -35,7 +35,7 @@ def _backend_waiting_on(table: str) -> int | None:
         found = conn.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND wait_event_type = 'Lock' AND query LIKE %s",
-            [f'UPDATE "{table}"%'],
+            [f"%{table}%"],  # the order's statement that takes from the row (on PostgreSQL, one WITH)
         ).fetchone()
     return found[0] if found else None
 

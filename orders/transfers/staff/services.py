@@ -6,8 +6,8 @@ The case row is locked while an action runs: a second POST (a resubmitted form, 
 resolved and changes nothing. No e-mail is sent while the lock is held: asking the seller records the question
 on the case as it resolves it under the lock, and hands it to the mail task once the transaction has
 committed, so the seller is asked by the one action that resolved the case, and a slow mail server never
-holds the row. The case row is the truth: ``question_send`` claims the unsent question with a conditional
-UPDATE (no lock held while the mail server is talked to) and records it sent; ``questions_send_due``
+holds the row. The case row is the truth: ``transfer_question_send`` claims the unsent question with a conditional
+UPDATE (no lock held while the mail server is talked to) and records it sent; ``transfer_questions_send_due``
 publishes again the questions whose task message was lost (a broker down, a failed publish).
 """
 
@@ -130,7 +130,7 @@ def case_act(
                 to = _question_recipient(order=order, message=message)
                 # Recorded with the resolution and handed over once this transaction commits: the question
                 # leaves only with the resolution that records it, and the mail server is never waited on
-                # under the case's lock. A lost hand-over is the sweep's (``questions_send_due``).
+                # under the case's lock. A lost hand-over is the sweep's (``transfer_questions_send_due``).
                 TransferCase.objects.filter(pk=case.pk).update(question=message.strip())
                 publish_on_commit(QUESTION_TASK, case.pk)
                 done = f"E-mailed {to} about {order.order_id}"
@@ -156,7 +156,7 @@ def case_act(
     return done
 
 
-def question_send(*, case_pk: int) -> str:
+def transfer_question_send(*, case_pk: int) -> str:
     """Send the question recorded on the case to the seller, once; returns the recipient ("" when nothing was
     sent: already sent, claimed by another sender, or no one to write to).
 
@@ -203,7 +203,7 @@ def questions_due(*, now=None, limit: int = QUESTION_SWEEP_BATCH) -> list[int]:
     )
 
 
-def questions_send_due() -> int:
+def transfer_questions_send_due() -> int:
     """Publish again the questions whose task message was lost; the task's claim sends each once."""
     due = questions_due()
     for pk in due:

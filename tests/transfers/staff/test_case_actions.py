@@ -363,7 +363,7 @@ def test_a_question_whose_publish_was_lost_is_sent_once_by_the_sweep_and_never_a
     import time_machine
 
     from orders.transfers import tasks
-    from orders.transfers.staff.services import QUESTION_SWEEP_AFTER, question_send
+    from orders.transfers.staff.services import QUESTION_SWEEP_AFTER, transfer_question_send
 
     _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=True)
     recorded = TransferCase.objects.get(pk=case.pk)
@@ -374,7 +374,7 @@ def test_a_question_whose_publish_was_lost_is_sent_once_by_the_sweep_and_never_a
         assert tasks.transfer_questions_send_due() == 1
         assert len(mail.outbox) == 1 and "Which row?" in mail.outbox[0].body
         assert tasks.transfer_questions_send_due() == 0
-        assert question_send(case_pk=case.pk) == ""  # a late duplicate of the task sends nothing
+        assert transfer_question_send(case_pk=case.pk) == ""  # a late duplicate of the task sends nothing
     sent = TransferCase.objects.get(pk=case.pk)
     assert sent.question_sent_at is not None and sent.question_to == mail.outbox[0].to[0]
     with time_machine.travel(sent.resolved_at + timedelta(days=2), tick=False):
@@ -403,7 +403,7 @@ def test_a_question_the_mail_server_refused_is_released_for_the_retry(
     import smtplib
 
     from orders.transfers.staff import mail as staff_mail
-    from orders.transfers.staff.services import question_send
+    from orders.transfers.staff.services import transfer_question_send
 
     _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=True)
 
@@ -412,8 +412,8 @@ def test_a_question_the_mail_server_refused_is_released_for_the_retry(
 
     monkeypatch.setattr(staff_mail, "send_transfer_question", refused)
     with pytest.raises(smtplib.SMTPServerDisconnected):
-        question_send(case_pk=case.pk)
+        transfer_question_send(case_pk=case.pk)
     released = TransferCase.objects.get(pk=case.pk)
     assert released.question_claimed_at is None and released.question_sent_at is None
     monkeypatch.undo()
-    assert question_send(case_pk=case.pk) and len(mail.outbox) == 1
+    assert transfer_question_send(case_pk=case.pk) and len(mail.outbox) == 1
