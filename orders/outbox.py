@@ -115,6 +115,19 @@ def order_notification_build(
     ``order_detail_output`` gave it, when the caller already has it."""
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
+    rendered_order = (
+        _json_ready(rendered) if rendered is not None else order_payload(order=order, history=history)
+    )
+    return _notification_of(
+        order=order,
+        type=type,
+        at=at,
+        data={"order": rendered_order, "previous_status": previous_status, "reason": reason},
+    )
+
+
+def _notification_of(*, order: Order, type: str, at: datetime, data: dict) -> Notification:
+    """A notification about ``order`` in the envelope every notification has, not yet written."""
     notification = Notification(
         partner_id=order.partner_id, livemode=order.livemode, type=type, order_id=order.pk, created_at=at
     )
@@ -123,13 +136,7 @@ def order_notification_build(
         "type": type,
         "created_at": utc_iso(at),
         "livemode": notification.livemode,
-        "data": {
-            "order": _json_ready(rendered)
-            if rendered is not None
-            else order_payload(order=order, history=history),
-            "previous_status": previous_status,
-            "reason": reason,
-        },
+        "data": data,
     }
     return notification
 
@@ -166,27 +173,17 @@ def order_notifications_record_many(
     histories: dict[int, list[OrderStatusHistory]] = {order.pk: [] for order, _ in moves}
     for row in OrderStatusHistory.objects.filter(order_id__in=histories).order_by("order_id", "at", "id"):
         histories[row.order_id].append(row)
-    notifications = []
-    for order, previous_status in moves:
-        notification = Notification(
-            partner_id=order.partner_id,
-            livemode=order.livemode,
+    notifications = [
+        order_notification_build(
+            order=order,
             type=T.ORDER_STATUS_CHANGED,
-            order_id=order.pk,
-            created_at=at,
+            previous_status=previous_status,
+            reason=reason,
+            at=at,
+            history=histories[order.pk],
         )
-        notification.payload = {
-            "id": notification.notification_id,
-            "type": T.ORDER_STATUS_CHANGED,
-            "created_at": utc_iso(at),
-            "livemode": notification.livemode,
-            "data": {
-                "order": order_payload(order=order, history=histories[order.pk]),
-                "previous_status": previous_status,
-                "reason": reason,
-            },
-        }
-        notifications.append(notification)
+        for order, previous_status in moves
+    ]
     Notification.objects.bulk_create(notifications)
     for notification in notifications:
         notification_dispatch_after_commit(notification=notification)
@@ -199,24 +196,16 @@ def transfer_notification_record(
     """Write ``order.transfer_updated`` for a change of ``order``'s transfer state in the caller's transaction."""
     if reason not in TRANSFER_REASON_CODES:
         raise ValueError(f"Unknown transfer notification reason {reason!r}")
-    notification = Notification(
-        partner_id=order.partner_id,
-        livemode=order.livemode,
+    notification = _notification_of(
+        order=order,
         type=T.ORDER_TRANSFER_UPDATED,
-        order_id=order.pk,
-        created_at=at,
-    )
-    notification.payload = {
-        "id": notification.notification_id,
-        "type": T.ORDER_TRANSFER_UPDATED,
-        "created_at": utc_iso(at),
-        "livemode": notification.livemode,
-        "data": {
+        at=at,
+        data={
             "order": order_payload(order=order),
             "previous_transfer_state": previous_transfer_state,
             "reason": reason,
         },
-    }
+    )
     rawsql.insert(notification)
     notification_dispatch_after_commit(notification=notification)
     return notification
