@@ -1,6 +1,6 @@
 """Background work of transfer detection: process an inbound message after its commit, retry the ones
 deferred by DNS or waiting for the order's confirmation, publish again the ones whose message was lost, and
-the seller's reminders and the partial-overdue sweep (``orders.transfers.decision.reminders``)."""
+the seller's reminders and the partial-overdue sweep (``orders.transfers.decision.services.reminders``)."""
 
 import logging
 
@@ -8,14 +8,14 @@ from celery import shared_task
 
 from config.core.publish import publish
 from config.core.retrying import RetryingTask
-from orders.transfers.decision import reminders
+from orders.transfers.decision.services import reminders
 
 logger = logging.getLogger(__name__)
 
 # Every task of transfer detection has a soft time limit (``SoftTimeLimitExceeded`` raised in the task: a
 # message then ends with a case) and a hard one (the worker process is replaced), so that no message, file or
 # sweep holds a worker of the default queue, where the payout and confirmation work runs too. A message's hard limit
-# stays under its run's lease (``orders.transfers.decision.process.LEASE``, 2 min).
+# stays under its run's lease (``orders.transfers.decision.services.process.LEASE``, 2 min).
 LIMITS = {
     "message": {"soft_time_limit": 60, "time_limit": 90},
     "sweep": {"soft_time_limit": 30, "time_limit": 60},
@@ -30,8 +30,8 @@ LIMITS = {
     base=RetryingTask, name="orders.transfers.tasks.message_process", acks_late=True, **LIMITS["message"]
 )
 def message_process(message_pk: int) -> str:
-    """Authenticate, parse, match and decide one stored message (``orders.transfers.decision.process``)."""
-    from orders.transfers.decision.process import message_process as process
+    """Authenticate, parse, match and decide one stored message (``orders.transfers.decision.services.process``)."""
+    from orders.transfers.decision.services.process import message_process as process
 
     return process(message_pk=message_pk)
 
@@ -124,8 +124,8 @@ def ticket_files_sweep() -> int:
 
 @shared_task(name="orders.transfers.tasks.raw_purge", **LIMITS["long_sweep"])
 def raw_purge() -> int:
-    """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.decision.retention``)."""
-    from orders.transfers.decision.retention import raw_purge as purge
+    """Beat: delete the raw mail kept past ``INBOUND_RAW_RETENTION_DAYS`` (``orders.transfers.decision.services.retention``)."""
+    from orders.transfers.decision.services.retention import raw_purge as purge
 
     return purge()
 

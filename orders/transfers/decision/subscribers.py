@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from config.core.publish import publish
 from orders.models import Notification, Order
-from orders.transfers.decision.decide import WAITING
+from orders.transfers.decision.services.decide import WAITING
 from orders.transfers.models import InboundMessage
 
 PROCESS_TASK = "orders.transfers.tasks.message_process"

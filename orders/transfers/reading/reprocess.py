@@ -2,7 +2,7 @@
 (docs/staff-guide.md "Re-processing").
 
 Each case's message goes through the whole processing again — authentication, parsing, matching and the
-decision (``orders.transfers.decision.process``) — so an order moves only when everything holds, through the same
+decision (``orders.transfers.decision.services.process``) — so an order moves only when everything holds, through the same
 decision as a new message. Under the case's and the message's locks, and only while the case is still an open
 ``unparsed`` one: a second run (a task delivered twice, a second activation) changes nothing. A message the
 version still cannot read leaves its case open, noting the version tried. Otherwise the case is closed
@@ -17,7 +17,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from orders.transfers.decision import process, state
+from orders.transfers.decision import state
+from orders.transfers.decision.services import process
 from orders.transfers.intake.bounds import mime_shape
 from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase

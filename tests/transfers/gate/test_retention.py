@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from config.settings_parts.beat import beat_schedule
 from orders.transfers import tasks
-from orders.transfers.decision.retention import raw_purge
+from orders.transfers.decision.services.retention import raw_purge
 from orders.transfers.intake.selectors import raw_read
 from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage

@@ -8,7 +8,7 @@ import pytest
 
 from catalog.services import local_event_date
 from orders.services import order_create, order_transition
-from orders.transfers.decision import process
+from orders.transfers.decision.services import process
 from orders.transfers.intake import services as intake
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory, VenueFactory

@@ -5,7 +5,7 @@ import pytest
 from django.core import mail as outbox_mail
 
 from orders.models import Notification, Order
-from orders.transfers.decision import process
+from orders.transfers.decision.services import process
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
 
 from .conftest import transfer_order
@@ -68,7 +68,7 @@ def test_partial_reminder_mails_what_is_missing_an_hour_later_once(kit, partner)
 
     from django.utils import timezone
 
-    from orders.transfers.decision.reminders import partial_reminder, partial_reminders_due
+    from orders.transfers.decision.services.reminders import partial_reminder, partial_reminders_due
 
     order = transfer_order(partner, quantity=3)
     kit.process(kit.offer(order, seats=[1]), order)

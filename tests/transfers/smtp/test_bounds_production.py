@@ -18,7 +18,7 @@ from django.utils import timezone
 from bench.transfers_hostile import bomb_mail, poison_nest, signature_flood
 from config.celery import app as celery_app
 from orders.models import Order
-from orders.transfers.decision import reminders
+from orders.transfers.decision.services import reminders
 from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage, TicketFileCheck, TransferCase
 from orders.transfers.testing.simulator import sandbox_sign

@@ -15,7 +15,7 @@ finished ``MAX_RUNS`` (5) times, or whose MIME passes the bounds of ``orders.tra
 - Authentic mail to a ``mobile_qr`` order with ticket files attached: the files are checked
   (``orders.transfers.files.services.message_attachments_check``) and their verdict decides.
 - Authentic, but no template, no kind recognised or required fields missing → an ``unparsed`` case showing
-  the text. Otherwise the decision by kind (``orders.transfers.decision.decide``).
+  the text. Otherwise the decision by kind (``orders.transfers.decision.services.decide``).
 
 ``AUTHENTICATE`` is the one seam to the authentication: ``None`` means
 ``orders.transfers.authenticity.authenticate.authenticate``, resolved at call time.
@@ -34,9 +34,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.core.retrying import TRANSIENT_ERRORS
-from orders.transfers.decision import decide as decision
 from orders.transfers.decision import state
-from orders.transfers.decision.decide import finish
+from orders.transfers.decision.services import decide as decision
+from orders.transfers.decision.services.decide import finish
 from orders.transfers.decision.verdicts import AuthVerdict
 from orders.transfers.files import services as files
 from orders.transfers.intake.bounds import header_section, mime_shape, no_nul

@@ -22,7 +22,7 @@ from django.utils import timezone
 from orders.models import Order
 from orders.seller_mail import seller_recipient, send_transfer_partial, send_transfer_reminder
 from orders.transfers.decision import state
-from orders.transfers.decision.decide import offers_detected
+from orders.transfers.decision.services.decide import offers_detected
 from orders.transfers.models import InboundMessage, TransferCase
 
 logger = logging.getLogger(__name__)
