@@ -138,7 +138,7 @@ def raw_purge() -> int:
 )
 def platform_cases_reprocess(version_pk: int) -> dict:
     """A template version was activated: process its platform's open unparsed cases again."""
-    from orders.transfers.reading.reprocess import platform_cases_reprocess as reprocess
+    from orders.transfers.decision.services.reprocess import platform_cases_reprocess as reprocess
 
     return reprocess(version_pk=version_pk)
 
@@ -146,6 +146,6 @@ def platform_cases_reprocess(version_pk: int) -> dict:
 @shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due", **LIMITS["long_sweep"])
 def platform_cases_reprocess_due() -> int:
     """The open unparsed cases a version in force has not processed yet (its activation's message was lost)."""
-    from orders.transfers.reading.reprocess import platform_cases_reprocess_due as sweep
+    from orders.transfers.decision.services.reprocess import platform_cases_reprocess_due as sweep
 
     return sweep()
