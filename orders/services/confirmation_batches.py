@@ -4,10 +4,9 @@ the whole batch, under the same at-most-once scheme as one order's (``confirmati
 """
 
 import logging
-from datetime import datetime
 
 from django.core.mail import get_connection
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from config.core import rawsql
@@ -16,10 +15,10 @@ from .. import seller_mail
 from ..models import Order
 from .confirmation_state import (
     EMAIL_CLAIM_LEASE,
-    EMAIL_HANDOVER_LEASE,
     NOT_DELIVERED,
     RECORD_RETRY_SECONDS,
     _with_db_retry,
+    settle_unconfirmed,
 )
 
 logger = logging.getLogger(__name__)
@@ -68,7 +67,7 @@ def orders_confirmation_email_many(*, order_pks: list[int]) -> tuple[list[int], 
     if not order_pks:
         return [], []
     now = timezone.now()
-    _settle_unconfirmed_many(order_pks=order_pks, now=now)
+    settle_unconfirmed(order_pks=order_pks, now=now)
     waiting = Q(
         status=S.AWAITING_TRANSFER,
         confirmation_email_sent_at__isnull=True,
@@ -186,19 +185,3 @@ def orders_confirmation_email_many(*, order_pks: list[int]) -> tuple[list[int], 
             seconds=RECORD_RETRY_SECONDS,
         )
     return sent, owed
-
-
-def _settle_unconfirmed_many(*, order_pks: list[int], now: datetime) -> None:
-    settled = Order.objects.filter(
-        pk__in=order_pks,
-        confirmation_email_sent_at__isnull=True,
-        confirmation_email_handed_over_at__lt=now - EMAIL_HANDOVER_LEASE,
-    ).update(
-        confirmation_email_sent_at=F("confirmation_email_handed_over_at"), confirmation_email_unconfirmed=True
-    )
-    if settled:
-        logger.error(
-            "%d confirmation e-mail(s) were handed to the mail server but their sending was never recorded: "
-            "marked sent-unconfirmed, not sent again",
-            settled,
-        )

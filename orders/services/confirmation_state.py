@@ -89,9 +89,11 @@ def order_confirmation_started(*, order_pk: int) -> bool:
     return bool(Order.objects.filter(pk=order_pk).update(confirmation_started_at=timezone.now()))
 
 
-def _settle_unconfirmed(*, order_pk: int, now: datetime) -> None:
+def settle_unconfirmed(*, order_pks: list[int], now: datetime) -> None:
+    """Confirmation e-mails handed to the mail server longer than the hand-over lease ago whose sending was never
+    recorded: marked sent-unconfirmed, never sent again (the one path and the batches alike)."""
     settled = Order.objects.filter(
-        pk=order_pk,
+        pk__in=order_pks,
         confirmation_email_sent_at__isnull=True,
         confirmation_email_handed_over_at__lt=now - EMAIL_HANDOVER_LEASE,
     ).update(
@@ -99,16 +101,17 @@ def _settle_unconfirmed(*, order_pk: int, now: datetime) -> None:
     )
     if settled:
         logger.error(
-            "The confirmation e-mail of order pk=%s was handed to the mail server but its sending was never "
-            "recorded: marked sent-unconfirmed, not sent again",
-            order_pk,
+            "%d confirmation e-mail(s) among orders pk=%s were handed to the mail server but their sending was "
+            "never recorded: marked sent-unconfirmed, not sent again",
+            settled,
+            order_pks,
         )
 
 
 def order_confirmation_email(*, order_pk: int) -> bool:
     """Send the seller's confirmation at most once (see the module docstring); returns whether this call sent it."""
     now = timezone.now()
-    _settle_unconfirmed(order_pk=order_pk, now=now)
+    settle_unconfirmed(order_pks=[order_pk], now=now)
     order = Order.objects.select_related("partner", "event__venue", "quote").get(pk=order_pk)
     if (
         order.status != S.AWAITING_TRANSFER
