@@ -22,7 +22,12 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.deploy.exporter import prepare as prepare_exporter
 from config.settings_parts.api import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401 (read by Django)
-from config.settings_parts.beat import beat_schedule, inbound_beat_schedule, token_sessions_beat_schedule
+from config.settings_parts.beat import (
+    beat_schedule,
+    inbound_beat_schedule,
+    quotes_beat_schedule,
+    token_sessions_beat_schedule,
+)
 from config.settings_parts.database import database_config
 from config.settings_parts.environment import (  # noqa: F401 (read by Django)
     BASE_DIR,
@@ -248,6 +253,12 @@ CELERY_BEAT_SCHEDULE.update(
 )
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
+# Quotes are kept in Redis first and written to the database by a batched writer at most this many seconds
+# later, or by the order that uses them if it comes first (quotes/quote_cache.py); without Redis (the embedded
+# default) each is written when made.
+QUOTES_IN_REDIS = env.bool("QUOTES_IN_REDIS", default=bool(REDIS_URL))
+QUOTE_FLUSH_SECONDS = env.float("QUOTE_FLUSH_SECONDS", default=2.0)
+CELERY_BEAT_SCHEDULE.update(quotes_beat_schedule(flush_seconds=QUOTE_FLUSH_SECONDS, enabled=QUOTES_IN_REDIS))
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
 # In-process copy of catalog answers, checked against the catalog's versions on every read.
 CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=5)

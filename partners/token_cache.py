@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
-from django.core.cache import cache, caches
-from django.core.cache.backends.redis import RedisCache
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
 from config.api.ratelimit import pipelined
+from config.core.pending import PendingList, redis_backend
 
 from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
 
@@ -332,67 +332,51 @@ class PendingSession:
         )
 
 
-def _redis() -> RedisCache | None:
-    backend = caches["default"]
-    return backend if isinstance(backend, RedisCache) else None
-
-
 def sessions_in_redis() -> bool:
     """Are token sessions created in Redis first? Only with Redis behind the cache: the embedded default
     (local memory, one process, no broker for beat) writes each session's row when the token is issued."""
-    return settings.TOKEN_SESSIONS_IN_REDIS and _redis() is not None
+    return settings.TOKEN_SESSIONS_IN_REDIS and redis_backend() is not None
 
 
 def session_pending_add(session: PendingSession) -> int:
     """Create ``session`` in Redis: its state ("active", read by every authenticated request) and its entry
     in the pending list, in one round trip. Returns the list's length. Raises if Redis does not answer."""
-    backend = _redis()
+    backend = redis_backend()
     assert backend is not None
     ttl = max(1, int((session.expires_at - session.created_at).total_seconds()))
     state_key = backend.make_and_validate_key(session_cache_key(session.session_id))
-    pending_key = backend.make_and_validate_key(PENDING_KEY)
     state = backend._cache._serializer.dumps((SESSION_ACTIVE, session.partner_pk, session.partner_id))
     replies = pipelined(
         backend._cache.get_client(state_key, write=True),
         [
             ("SET", state_key, state, "EX", ttl),
-            ("RPUSH", pending_key, session.dumps()),
             # A list nobody drains (no beat) ends with the sessions it holds: every one of them has expired.
-            ("EXPIRE", pending_key, settings.ACCESS_TOKEN_TTL_SECONDS),
+            *_pending.append_commands(backend, session.dumps(), ttl=settings.ACCESS_TOKEN_TTL_SECONDS),
         ],
     )
     return int(replies[1])
 
 
+_pending = PendingList(
+    PENDING_KEY, lock_key=FLUSH_LOCK_KEY, loads=PendingSession.loads, lock_seconds=FLUSH_LOCK_SECONDS
+)
+
+
 def sessions_pending(*, limit: int = 0) -> list[PendingSession]:
     """The oldest ``limit`` pending sessions (all of them with 0). Raises if Redis does not answer."""
-    backend = _redis()
-    if backend is None:
-        return []
-    key = backend.make_and_validate_key(PENDING_KEY)
-    raw = backend._cache.get_client(key).lrange(key, 0, limit - 1 if limit else -1)
-    return [PendingSession.loads(item) for item in raw]
+    return _pending.read(limit=limit)
 
 
 def sessions_pending_drop(count: int) -> None:
     """Take the oldest ``count`` sessions off the pending list, once they are in the database."""
-    backend = _redis()
-    if backend is None or count <= 0:
-        return
-    key = backend.make_and_validate_key(PENDING_KEY)
-    backend._cache.get_client(key, write=True).ltrim(key, count, -1)
+    _pending.drop(count)
 
 
 def flush_lock_take() -> str | None:
-    """One writer at a time drains the pending list (the list is trimmed by count). Returns the lock's token,
-    or None while another writer holds it."""
-    token = uuid.uuid4().hex
-    return token if cache.add(FLUSH_LOCK_KEY, token, timeout=FLUSH_LOCK_SECONDS) else None
+    """One writer at a time drains the pending list. Returns the lock's token, or None while another writer
+    holds it."""
+    return _pending.lock_take()
 
 
 def flush_lock_release(token: str) -> None:
-    try:
-        if cache.get(FLUSH_LOCK_KEY) == token:
-            cache.delete(FLUSH_LOCK_KEY)
-    except Exception:
-        logger.warning("token cache unreachable; the flush lock expires by itself")
+    _pending.lock_release(token)

@@ -56,7 +56,7 @@ def quote_data(
     quote: Quote, *, event_public_id: str, quote_id: str | None = None, with_order: bool = False
 ) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "quote_id": quote_id or encode_quote_id(quote.pk),
+        "quote_id": quote_id or encode_quote_id(quote),
         "status": quote.status,
         "event_id": event_public_id,
         "event_name": quote.event_name,
@@ -85,7 +85,11 @@ def quote_data(
 class QuoteSerializer(serializers.Serializer):
     """Schema of a quote (201 of POST /v1/quotes)."""
 
-    quote_id = serializers.CharField(help_text="Encrypted quote id (`qte_…`); give it to POST /v1/orders.")
+    quote_id = serializers.CharField(
+        max_length=128,
+        help_text="Encrypted quote id (`qte_…`), opaque, at most 128 characters (102 for a quote made now); "
+        "give it to POST /v1/orders.",
+    )
     status = serializers.ChoiceField(choices=["active", "consumed", "expired"])
     event_id = serializers.CharField()
     event_name = serializers.CharField()

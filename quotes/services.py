@@ -1,4 +1,9 @@
-"""Quote creation and the purge of long-expired quotes."""
+"""Quote creation, the batched writer of quotes kept in Redis first, and the purge of long-expired quotes.
+
+A quote is named by a self-contained id (``quotes.codec``) and needs no database write when it is made: with
+Redis it is kept there (``quotes.quote_cache``) and the writer copies it to PostgreSQL within
+``QUOTE_FLUSH_SECONDS``; order creation writes it first if the order comes sooner. Without Redis (the
+embedded default) its row is written at once."""
 
 import logging
 from datetime import datetime, timedelta
@@ -7,14 +12,18 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
 from config.core import rawsql
+from config.core.publish import publish
 from config.core.purge import delete_in_batches
+from partners.models import Partner
 
-from . import errors
+from . import errors, quote_cache
+from .codec import QuoteClaims, new_quote_pk, quote_instant
 from .models import Quote
 
 logger = logging.getLogger(__name__)
@@ -182,6 +191,12 @@ _ROW_SQL = f"""
      WHERE e.event_id = %s AND s.name = %s
 """  # noqa: S608 - table names from the models, values as parameters
 _NAMED_ROW = rawsql.Select(_ROW_SQL + " AND r.name = %s LIMIT 1", _ROW_COLUMNS)
+# The quoted row by its primary key: what a quote rebuilt from its id takes from the catalog.
+_ROW_BY_PK = rawsql.Select(
+    _ROW_SQL.replace("WHERE e.event_id = %s AND s.name = %s", "WHERE r.id = %s"), _ROW_COLUMNS
+)
+# The columns of ``QuotedRow``, in its order (order creation reads them to rebuild a quote).
+ROW_COLUMNS = _ROW_COLUMNS
 _BEST_ROW = rawsql.Select(
     _ROW_SQL + " AND r.available_quantity >= %s ORDER BY r.offer_price DESC, r.name, r.id LIMIT 1",
     _ROW_COLUMNS,
@@ -196,17 +211,36 @@ def _quote_insert(
     user_metadata: dict[str, Any] | None,
     livemode: bool,
 ) -> Quote:
-    now = timezone.now()
-    quote = Quote(
-        partner_id=partner_pk,
+    now = quote_instant(timezone.now())
+    quote = _quote_of(
+        quoted,
+        pk=new_quote_pk(),
+        partner_pk=partner_pk,
         livemode=livemode,
+        quantity=quantity,
+        offer_price=quoted.offer_price,
+        face_value=quoted.face_value,
+        user_metadata=user_metadata or {},
+        created_at=now,
+        expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
+    )
+    _quote_store(quote)
+    return quote
+
+
+def _quote_of(quoted: QuotedRow, *, offer_price: Decimal, quantity: int, **values: Any) -> Quote:
+    """A quote of the row ``quoted``, with its snapshot of the catalog's names and restrictions."""
+    return Quote(
+        pk=values["pk"],
+        partner_id=values["partner_pk"],
+        livemode=values["livemode"],
         event_id=quoted.event_pk,
         section_id=quoted.section_pk,
         row_id=quoted.row_pk,
         quantity=quantity,
-        offer_price=quoted.offer_price,
-        total_price=quoted.offer_price * quantity,
-        face_value=quoted.face_value,
+        offer_price=offer_price,
+        total_price=offer_price * quantity,
+        face_value=values["face_value"],
         event_name=quoted.event_name,
         section_name=quoted.section_name,
         section_name_display=quoted.section_name_display,
@@ -216,11 +250,103 @@ def _quote_insert(
         restrictions=list(quoted.restrictions or []),
         restriction_detail=quoted.restriction_detail or None,
         primary_site=quoted.primary_site,
-        user_metadata=user_metadata or {},
-        created_at=now,
-        expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
+        user_metadata=values["user_metadata"],
+        created_at=values["created_at"],
+        expires_at=values["expires_at"],
     )
-    return rawsql.insert(quote)
+
+
+# A burst that fills this many pending quotes asks for a flush at once rather than at the next beat.
+FLUSH_AT_PENDING = 1000
+FLUSH_BATCH = 5000  # quotes a run of the writer copies in one transaction
+
+
+def _quote_store(quote: Quote) -> None:
+    """Keep the new quote: in Redis, for the batched writer to copy to the database within
+    ``QUOTE_FLUSH_SECONDS``; in the database at once without Redis (the embedded default) or when Redis does
+    not answer."""
+    if quote_cache.quotes_in_redis():
+        try:
+            pending = quote_cache.quote_pending_add(quote)
+        except Exception:
+            logger.warning("quote cache unreachable; quote written to the database")
+        else:
+            if pending % FLUSH_AT_PENDING == 0:
+                publish("quotes.tasks.quotes_flush")
+            return
+    rawsql.insert(quote, with_pk=True)
+
+
+def quotes_flush(*, limit: int = FLUSH_BATCH) -> int:
+    """The batched writer: copy the oldest ``limit`` quotes of Redis's pending list to the database in one
+    transaction, then take them off the list; returns how many it took off.
+
+    At least once: a writer that dies before trimming leaves them for the next run, whose insert skips those
+    already written (by it, or by an order that used the quote first). A quote whose partner or row was
+    deleted meanwhile is dropped. Run by beat every ``QUOTE_FLUSH_SECONDS`` and on demand by the admin's
+    pages."""
+    if not quote_cache.quotes_in_redis():
+        return 0
+    try:
+        lock = quote_cache.flush_lock_take()
+        pending = quote_cache.quotes_pending(limit=limit) if lock else []
+    except Exception:
+        logger.warning("quote cache unreachable; quotes not flushed")
+        return 0
+    try:
+        if not pending:
+            return 0
+        partners = set(
+            Partner.objects.filter(pk__in={q.partner_id for q in pending}).values_list("pk", flat=True)
+        )
+        rows = set(Row.objects.filter(pk__in={q.row_id for q in pending}).values_list("pk", flat=True))
+        kept = [q for q in pending if q.partner_id in partners and q.row_id in rows]
+        with transaction.atomic():
+            Quote.objects.bulk_create(kept, ignore_conflicts=True, batch_size=1000)
+        quote_cache.quotes_pending_drop(len(pending))
+        return len(pending)
+    finally:
+        if lock:
+            quote_cache.flush_lock_release(lock)
+
+
+def quotes_flush_all(*, rounds: int = 20) -> int:
+    """Batches of the writer one after another while they come full, so a burst is written by one run."""
+    taken = 0
+    for _ in range(rounds):
+        batch = quotes_flush()
+        taken += batch
+        if batch < FLUSH_BATCH:
+            break
+    return taken
+
+
+def quote_unwritten(claims: QuoteClaims, *, quoted: QuotedRow | None = None) -> Quote | None:
+    """The quote a self-contained id names, when its row is not (yet) in the database: Redis's copy, else
+    (Redis lost it before the writer ran) rebuilt from the id, which proves the partner, mode, row, quantity,
+    prices and times, with the names and restrictions of the catalog as they are now and no seller contact.
+    ``quoted``: the row as the caller already read it. None when the row is gone from the catalog."""
+    copy = quote_cache.quote_copy(claims.pk)
+    if copy is not None:
+        return copy
+    if quoted is None:
+        found = _ROW_BY_PK.fetchone([claims.row_pk])
+        if found is None:
+            return None
+        quoted = QuotedRow(*found)
+    logger.info("quote rebuilt from its id", extra={"quote_pk": claims.pk})
+    return _quote_of(
+        quoted,
+        pk=claims.pk,
+        partner_pk=claims.partner_pk,
+        livemode=claims.livemode,
+        quantity=claims.quantity,
+        offer_price=claims.offer_price,
+        face_value=claims.face_value,
+        user_metadata={},
+        created_at=claims.created_at,
+        expires_at=claims.expires_at,
+    )
 
 
 def _order_relation_name() -> str | None:

@@ -34,7 +34,7 @@ class Columns(NamedTuple):
 
 
 _columns: dict[tuple[type[Model], str], Columns] = {}
-_statements: dict[tuple[type[Model], str], str] = {}
+_statements: dict[tuple[type[Model], str, bool], str] = {}
 
 
 def columns(model: type[Model], *, using: str = "default") -> Columns:
@@ -60,12 +60,12 @@ def _json_scalar(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} has no JSON form")
 
 
-def json_row(obj: Model, *, using: str = "default") -> str | None:
+def json_row(obj: Model, *, using: str = "default", with_pk: bool = False) -> str | None:
     """``obj``'s insert values (:func:`values`) as one JSON object keyed by column, for a statement that reads
     them back with PostgreSQL's ``jsonb_populate_record(NULL::<table>, %s::jsonb)``: one parameter per row
     instead of one per column (a statement of a few rows keeps few parameters, so the driver converts its text
     once per process, not per call). A JSON column's value is nested as it is. ``None`` when a value is an
-    expression."""
+    expression. ``with_pk``: the primary key too, for a row whose key the caller chose."""
     fields = columns(type(obj), using=using).fields
     prepared = values(obj, using=using)
     if prepared is None:
@@ -74,6 +74,8 @@ def json_row(obj: Model, *, using: str = "default") -> str | None:
         f.column: getattr(obj, f.attname) if f.get_internal_type() == "JSONField" else value
         for f, value in zip(fields, prepared, strict=True)
     }
+    if with_pk:
+        row[obj._meta.pk.column] = obj.pk
     return json.dumps(row, default=_json_scalar, separators=(",", ":"))
 
 
@@ -97,21 +99,26 @@ def saved(obj: Model, pk: Any, *, using: str = "default") -> Model:
     return obj
 
 
-def insert(obj: Model, *, using: str = "default") -> Model:
-    """INSERT ``obj`` (a new instance with a database-generated primary key); sets its pk and returns it."""
+def insert(obj: Model, *, using: str = "default", with_pk: bool = False) -> Model:
+    """INSERT ``obj`` (a new instance with a database-generated primary key, or with the one it holds when
+    ``with_pk``); sets its pk and returns it."""
     model = type(obj)
     params = values(obj, using=using)
     if params is None:
         obj.save(force_insert=True, using=using)
         return obj
     connection = connections[using]
-    sql = _statements.get((model, connection.vendor))
+    sql = _statements.get((model, connection.vendor, with_pk))
     if sql is None:
         table, names, fields, pk = columns(model, using=using)
-        placeholders = ", ".join(["%s"] * len(fields))
+        if with_pk:
+            names = f"{pk}, {names}"
+        placeholders = ", ".join(["%s"] * (len(fields) + with_pk))
         # Names from the model's metadata, every value a parameter.
         sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders}) RETURNING {pk}"  # noqa: S608
-        _statements[(model, connection.vendor)] = sql
+        _statements[(model, connection.vendor, with_pk)] = sql
+    if with_pk:
+        params = [obj.pk, *params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         (pk,) = cursor.fetchone()

@@ -67,6 +67,14 @@ def token_sessions_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict
     }
 
 
+def quotes_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict[str, dict]:
+    """The batched writer of quotes kept in Redis first (quotes/quote_cache.py); none without them (the
+    embedded default writes each quote when it is made)."""
+    if not enabled:
+        return {}
+    return {"quotes-flush": {"task": "quotes.tasks.quotes_flush", "schedule": flush_seconds}}
+
+
 def inbound_beat_schedule(*, channels: tuple[str, ...], ses_bucket: str) -> dict[str, dict]:
     """Transfer detection's providers: the SES bucket sweep runs only when the ``amazon_ses`` channel has a
     bucket (orders/transfers/intake/providers.py)."""

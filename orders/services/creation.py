@@ -1,26 +1,32 @@
 """Order creation from a quote (docs/partners/orders.md "Orders"): the checks, then one write.
 
-The quote and its event are read in one query (plain SQL through ``config.core.rawsql``). The checks then run
-on that copy in the documented order, the order, its history row and its ``order.created`` notification are
-built and rendered in memory, and everything is written at once:
+The quote and its event are read in one query (plain SQL through ``config.core.rawsql``). A quote named by a
+self-contained id (quotes/codec.py) may not have its row yet (it is kept in Redis first, for the batched
+writer): the query then reads the event through the quote's row in the catalog, the quote comes from Redis's
+copy (or is rebuilt from its id if Redis lost it), and the write below inserts it. The checks then run on that
+copy in the documented order, the order, its history row and its ``order.created`` notification are built and
+rendered in memory, and everything is written at once:
 
 - on PostgreSQL in **one statement**, a data-modifying ``WITH`` run as its own transaction (under a savepoint
   when the caller holds one open):
-  1. ``q`` consumes the quote: ``UPDATE … SET consumed_at WHERE consumed_at IS NULL``;
+  1. ``q`` consumes the quote: ``UPDATE … SET consumed_at WHERE consumed_at IS NULL``; for a quote whose row
+     was not written yet, ``INSERT … ON CONFLICT (id) DO UPDATE SET consumed_at … WHERE consumed_at IS NULL``
+     (the writer may have written it meanwhile);
   2. ``r`` takes the quantity off the row, only if ``q`` did (the catalog's conditional decrement,
      ``catalog.services.row_take_sql``); a test-mode order only checks that the row could take it;
   3. ``o`` inserts the order, only if ``q`` did, with the row id that ``r`` returned; ``h`` and ``n`` insert
      the history row and the notification of the order ``o`` returned.
   A quote already consumed leaves ``q`` empty and nothing is written. A row with fewer tickets left than the
   quote leaves ``r`` empty: the order's row id is then NULL, its NOT NULL constraint fails the statement, and
-  nothing of it stays (the quote is not consumed). So an order costs two statements, the read and the write.
+  nothing of it stays (the quote is not consumed, nor written). So an order costs two statements, the read
+  and the write.
 - elsewhere (SQLite, the embedded default, has no data-modifying ``WITH``) as the same steps, one statement
   each, in one transaction.
 
-Races: N requests with one quote: the first ``UPDATE`` of the quote holds its row lock until its transaction
-ends; the others wait for it, then find the quote consumed (exactly one order). Orders for different quotes on
-one row: the conditional decrement is re-checked under the row's lock and never oversells. The quote's
-one-to-one unique index stays the last line of defence.
+Races: N requests with one quote: the first ``UPDATE`` (or insert) of the quote holds its row (or its key)
+until its transaction ends; the others wait for it, then find the quote consumed (exactly one order). Orders
+for different quotes on one row: the conditional decrement is re-checked under the row's lock and never
+oversells. The quote's one-to-one unique index stays the last line of defence.
 """
 
 from contextlib import nullcontext
@@ -30,12 +36,13 @@ from django.core.files import File
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
-from catalog.models import Event, Row
+from catalog.models import Event, Row, Section
 from catalog.services import row_quantity_take, row_quantity_taken, row_take_sql
 from config.api.envelope import utc_iso
 from config.core import metrics, rawsql
-from quotes.codec import decode_quote_id
+from quotes.codec import QuoteClaims, decode_quote_claims
 from quotes.models import ORDER_SNAPSHOT_FIELDS, Quote
+from quotes.services import ROW_COLUMNS, QuotedRow, quote_unwritten
 
 from .. import errors, outbox
 from ..models import Notification, Order, OrderStatusHistory
@@ -69,6 +76,49 @@ _QUOTE_AND_EVENT = rawsql.Select(
 _SNAPSHOT_AT = len(("id", "partner", "row", "expires_at", "consumed_at"))
 _EVENT_AT = len(_QUOTE_COLUMNS)
 _EVENT_ATTNAMES = [f.attname for f in _EVENT_COLUMNS]
+_QUOTE_ATTNAMES = [f.attname for f in _QUOTE_COLUMNS]
+# A self-contained quote id (quotes/codec.py) names its row: the same columns, read from the catalog's row, with
+# the quote's row if the batched writer (or an earlier order) has written it, and the catalog's columns that
+# rebuild a quote Redis lost (quotes.services.quote_unwritten).
+_ALIASES = {Quote: "q", Event: "e", Row: "r", Section: "s"}
+_CATALOG_AT = _EVENT_AT + len(_EVENT_COLUMNS)
+_CLAIMED_QUOTE = rawsql.Select(
+    f"SELECT {_SELECTED}, {', '.join(f'{_ALIASES[f.model]}.{f.column}' for f in ROW_COLUMNS)}"  # noqa: S608
+    f" FROM {Row._meta.db_table} r JOIN {Section._meta.db_table} s ON s.id = r.section_id"
+    f" JOIN {Event._meta.db_table} e ON e.id = s.event_id"
+    f" LEFT JOIN {Quote._meta.db_table} q ON q.id = %s WHERE r.id = %s",
+    [*_QUOTE_COLUMNS, *_EVENT_COLUMNS, *ROW_COLUMNS],
+)
+
+
+def _quote_read(*, quote_id: str, partner_pk: int, livemode: bool) -> tuple[tuple, Quote | None]:
+    """The quote's columns (``_QUOTE_FIELDS``) and its event's (``_EVENT_FIELDS``), in one query, with the
+    quote still to be written when its row is not in the database yet (Redis's copy, or rebuilt from its id);
+    QUOTE_NOT_FOUND or FORBIDDEN as the id and the caller decide."""
+    claims = decode_quote_claims(quote_id)
+    if isinstance(claims, QuoteClaims):
+        if claims.livemode != livemode:
+            raise errors.QuoteNotFound(details={"quote_id": quote_id})
+        if claims.partner_pk != partner_pk:
+            raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
+        found = _CLAIMED_QUOTE.fetchone([claims.pk, claims.row_pk])
+        if found is None:  # its row is gone from the catalog
+            raise errors.QuoteNotFound(details={"quote_id": quote_id})
+        if found[0] is not None:
+            return found[:_CATALOG_AT], None
+        unwritten = quote_unwritten(claims, quoted=QuotedRow(*found[_CATALOG_AT:]))
+        if unwritten is None:
+            raise errors.QuoteNotFound(details={"quote_id": quote_id})
+        return (
+            *(getattr(unwritten, name) for name in _QUOTE_ATTNAMES),
+            *found[_EVENT_AT:_CATALOG_AT],
+        ), unwritten
+    found = _QUOTE_AND_EVENT.fetchone([claims, livemode]) if claims is not None else None
+    if found is None:
+        raise errors.QuoteNotFound(details={"quote_id": quote_id})
+    if found[1] != partner_pk:
+        raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
+    return found, None
 
 
 def order_create(
@@ -94,13 +144,8 @@ def order_create(
     mode"). The order comes back with ``detail_output``: the order as ``GET /v1/orders/{order_id}`` shows it,
     rendered once for its notification and its 201.
     """
-    quote_pk = decode_quote_id(quote_id)
-    found = _QUOTE_AND_EVENT.fetchone([quote_pk, livemode]) if quote_pk is not None else None
-    if found is None:
-        raise errors.QuoteNotFound(details={"quote_id": quote_id})
-    pk, quote_partner_pk, row_pk, expires_at, consumed_at = found[:_SNAPSHOT_AT]
-    if quote_partner_pk != partner_pk:
-        raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
+    found, unwritten = _quote_read(quote_id=quote_id, partner_pk=partner_pk, livemode=livemode)
+    pk, _, row_pk, expires_at, consumed_at = found[:_SNAPSHOT_AT]
     now = timezone.now()
     # docs/partners/orders.md "Contract choices": a consumed quote answers QUOTE_ALREADY_CONSUMED even once its
     # TTL is over.
@@ -150,7 +195,7 @@ def order_create(
     stored_name = ticket_pdf_store(order_id=order.order_id, upload=file) if file is not None else ""
     order.ticket_file.name = stored_name
     try:
-        _order_write(order=order, now=now, actor=actor)
+        _order_write(order=order, now=now, actor=actor, unwritten=unwritten)
     except BaseException:
         if stored_name:
             ticket_pdf_delete(stored_name)
@@ -158,7 +203,7 @@ def order_create(
     return order
 
 
-def _order_write(*, order: Order, now, actor: str) -> None:
+def _order_write(*, order: Order, now, actor: str, unwritten: Quote | None) -> None:
     history = OrderStatusHistory(
         order=order, from_status="", to_status=S.ACCEPTED, at=now, actor=actor, reason="Order created"
     )
@@ -176,9 +221,13 @@ def _order_write(*, order: Order, now, actor: str) -> None:
     )
     try:
         if connections["default"].vendor == "postgresql":
-            written = _write_in_one_statement(order=order, history=history, notification=notification)
+            written = _write_in_one_statement(
+                order=order, history=history, notification=notification, unwritten=unwritten
+            )
         else:
-            written = _write_step_by_step(order=order, history=history, notification=notification)
+            written = _write_step_by_step(
+                order=order, history=history, notification=notification, unwritten=unwritten
+            )
     except IntegrityError as exc:
         # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.
         if "quote" in str(exc):
@@ -199,7 +248,7 @@ def _insufficient(order: Order) -> errors.InsufficientQuantity:
 
 
 # --- PostgreSQL: one statement ----------------------------------------------------------------------------
-_statements: dict[bool, str] = {}
+_statements: dict[tuple[bool, bool], str] = {}
 
 
 def _quote_name(name: str) -> str:
@@ -218,13 +267,26 @@ def _inserted(model, *, source: str, replaced: dict[str, str]) -> str:
     )
 
 
-def _one_statement(livemode: bool) -> str:
+def _one_statement(livemode: bool, unwritten: bool) -> str:
     quote_table, row_table = Quote._meta.db_table, Row._meta.db_table
-    # Race: N requests with one quote — the others wait for this UPDATE's row lock, then find it consumed.
-    consume = (
-        f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
-        " WHERE id = %s AND consumed_at IS NULL RETURNING id"
-    )
+    if unwritten:
+        # The quote's row, written consumed, or consumed if the batched writer wrote it meanwhile. Race: N
+        # requests with one quote — the others wait for the first one's insert (or update), then find it
+        # consumed.
+        table, names, _, pk = rawsql.columns(Quote)
+        select = ", ".join(f"x.{_quote_name(f.column)}" for f in rawsql.columns(Quote).fields)
+        consumed = _quote_name(Quote._meta.get_field("consumed_at").column)
+        consume = (
+            f"INSERT INTO {table} ({pk}, {names}) SELECT x.{pk}, {select}"  # noqa: S608 - names from the models
+            f" FROM jsonb_populate_record(NULL::{table}, %s::jsonb) AS x ON CONFLICT ({pk})"
+            f" DO UPDATE SET {consumed} = EXCLUDED.{consumed} WHERE {table}.{consumed} IS NULL RETURNING {pk}"
+        )
+    else:
+        # Race: N requests with one quote — the others wait for this UPDATE's row lock, then find it consumed.
+        consume = (
+            f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
+            " WHERE id = %s AND consumed_at IS NULL RETURNING id"
+        )
     if livemode:
         take = row_take_sql(only_if="EXISTS (SELECT 1 FROM q)")
     else:  # a test order never changes a real row: it only checks the row could take it
@@ -250,15 +312,23 @@ def _json(obj) -> str:
     return row
 
 
-def _write_in_one_statement(*, order: Order, history: OrderStatusHistory, notification: Notification) -> bool:
+def _write_in_one_statement(
+    *, order: Order, history: OrderStatusHistory, notification: Notification, unwritten: Quote | None
+) -> bool:
     """The one statement (module docstring); False when the quote was consumed meanwhile."""
-    sql = _statements.get(order.livemode)
+    key = (order.livemode, unwritten is not None)
+    sql = _statements.get(key)
     if sql is None:
-        sql = _statements[order.livemode] = _one_statement(order.livemode)
+        sql = _statements[key] = _one_statement(*key)
     take = (
         [order.quantity, order.row_id, order.quantity] if order.livemode else [order.row_id, order.quantity]
     )
-    params = [order.created_at, order.quote_id, *take, _json(order), _json(history), _json(notification)]
+    if unwritten is None:
+        consume = [order.created_at, order.quote_id]
+    else:
+        unwritten.consumed_at = order.created_at
+        consume = [rawsql.json_row(unwritten, with_pk=True)]
+    params = [*consume, *take, _json(order), _json(history), _json(notification)]
     connection = connections["default"]
     try:
         # Its own transaction; inside a caller's, a savepoint keeps a refused statement from aborting it.
@@ -294,8 +364,13 @@ def _row_id_missing(exc: IntegrityError) -> bool:
 
 
 # --- elsewhere: one statement per step, one transaction ----------------------------------------------------
-def _write_step_by_step(*, order: Order, history: OrderStatusHistory, notification: Notification) -> bool:
+def _write_step_by_step(
+    *, order: Order, history: OrderStatusHistory, notification: Notification, unwritten: Quote | None
+) -> bool:
     with transaction.atomic():
+        if unwritten is not None:
+            # The quote's row first, unless the batched writer (or another order) wrote it meanwhile.
+            Quote.objects.bulk_create([unwritten], ignore_conflicts=True)
         # Race: N requests with one quote — only the UPDATE that finds consumed_at still NULL wins.
         if not Quote.objects.filter(pk=order.quote_id, consumed_at__isnull=True).update(
             consumed_at=order.created_at

@@ -96,7 +96,7 @@ def test_admin_edit_row_inline_changes_the_price_for_new_quotes_only(
         format="json",
     ).json()["data"]
     assert new["offer_price"] == 150.0
-    old = auth_client.get(f"/v1/quotes/{encode_quote_id(old_quote.pk)}").json()["data"]
+    old = auth_client.get(f"/v1/quotes/{encode_quote_id(old_quote)}").json()["data"]
     assert old["offer_price"] == 142.25
 
 
@@ -140,6 +140,6 @@ def test_admin_section_and_quote_pages_render(admin_client, partner, event):
     assert admin_client.get(f"/admin/catalog/event/{event.pk}/change/").status_code == 200
     assert admin_client.get(f"/admin/catalog/section/{section.pk}/change/").status_code == 200
     assert admin_client.get("/admin/quotes/quote/").status_code == 200
-    page = admin_client.get("/admin/quotes/quote/", {"q": encode_quote_id(quote.pk)}).content.decode()
+    page = admin_client.get("/admin/quotes/quote/", {"q": encode_quote_id(quote)}).content.decode()
     assert f"/admin/quotes/quote/{quote.pk}/change/" in page
     assert admin_client.get(f"/admin/quotes/quote/{quote.pk}/change/").status_code == 200

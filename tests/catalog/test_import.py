@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from catalog.models import Event, Row, Section, Venue
 from quotes.services import quote_create
 from tests.conftest import make_partner
+from tests.quotes.factories import quotes_written
 
 pytestmark = [pytest.mark.django_db, pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC))]
 
@@ -132,6 +133,7 @@ def test_import_updates_an_event_by_external_id_and_keeps_the_row_quantity(tmp_p
     # New price; the quantity stays the row's (orders may have taken tickets since the first import).
     assert (row.offer_price, row.available_quantity) == (Decimal("60.00"), 50)
     assert Row.objects.get(section__event=event, name="GA2").available_quantity == 50
+    quotes_written()
     quote.refresh_from_db()
     assert quote.offer_price == Decimal("45.00")  # the quote keeps its snapshot
 

@@ -42,7 +42,7 @@ def _order(partner, event, *, quantity: int):
 def _quote_token(quote) -> str:
     from quotes.codec import encode_quote_id
 
-    return encode_quote_id(quote.pk)
+    return encode_quote_id(quote)
 
 
 # --- the admin never writes a quantity it read -------------------------------------------------------------

@@ -70,6 +70,7 @@ def test_every_task_either_retries_as_a_retrying_task_or_is_run_again_by_beat():
     repeated = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} | {
         "orders.transfers.tasks.ses_sweep",  # on the beat when the SES channel has a bucket
         "partners.tasks.token_sessions_flush",  # on the beat where token sessions are kept in Redis first
+        "quotes.tasks.quotes_flush",  # on the beat where quotes are kept in Redis first
         "orders.tasks.orders_cancel_for_canceled_events",  # run by the expiry's beat too
         *celery_app.conf.task_routes,  # the webhook attempts: their delivery row schedules the next one
     }

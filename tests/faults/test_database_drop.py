@@ -9,6 +9,7 @@ import pytest
 from catalog.models import Row
 from orders.models import Order, OrderStatusHistory
 from quotes.models import Quote
+from tests.quotes.factories import quotes_written
 
 from .conftest import ORDER_FORM, quote_body
 from .live import database_url_of_tests, http, production_env, wait_for
@@ -75,6 +76,7 @@ def test_connection_killed_mid_order_gives_500_and_leaves_no_half_written_order(
     # Nothing of the order survived: the quote is still unused and the row still has all its tickets.
     assert Order.objects.count() == 0
     assert OrderStatusHistory.objects.count() == 0
+    quotes_written()
     assert Quote.objects.filter(consumed_at__isnull=False).count() == 0
     row.refresh_from_db()
     assert row.available_quantity == 10

@@ -11,6 +11,7 @@ from orders.models import Order
 from partners import tokens
 from quotes.models import Quote
 from tests.conftest import assert_error
+from tests.quotes.factories import quotes_written
 
 from .conftest import ORDER_FORM, quote_body
 
@@ -51,6 +52,7 @@ def test_quote_ignores_forged_price_status_expiry_and_owner(
     assert data["quote_id"] != "qte_forged"
     expires_at = parse_datetime(data["expires_at"])
     assert expires_at <= timezone.now() + timedelta(seconds=settings.QUOTE_TTL_SECONDS + 5)
+    quotes_written()
     quote = Quote.objects.get()
     assert quote.partner_id == partner.pk and quote.consumed_at is None
     # It is the caller's quote, not the partner named in the body.

@@ -5,6 +5,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from orders.models import Order
 from quotes.models import Quote
 from tests.conftest import assert_error
+from tests.quotes.factories import quotes_written
 
 from .conftest import ORDER_FORM, portal_client
 
@@ -69,6 +70,7 @@ def test_quotes_of_another_partner_are_forbidden(auth_client, other_auth_client,
         "/v1/orders", {"quote_id": owned.quote_id, **ORDER_FORM}, format="multipart"
     )
     assert_error(response, 403, "FORBIDDEN")
+    quotes_written()
     assert Quote.objects.filter(consumed_at__isnull=True).count() == 1
     mine = auth_client.post("/v1/orders", {"quote_id": owned.quote_id, **ORDER_FORM}, format="multipart")
     assert mine.status_code == 201, mine.content

@@ -12,7 +12,7 @@ from partners.idempotency.models import IdempotencyKey
 from quotes.models import Quote
 from tests.conftest import assert_error
 from tests.orders.factories import order_row
-from tests.quotes.factories import QuoteFactory
+from tests.quotes.factories import QuoteFactory, quotes_written
 
 from .conftest import REPLAYED, keyed, order_form
 
@@ -115,6 +115,7 @@ def test_while_the_first_request_runs_a_retry_is_409_and_another_body_is_422(
     assert_error(same, 409, "IDEMPOTENCY_KEY_IN_USE")
     assert same.headers["Retry-After"] == "1"
     assert first[0].status_code == 201, first[0].content
+    quotes_written()
     assert Quote.objects.count() == 1
     record = IdempotencyKey.objects.get(key="slow")
     assert record.response_status == 201 and record.locked_until is None

@@ -20,6 +20,7 @@ from partners.idempotency.models import IdempotencyKey
 from quotes.models import Quote
 from tests.conftest import assert_error
 from tests.orders.factories import order_row
+from tests.quotes.factories import quotes_written
 
 from .conftest import REPLAYED, keyed
 
@@ -116,6 +117,7 @@ def test_a_request_running_past_the_lease_is_not_run_again_by_retries(auth_clien
     for retry in retries:
         assert_error(retry, 409, "IDEMPOTENCY_KEY_IN_USE")
     assert first[0].status_code == 201, first[0].content
+    quotes_written()
     assert Quote.objects.count() == 1
     replay = _client(auth_client.token).post("/v1/quotes", body, format="json", **keyed("long"))
     assert replay.headers[REPLAYED] == "true"

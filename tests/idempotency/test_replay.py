@@ -16,7 +16,7 @@ from payouts.models import Charge
 from quotes.models import Quote
 from tests.conftest import assert_error
 from tests.orders.conftest import create_order
-from tests.quotes.factories import QuoteFactory, quote_token
+from tests.quotes.factories import QuoteFactory, quote_token, quotes_written
 
 from .conftest import REPLAYED, assert_replay_of, keyed, order_form, post_order_keyed
 
@@ -77,6 +77,7 @@ def test_replayed_quote_returns_the_same_quote_id(auth_client, row):
     assert first.status_code == 201, first.content
     assert_replay_of(first, replay)
     assert replay.json()["data"]["quote_id"] == first.json()["data"]["quote_id"]
+    quotes_written()
     assert Quote.objects.count() == 1
 
 
@@ -112,6 +113,7 @@ def test_a_stored_422_is_replayed_even_after_the_cause_is_gone(auth_client, part
     first = post_order_keyed(auth_client, form, "expired-quote")
     assert_error(first, 422, "QUOTE_EXPIRED")
 
+    quotes_written()
     Quote.objects.filter(pk=quote.pk).update(expires_at=timezone.now() + timedelta(minutes=10))
     replay = post_order_keyed(auth_client, form, "expired-quote")
 
@@ -193,6 +195,7 @@ def test_same_key_with_another_body_is_a_mismatch(auth_client, row):
     other = auth_client.post("/v1/quotes", _quote_body(row, quantity=3), format="json", **keyed("k"))
     error = assert_error(other, 422, "IDEMPOTENCY_KEY_MISMATCH")
     assert error["details"] == {"idempotency_key": "k"}
+    quotes_written()
     assert Quote.objects.count() == 1
 
 
@@ -225,6 +228,7 @@ def _fingerprint_of_quote_request(auth_client, row, partner) -> str:
     auth_client.post("/v1/quotes", _quote_body(row), format="json", **keyed("probe"))
     record = IdempotencyKey.objects.get(key="probe")
     record.delete()
+    quotes_written()
     Quote.objects.all().delete()
     return record.fingerprint
 
@@ -234,6 +238,7 @@ def test_same_request_while_the_first_runs_is_409_with_retry_after(auth_client, 
     busy = auth_client.post("/v1/quotes", _quote_body(row), format="json", **keyed("busy"))
     assert_error(busy, 409, "IDEMPOTENCY_KEY_IN_USE")
     assert busy.headers["Retry-After"] == "1"
+    quotes_written()
     assert not Quote.objects.exists()
 
 
@@ -255,6 +260,7 @@ def test_a_key_whose_request_died_is_claimed_again_after_the_lease(auth_client, 
     assert retry.status_code == 201, retry.content
     assert retry.headers.get(REPLAYED) is None
     assert_replay_of(retry, again)
+    quotes_written()
     assert Quote.objects.count() == 1
 
 
@@ -282,6 +288,7 @@ def test_a_key_older_than_24_hours_runs_again(auth_client, row):
     assert fresh.status_code == 201, fresh.content
     assert fresh.headers.get(REPLAYED) is None
     assert fresh.json()["data"]["quote_id"] != first.json()["data"]["quote_id"]
+    quotes_written()
     assert Quote.objects.count() == 2
     replay = auth_client.post("/v1/quotes", _quote_body(row, quantity=3), format="json", **keyed("yesterday"))
     assert_replay_of(fresh, replay)
@@ -312,6 +319,7 @@ def test_a_malformed_key_is_400_on_the_idempotency_key_field(auth_client, row, r
     response = auth_client.post("/v1/quotes", _quote_body(row), format="json", **keyed(raw))
     error = assert_error(response, 400, "VALIDATION_ERROR")
     assert error["details"] == {"field": "Idempotency-Key", "issue": issue}
+    quotes_written()
     assert not Quote.objects.exists()
 
 

@@ -14,7 +14,7 @@ from orders.models import Order, OrderStatusHistory
 from quotes.models import Quote
 from tests.conftest import assert_error, issue_token, make_partner
 from tests.orders.factories import order_row
-from tests.quotes.factories import QuoteFactory, quote_token
+from tests.quotes.factories import QuoteFactory, quote_token, quotes_written
 
 from .conftest import PDF_BYTES, order_form, pdf_upload, post_order
 
@@ -76,6 +76,7 @@ def test_order_create_answers_201_with_the_spec_order_shape(auth_client, quote, 
     assert order.status == Order.Status.ACCEPTED
     row.refresh_from_db()
     assert row.available_quantity == 8
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is not None
     history = list(OrderStatusHistory.objects.filter(order=order))
     assert [(h.from_status, h.to_status) for h in history] == [("", "accepted")]
@@ -166,6 +167,7 @@ def test_order_create_unknown_quote_is_quote_not_found(auth_client, quote):
 
 def test_order_create_for_deleted_quote_is_quote_not_found(auth_client, quote):
     form = order_form(quote)
+    quotes_written()
     Quote.objects.filter(pk=quote.pk).delete()
     assert_error(post_order(auth_client, form), 404, "QUOTE_NOT_FOUND")
 
@@ -174,6 +176,7 @@ def test_order_create_with_another_partners_quote_is_forbidden(other_auth_client
     assert_error(post_order(other_auth_client, order_form(quote)), 403, "FORBIDDEN")
     row.refresh_from_db()
     assert row.available_quantity == 10
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is None
 
 
@@ -233,6 +236,7 @@ def test_order_create_in_hand_date_too_close_is_invalid_delivery_deadline(auth_c
     close = quote.event.event_date - timedelta(days=days_before)
     response = post_order(auth_client, order_form(quote, in_hand_date=close.isoformat()))
     assert_error(response, 422, "INVALID_DELIVERY_DEADLINE")
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is None
 
 
@@ -273,6 +277,7 @@ def test_order_create_when_row_ran_out_after_the_quote_is_insufficient_quantity(
     Row.objects.filter(pk=row.pk).update(available_quantity=1)
     error = assert_error(post_order(auth_client, order_form(quote)), 422, "INSUFFICIENT_QUANTITY")
     assert error["details"] == {"requested": 2, "available": 1}
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is None  # rolled back with the failed decrement
     assert Order.objects.count() == 0
 

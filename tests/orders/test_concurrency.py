@@ -10,7 +10,7 @@ from catalog.models import Row
 from orders.models import Order
 from quotes.models import Quote
 from tests.orders.factories import order_row
-from tests.quotes.factories import QuoteFactory
+from tests.quotes.factories import QuoteFactory, quotes_written
 
 from .conftest import order_form
 
@@ -55,6 +55,7 @@ def test_sixteen_concurrent_requests_with_one_quote_give_exactly_one_order(auth_
     assert Order.objects.filter(quote=quote).count() == 1
     row.refresh_from_db()
     assert row.available_quantity == 7  # decremented once
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is not None
 
 
@@ -74,5 +75,6 @@ def test_many_quotes_on_a_small_row_never_oversell(auth_client, partner):
     assert row.available_quantity == 1
     assert sum(Order.objects.filter(row=row).values_list("quantity", flat=True)) == 4
     # The losers' quotes were not consumed: they roll back with the refused decrement.
+    quotes_written()
     assert Quote.objects.filter(row=row, consumed_at__isnull=False).count() == 2
     assert Row.objects.filter(pk=row.pk, available_quantity__gte=0).exists()

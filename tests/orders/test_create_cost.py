@@ -11,6 +11,7 @@ from django.db import connection
 from catalog.models import Row
 from orders import outbox
 from orders.models import Notification, Order, OrderStatusHistory
+from quotes.codec import decode_quote_id
 from quotes.models import Quote
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory
@@ -51,6 +52,45 @@ def _statements_of(request) -> list[str]:
         response = request()
     assert response.status_code == 201, response.content
     return seen
+
+
+@pytest.mark.production  # quotes kept in Redis first
+def test_an_order_of_a_quote_not_yet_written_costs_two_statements_too(auth_client, partner, published):
+    row = order_row(available_quantity=10)
+    body = {
+        "event_id": row.section.event.event_id,
+        "section_name": row.section.name,
+        "row_name": row.name,
+        "quantity": 2,
+        "user_metadata": {"email": "seller@example.com"},
+    }
+
+    def quote_id() -> str:
+        return auth_client.post("/v1/quotes", body, format="json").json()["data"]["quote_id"]
+
+    post_order(
+        auth_client,
+        {"delivery_type": "mobile_transfer", "is_ready_to_deliver": "true", "quote_id": quote_id()},
+    )
+    quote = quote_id()
+    assert not Quote.objects.filter(pk=decode_quote_id(quote)).exists()  # in Redis, on its way
+
+    statements = _statements_of(
+        lambda: post_order(
+            auth_client,
+            {"delivery_type": "mobile_transfer", "is_ready_to_deliver": "true", "quote_id": quote},
+        )
+    )
+
+    # The read (the catalog's row, and the quote's if it were written) and one WITH that writes the quote too.
+    assert len(statements) == 2, statements
+    assert statements[1].lstrip().startswith("WITH") and "ON CONFLICT" in statements[1]
+    written = Quote.objects.get(pk=decode_quote_id(quote))
+    order = Order.objects.get(quote=written)
+    assert written.consumed_at == order.created_at and written.user_metadata == {
+        "email": "seller@example.com"
+    }
+    assert Row.objects.get(pk=row.pk).available_quantity == 6
 
 
 @pytest.mark.parametrize("delivery_type", ["mobile_transfer", "pdf"])

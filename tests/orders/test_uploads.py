@@ -9,7 +9,7 @@ from catalog.models import Row
 from orders.models import Order
 from quotes.models import Quote
 from tests.conftest import assert_error
-from tests.quotes.factories import quote_token
+from tests.quotes.factories import quote_token, quotes_written
 
 from .conftest import order_form, pdf_upload, post_order
 from .wsgi import PeakRss, list_files, write_multipart, wsgi_post
@@ -45,6 +45,7 @@ def test_pdf_one_byte_over_10_mb_is_rejected_as_too_large(
     assert error["details"]["field"] == "file"
     assert error["details"]["issue"] == "too_large"
     assert Order.objects.count() == 0
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is None
     row.refresh_from_db()
     assert row.available_quantity == 10
@@ -119,6 +120,7 @@ def test_png_named_pdf_is_rejected(auth_client, quote, upload_tmp, settings):
     form = order_form(quote, delivery_type="pdf", file=pdf_upload(PNG_BYTES, name="tickets.pdf"))
     error = assert_error(post_order(auth_client, form), 400, "VALIDATION_ERROR")
     assert (error["details"]["field"], error["details"]["issue"]) == ("file", "invalid")
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is None
     assert list_files(upload_tmp) == []
     assert list_files(settings.MEDIA_ROOT) == []
@@ -198,6 +200,7 @@ def test_non_file_fields_over_the_memory_limit_are_payload_too_large(auth_client
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
     form = order_form(quote, seller_name="x" * (1024 * 1024 + 10))
     assert_error(post_order(auth_client, form), 413, "PAYLOAD_TOO_LARGE")
+    quotes_written()
     assert Quote.objects.get(pk=quote.pk).consumed_at is None
 
 

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from quotes.codec import encode_quote_id
 from quotes.models import Quote
+from quotes.services import quotes_flush
 from tests.catalog.factories import RowFactory
 from tests.partners.factories import PartnerFactory
 
@@ -48,5 +49,11 @@ class QuoteFactory(factory.django.DjangoModelFactory):
 
 
 def quote_token(quote: Quote) -> str:
-    """The quote id a partner sends (``quote_id``): the encrypted primary key."""
-    return encode_quote_id(quote.pk)
+    """The quote id a partner sends (``quote_id``)."""
+    return encode_quote_id(quote)
+
+
+def quotes_written() -> None:
+    """Quotes made through the API are kept in Redis first, where Redis keeps them: the batched writer puts
+    them in the table (it does nothing in the embedded default, which writes each quote when it is made)."""
+    quotes_flush()

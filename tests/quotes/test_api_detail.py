@@ -12,6 +12,7 @@ from quotes.serializers import QuoteDetailSerializer
 from quotes.services import quote_create, quote_purge_expired
 from tests.catalog.conftest import client_with_scope
 from tests.conftest import assert_error, issue_token, make_partner
+from tests.quotes.factories import quotes_written
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
@@ -35,6 +36,7 @@ def test_quote_detail_returns_the_callers_active_quote(auth_client, quote_id):
 
 
 def test_quote_expires_exactly_at_its_ttl(auth_client, quote_id):
+    quotes_written()
     quote = Quote.objects.get()
     assert quote.expires_at - quote.created_at == timedelta(seconds=900)
     with time_machine.travel(quote.expires_at - timedelta(microseconds=1), tick=False):
@@ -46,12 +48,14 @@ def test_quote_expires_exactly_at_its_ttl(auth_client, quote_id):
 def test_quote_ttl_follows_the_setting(auth_client, quote_body, settings):
     settings.QUOTE_TTL_SECONDS = 60
     data = auth_client.post("/v1/quotes", quote_body(), format="json").json()["data"]
+    quotes_written()
     quote = Quote.objects.get()
     assert quote.expires_at - quote.created_at == timedelta(seconds=60)
     assert data["expires_at"] == quote.expires_at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_quote_detail_shows_a_consumed_quote_as_consumed(auth_client, quote_id):
+    quotes_written()
     Quote.objects.update(consumed_at=timezone.now())
     data = auth_client.get(f"/v1/quotes/{quote_id}").json()["data"]
     assert data["status"] == "consumed"
@@ -89,9 +93,10 @@ def test_quote_detail_of_a_malformed_id_is_quote_not_found(auth_client, quote_id
 
 
 def test_quote_detail_of_an_id_made_with_another_key_is_quote_not_found(auth_client, quote_id, settings):
-    pk = Quote.objects.get().pk
+    quotes_written()
+    quote = Quote.objects.get()
     settings.QUOTE_ENCRYPTION_KEY = "someone-elses-key"
-    foreign = encode_quote_id(pk)
+    foreign = encode_quote_id(quote)
     settings.QUOTE_ENCRYPTION_KEY = "dev-only-quote-encryption-key"
     settings.QUOTE_ENCRYPTION_OLD_KEYS = []
     assert_error(auth_client.get(f"/v1/quotes/{foreign}"), 404, "QUOTE_NOT_FOUND")
@@ -107,7 +112,8 @@ def test_quote_ids_made_before_a_key_rotation_still_work(auth_client, quote_id, 
     settings.QUOTE_ENCRYPTION_OLD_KEYS = [old_key]
     # The id the partner holds keeps working and is echoed unchanged.
     assert auth_client.get(f"/v1/quotes/{quote_id}").json()["data"]["quote_id"] == quote_id
-    fresh = encode_quote_id(Quote.objects.get().pk)
+    quotes_written()
+    fresh = encode_quote_id(Quote.objects.get())
     assert fresh != quote_id  # new ids are made with the new key
     assert auth_client.get(f"/v1/quotes/{fresh}").status_code == 200
     settings.QUOTE_ENCRYPTION_OLD_KEYS = []
@@ -129,7 +135,7 @@ def test_quote_detail_does_not_need_payment_methods(api_client, event):
         partner_pk=creds.partner.pk, event_id=event.event_id, section_name="Floor GA", quantity=1
     )
     api_client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(api_client, creds)}")
-    assert api_client.get(f"/v1/quotes/{encode_quote_id(quote.pk)}").status_code == 200
+    assert api_client.get(f"/v1/quotes/{encode_quote_id(quote)}").status_code == 200
 
 
 def test_quote_detail_names_the_order_once_the_quote_is_used(
@@ -148,4 +154,5 @@ def test_quote_detail_names_the_order_once_the_quote_is_used(
     # The purge never touches a quote an order holds, however old.
     with time_machine.travel(timezone.now() + timedelta(days=400)):
         assert quote_purge_expired(retention_days=0) == 0
+    quotes_written()
     assert Quote.objects.filter(pk=Quote.objects.get().pk).exists()

@@ -46,3 +46,72 @@ def test_other_key_decodes_to_none_and_old_keys_are_accepted(settings):
     assert decode_quote_id(token) is None
     settings.QUOTE_ENCRYPTION_OLD_KEYS = ["key-one"]
     assert decode_quote_id(token) == 99
+
+
+# --- self-contained ids: what a quote kept in Redis first is named by ---------------------------------------
+def _quote(**overrides):
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from quotes.codec import new_quote_pk, quote_instant
+    from quotes.models import Quote
+
+    made = quote_instant(timezone.now())
+    values = dict(
+        pk=new_quote_pk(),
+        partner_id=2**40 + 7,
+        livemode=False,
+        row_id=2**47 - 1,
+        quantity=50,
+        offer_price=Decimal("99999999.99"),
+        face_value=Decimal("0.01"),
+        created_at=made,
+        expires_at=made + timedelta(seconds=900),
+    )
+    values.update(overrides)
+    return Quote(**values)
+
+
+def test_a_self_contained_id_proves_what_the_partner_was_promised():
+    from quotes.codec import MAX_QUOTE_ID_CHARS, QuoteClaims, decode_quote_claims
+
+    quote = _quote()
+    token = encode_quote_id(quote)
+    assert token.startswith("qte_") and len(token) == 102 <= MAX_QUOTE_ID_CHARS
+    assert all(c.isalnum() or c in "-_" for c in token)
+    assert encode_quote_id(quote) == token  # made again from the row: the same id
+    claims = decode_quote_claims(token)
+    assert claims == QuoteClaims(
+        pk=quote.pk,
+        partner_pk=quote.partner_id,
+        livemode=False,
+        row_pk=quote.row_id,
+        quantity=50,
+        offer_price=quote.offer_price,
+        face_value=quote.face_value,
+        created_at=quote.created_at,
+        expires_at=quote.expires_at,
+    )
+    assert decode_quote_id(token) == quote.pk
+    assert encode_quote_id(_quote(livemode=True)) != token
+
+
+def test_every_single_character_change_of_a_self_contained_id_is_rejected():
+    token = encode_quote_id(_quote())
+    for i in range(4, len(token)):
+        replacement = "A" if token[i] != "A" else "B"
+        assert decode_quote_id(token[:i] + replacement + token[i + 1 :]) is None, i
+    assert decode_quote_id(token[:-1]) is None and decode_quote_id(token + "A") is None
+
+
+def test_a_self_contained_id_of_another_key_is_rejected(settings):
+    settings.QUOTE_ENCRYPTION_KEY = "key-one"
+    settings.QUOTE_ENCRYPTION_OLD_KEYS = []
+    quote = _quote()
+    token = encode_quote_id(quote)
+    settings.QUOTE_ENCRYPTION_KEY = "key-two"
+    assert decode_quote_id(token) is None
+    settings.QUOTE_ENCRYPTION_OLD_KEYS = ["key-one"]
+    assert decode_quote_id(token) == quote.pk

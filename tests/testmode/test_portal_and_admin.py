@@ -9,6 +9,7 @@ from django.test import Client
 
 from partners.portal_services import portal_user_invite
 from tests.conftest import login_with_password
+from tests.quotes.factories import quotes_written
 
 from .conftest import api_order, client_for
 
@@ -180,7 +181,9 @@ def test_admin_quotes_default_to_live(staff_client, live_client, test_client, ro
 
     api_quote(live_client, row)
     api_quote(test_client, row)
+    quotes_written()
     live_pk = Quote.objects.get(livemode=True).pk
+    quotes_written()
     test_pk = Quote.objects.get(livemode=False).pk
     default = staff_client.get("/admin/quotes/quote/")
     assert [q.pk for q in default.context["cl"].result_list] == [live_pk]

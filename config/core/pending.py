@@ -1,0 +1,74 @@
+"""A pending list in Redis: rows made in Redis first, for a batched writer to copy to PostgreSQL.
+
+Token sessions (partners/token_cache.py) and quotes (quotes/quote_cache.py) are created in Redis and appended
+to such a list in the round trip that creates them; a writer on the beat takes the lock, reads the oldest
+entries, writes them in one transaction and trims the list by the count it wrote. At least once: a writer
+that dies before trimming leaves them for the next run, whose insert skips what is already written.
+"""
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def redis_backend() -> RedisCache | None:
+    """The default cache when Redis is behind it (None in the embedded default's local memory)."""
+    backend = caches["default"]
+    return backend if isinstance(backend, RedisCache) else None
+
+
+class PendingList(Generic[T]):
+    """The list at ``key`` (entries made by ``dumps``, read back by ``loads``) and its writer's lock."""
+
+    def __init__(
+        self, key: str, *, lock_key: str, loads: Callable[[bytes], T], lock_seconds: int = 30
+    ) -> None:
+        self.key = key
+        self.lock_key = lock_key
+        self.loads = loads
+        # A writer that died holding the lock delays the next run by this much, never loses an entry.
+        self.lock_seconds = lock_seconds
+
+    def append_commands(self, backend: RedisCache, raw: str, *, ttl: int) -> list[tuple]:
+        """The commands that append ``raw``, for the caller's own pipeline: a list nobody drains (no beat)
+        ends ``ttl`` seconds after its newest entry."""
+        key = backend.make_and_validate_key(self.key)
+        return [("RPUSH", key, raw), ("EXPIRE", key, ttl)]
+
+    def read(self, *, limit: int = 0) -> list[T]:
+        """The oldest ``limit`` entries (all of them with 0). Raises if Redis does not answer."""
+        backend = redis_backend()
+        if backend is None:
+            return []
+        key = backend.make_and_validate_key(self.key)
+        raw = backend._cache.get_client(key).lrange(key, 0, limit - 1 if limit else -1)
+        return [self.loads(item) for item in raw]
+
+    def drop(self, count: int) -> None:
+        """Take the oldest ``count`` entries off the list, once they are in the database."""
+        backend = redis_backend()
+        if backend is None or count <= 0:
+            return
+        key = backend.make_and_validate_key(self.key)
+        backend._cache.get_client(key, write=True).ltrim(key, count, -1)
+
+    def lock_take(self) -> str | None:
+        """One writer at a time drains the list (it is trimmed by count). The lock's token, or None while
+        another writer holds it."""
+        token = uuid.uuid4().hex
+        return token if cache.add(self.lock_key, token, timeout=self.lock_seconds) else None
+
+    def lock_release(self, token: str) -> None:
+        try:
+            if cache.get(self.lock_key) == token:
+                cache.delete(self.lock_key)
+        except Exception:
+            logger.warning("cache unreachable; the lock %s expires by itself", self.lock_key)

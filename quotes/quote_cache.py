@@ -1,0 +1,99 @@
+"""Quotes kept in Redis first: the Redis side of ``quotes.services``.
+
+A quote made while Redis keeps quotes is written to Redis in one round trip: its copy (``qts:q:<pk>``, read by
+``GET /v1/quotes/{quote_id}`` and by order creation until the row is in PostgreSQL) and its entry in the
+pending list (``qts:pending``), which the batched writer copies to PostgreSQL and trims. The copy lives as long
+as the quote plus ``COPY_GRACE_SECONDS``; by then the writer has long written the row.
+
+Nothing a partner was promised lives only here: the quote's self-contained id (``quotes.codec``) proves its
+price, quantity, row and expiry. What only Redis holds until the writer runs is the quote's snapshot of names
+and restrictions (rebuilt from the catalog if Redis is lost) and the seller's contact (``user_metadata``).
+"""
+
+import json
+import logging
+
+from django.conf import settings
+
+from config.api.ratelimit import pipelined
+from config.core.pending import PendingList, redis_backend
+
+from .models import Quote
+
+logger = logging.getLogger(__name__)
+
+PENDING_KEY = "qts:pending"
+FLUSH_LOCK_KEY = "qts:flush-lock"
+COPY_GRACE_SECONDS = 3600
+
+_FIELDS = list(Quote._meta.concrete_fields)
+
+
+def quote_dumps(quote: Quote) -> str:
+    """Every column of ``quote`` as one JSON array, in the model's field order."""
+    values = []
+    for field in _FIELDS:
+        value = field.value_from_object(quote)
+        if value is None or field.get_internal_type() == "JSONField":
+            values.append(value)
+        else:
+            values.append(field.value_to_string(quote))
+    return json.dumps(values, separators=(",", ":"))
+
+
+def quote_loads(raw: bytes | str) -> Quote:
+    """The unsaved ``Quote`` that :func:`quote_dumps` wrote."""
+    values = json.loads(raw)
+    return Quote(
+        **{
+            field.attname: value if value is None else field.to_python(value)
+            for field, value in zip(_FIELDS, values, strict=True)
+        }
+    )
+
+
+_pending = PendingList(PENDING_KEY, lock_key=FLUSH_LOCK_KEY, loads=quote_loads)
+# The writer's side of the list (quotes.services.quotes_flush).
+quotes_pending = _pending.read
+quotes_pending_drop = _pending.drop
+flush_lock_take = _pending.lock_take
+flush_lock_release = _pending.lock_release
+
+
+def quotes_in_redis() -> bool:
+    """Are quotes made in Redis first? Only with Redis behind the cache: the embedded default (local memory,
+    one process, no beat) writes each quote's row when it is made."""
+    return settings.QUOTES_IN_REDIS and redis_backend() is not None
+
+
+def _copy_key(backend, pk: int) -> str:
+    return backend.make_and_validate_key(f"qts:q:{pk}")
+
+
+def quote_pending_add(quote: Quote) -> int:
+    """Keep ``quote`` in Redis: its copy and its entry in the pending list, in one round trip. Returns the
+    list's length. Raises if Redis does not answer."""
+    backend = redis_backend()
+    assert backend is not None
+    raw = quote_dumps(quote)
+    copy_key = _copy_key(backend, quote.pk)
+    kept = max(1, int((quote.expires_at - quote.created_at).total_seconds())) + COPY_GRACE_SECONDS
+    replies = pipelined(
+        backend._cache.get_client(copy_key, write=True),
+        [("SET", copy_key, raw, "EX", kept), *_pending.append_commands(backend, raw, ttl=kept)],
+    )
+    return int(replies[1])
+
+
+def quote_copy(pk: int) -> Quote | None:
+    """Redis's copy of a quote not yet written (None if there is none, or Redis does not answer)."""
+    backend = redis_backend()
+    if backend is None:
+        return None
+    key = _copy_key(backend, pk)
+    try:
+        raw = backend._cache.get_client(key).get(key)
+    except Exception:
+        logger.warning("quote cache unreachable; the quote is rebuilt from its id")
+        return None
+    return None if raw is None else quote_loads(raw)
