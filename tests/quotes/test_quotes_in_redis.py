@@ -235,3 +235,16 @@ def test_sixteen_orders_at_once_with_one_quote_not_yet_written_give_one_order(pa
 
 def utc(value) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_purged_quote_still_answers_expired(auth_client, api_client, partner_creds, event):
+    data = _quote(auth_client, event_id=event.event_id)
+    services.quotes_flush()
+    with time_machine.travel(timezone.now() + timedelta(days=31), tick=False):
+        assert services.quote_purge_expired() == 1
+        _redis_lost()  # its copy in Redis has long expired too
+        assert not Quote.objects.exists()
+        auth_client = api_client
+        auth_client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(api_client, partner_creds)}")
+        assert auth_client.get(f"/v1/quotes/{data['quote_id']}").json()["data"]["status"] == "expired"
+        assert_error(_order(auth_client, data["quote_id"]), 422, "QUOTE_EXPIRED")
