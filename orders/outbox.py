@@ -2,14 +2,20 @@
 
 ``order_notification_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
 and inserts it in the caller's transaction, so there is no change without its notification and no
-notification without its change. After commit ``notification_dispatch`` publishes one delivery task for
-the subscribers of ``orders.signals`` that want it (their types and the order's new status), and notes in the
-cache that its message is on the way. The task runs each subscriber in turn, each receipt written as its handler
-returns, and marks the row dispatched once they all ran; a subscriber that fails for now has the task retried
-with backoff, and the ones that already handled the notification skip it by their receipt
-(``NotificationReceipt``), so one failing subscriber never re-runs another. ``notifications_dispatch_pending``
-(beat) publishes again every row not dispatched past the grace whose message is not known to be on the way:
-one that never reached the broker, and one the broker lost with Redis (the note in the cache went with it).
+notification without its change. After commit the notification is handed to the subscribers of
+``orders.signals`` that want it (their types and the order's new status) by a delivery task, and the cache
+notes that it is on the way. Notifications written together (a confirmation batch's,
+``order_notifications_record_many``) are published as one ``notifications_deliver_many`` task
+(``notifications_dispatch``, ``DELIVERY_BATCH`` per message); a notification written alone as one
+``notifications_deliver`` task (``notification_dispatch``).
+
+The task runs each notification's subscribers in turn, each receipt written as its handler returns, and marks
+the rows dispatched once they all ran; a subscriber that fails for now has the task retried with backoff with
+only the notifications not yet delivered, and the subscribers that already handled that one skip it by their
+receipts (``NotificationReceipt``), so one failing subscriber never re-runs another, nor another notification.
+``notifications_dispatch_pending`` (beat) publishes again every row not dispatched past the grace whose message
+is not known to be on the way: one that never reached the broker, and one the broker lost with Redis (the note
+in the cache went with it).
 Retention:
 ``notifications_purge`` deletes rows older than ``NOTIFICATION_RETENTION_DAYS`` in batches.
 """
@@ -28,6 +34,7 @@ from config.api.envelope import utc_iso
 from config.core import rawsql
 from config.core.publish import publish
 from config.core.purge import delete_in_batches
+from config.core.retrying import TRANSIENT_ERRORS
 
 from . import signals
 from .models import Notification, NotificationReceipt, Order, OrderStatusHistory
@@ -78,6 +85,8 @@ REASON_CODES = frozenset(STATUS_REASON_CODES)
 # How many rows one sweep publishes again, and one purge statement deletes.
 DISPATCH_BATCH = 500
 PURGE_BATCH = 1000
+# How many notifications one batched delivery task carries.
+DELIVERY_BATCH = 50
 
 
 def _json_ready(data) -> dict:
@@ -164,8 +173,8 @@ def order_notifications_record_many(
 ) -> list[Notification]:
     """``order_notification_record`` of ``order.status_changed`` for many orders that just moved (each with the
     status it left), in the caller's transaction: their histories read in one statement, the notifications
-    inserted in one; each is dispatched after commit as one written alone would be. The orders carry their
-    event (``select_related``)."""
+    inserted in one; all of them are dispatched after commit in one batched delivery (``DELIVERY_BATCH`` per
+    message). The orders carry their event (``select_related``)."""
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
     if not moves:
@@ -185,8 +194,7 @@ def order_notifications_record_many(
         for order, previous_status in moves
     ]
     Notification.objects.bulk_create(notifications)
-    for notification in notifications:
-        notification_dispatch_after_commit(notification=notification)
+    notifications_dispatch_after_commit(notifications=notifications)
     return notifications
 
 
@@ -227,6 +235,41 @@ def notification_dispatch_after_commit(*, notification: Notification) -> None:
     )
 
 
+def notifications_dispatch_after_commit(*, notifications: list[Notification]) -> None:
+    """Hand ``notifications`` (written together) to their subscribers in batched deliveries once the
+    transaction that wrote them commits (``notifications_dispatch``)."""
+    entries = [(n.pk, n.type, _order_status(n.payload)) for n in notifications]
+    if entries:
+        transaction.on_commit(lambda: notifications_dispatch(entries=entries))
+
+
+def notifications_dispatch(*, entries: list[tuple[int, str, str | None]]) -> int:
+    """Publish the delivery of many notifications (``(pk, type, order status)`` each) as batched deliveries,
+    ``DELIVERY_BATCH`` notifications per message, each to the subscribers that want it; the notifications nobody
+    wants are marked dispatched at once. Returns how many were handed over.
+
+    Stops at the first failed publish (the broker is down): the rest are left undispatched for
+    ``notifications_dispatch_pending``.
+    """
+    deliveries: list[tuple[int, list[str]]] = []
+    nobody: list[int] = []
+    for pk, notification_type, order_status in entries:
+        names = [s.name for s in signals.subscribers_for(notification_type, order_status)]
+        if names:
+            deliveries.append((pk, names))
+        else:
+            nobody.append(pk)
+    _mark_dispatched_many(nobody)
+    handed = len(nobody)
+    for start in range(0, len(deliveries), DELIVERY_BATCH):
+        chunk = deliveries[start : start + DELIVERY_BATCH]
+        if not publish("orders.tasks.notifications_deliver_many", chunk):
+            break
+        _on_the_way([pk for pk, _ in chunk])
+        handed += len(chunk)
+    return handed
+
+
 def notification_dispatch(
     *, notification_pk: int, notification_type: str, order_status: str | None = None
 ) -> bool:
@@ -256,6 +299,25 @@ def _on_the_way_key(notification_pk: int) -> str:
     return f"outbox:on-the-way:{notification_pk}"
 
 
+def _on_the_way(notification_pks: list[int]) -> None:
+    try:
+        cache.set_many(
+            {_on_the_way_key(pk): 1 for pk in notification_pks}, settings.NOTIFICATION_REDISPATCH_SECONDS
+        )
+    except Exception:
+        logger.warning(
+            "outbox: the cache did not answer; the sweep may publish %d notification(s) again",
+            len(notification_pks),
+        )
+
+
+def _mark_dispatched_many(notification_pks: list[int]) -> None:
+    if notification_pks:
+        Notification.objects.filter(pk__in=notification_pks, dispatched_at__isnull=True).update(
+            dispatched_at=timezone.now()
+        )
+
+
 def _mark_dispatched(notification_pk: int) -> None:
     Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
         dispatched_at=timezone.now()
@@ -263,7 +325,8 @@ def _mark_dispatched(notification_pk: int) -> None:
 
 
 def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> int:
-    """Beat: publish again the notifications never handed over past the grace. Returns how many it did.
+    """Beat: publish again the notifications never handed over past the grace, in batched deliveries. Returns
+    how many it handed over.
 
     Stops at the first failed publish: the broker is still down, and the next beat tries again.
     """
@@ -279,17 +342,13 @@ def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = 
         on_the_way = cache.get_many([_on_the_way_key(pk) for pk, _, _ in pending])
     except Exception:
         on_the_way = {}  # Redis is gone, and with it every message it held: publish them all again
-    dispatched = 0
-    for pk, notification_type, payload in pending:
-        if _on_the_way_key(pk) in on_the_way:
-            continue
-        status = _order_status(payload)
-        if not notification_dispatch(
-            notification_pk=pk, notification_type=notification_type, order_status=status
-        ):
-            break
-        dispatched += 1
-    return dispatched
+    return notifications_dispatch(
+        entries=[
+            (pk, notification_type, _order_status(payload))
+            for pk, notification_type, payload in pending
+            if _on_the_way_key(pk) not in on_the_way
+        ]
+    )
 
 
 def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) -> list[str]:
@@ -309,6 +368,86 @@ def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) 
             notification_id=notification_pk, subscriber__in=subscriber_names
         ).values_list("subscriber", flat=True)
     )
+    ran = _deliver_one(notification, subscriber_names, handled)
+    # Every subscriber had its turn (a failure for good is left to that subscriber's own sweep).
+    _mark_dispatched(notification_pk)
+    return ran
+
+
+class DeliveryInterrupted(Exception):
+    """A subscriber failed for now: ``remaining`` (from the notification it failed on) is to be delivered again
+    later; the notifications before it were delivered."""
+
+    def __init__(self, *, remaining: list[tuple[int, list[str]]], error: BaseException) -> None:
+        super().__init__(f"{len(remaining)} notification(s) left to deliver: {error!r}")
+        self.remaining = remaining
+        self.error = error
+
+
+def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]) -> int:
+    """``notifications_deliver`` of many notifications (``(pk, subscriber names)`` each; names ``None``: the
+    subscribers that want it now), in turn: the notifications and their receipts read in one statement each,
+    each receipt written as its handler returns, the notifications marked dispatched together. Returns how many
+    were delivered.
+
+    A transient error (a subscriber's own, or the database's before any subscriber ran) stops the batch there:
+    the ones before it are marked dispatched and ``DeliveryInterrupted`` carries the rest (that notification
+    included) for a retry, in which the subscribers that already handled it skip it by their receipts. Any
+    other error is logged and the next notifications still go: a subscriber's is left to its own sweep (as
+    ``notifications_deliver`` leaves it), one of the delivery itself leaves that notification undispatched for
+    ``notifications_dispatch_pending``.
+    """
+    deliveries = [(int(pk), list(names) if names is not None else None) for pk, names in deliveries]
+    pks = [pk for pk, _ in deliveries]
+    try:
+        notifications = Notification.objects.in_bulk(pks)
+        handled: dict[int, set[str]] = {}
+        for n_pk, name in NotificationReceipt.objects.filter(notification_id__in=pks).values_list(
+            "notification_id", "subscriber"
+        ):
+            handled.setdefault(n_pk, set()).add(name)
+    except TRANSIENT_ERRORS as exc:
+        raise DeliveryInterrupted(remaining=deliveries, error=exc) from exc
+    done: list[int] = []
+    for position, (pk, names) in enumerate(deliveries):
+        notification = notifications.get(pk)
+        if notification is None:
+            continue  # purged after its retention
+        if names is None:
+            names = [
+                s.name
+                for s in signals.subscribers_for(notification.type, _order_status(notification.payload))
+            ]
+        try:
+            _deliver_one(notification, names, handled.get(pk, set()))
+        except signals.transient_errors(names) as exc:
+            _mark_delivered(done)
+            raise DeliveryInterrupted(remaining=deliveries[position:], error=exc) from exc
+        except Exception as exc:
+            logger.exception("The delivery of notification pk=%s failed; the sweep publishes it again", pk)
+            if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
+                connection.close()
+            continue
+        done.append(pk)
+    _mark_delivered(done)
+    return len(done)
+
+
+def _mark_delivered(notification_pks: list[int]) -> None:
+    try:
+        _mark_dispatched_many(notification_pks)
+    except Exception:
+        # Left undispatched: the sweep publishes them again once their notes expire, and their subscribers skip
+        # them by their receipts.
+        logger.warning("outbox: %d delivered notification(s) not marked dispatched", len(notification_pks))
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+def _deliver_one(notification: Notification, subscriber_names: list[str], handled: set[str]) -> list[str]:
+    """Each named subscriber's handler on ``notification``, in turn, but those in ``handled`` (their receipts);
+    the subscribers' own transient errors propagate, the others are logged. Returns the names of those that ran."""
+    notification_pk = notification.pk
     ran = []
     for name in subscriber_names:
         subscriber = signals.subscriber(name)
@@ -331,8 +470,6 @@ def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) 
             [NotificationReceipt(notification_id=notification_pk, subscriber=name)], ignore_conflicts=True
         )
         ran.append(name)
-    # Every subscriber had its turn (a failure for good is left to that subscriber's own sweep).
-    _mark_dispatched(notification_pk)
     return ran
 
 

@@ -5,7 +5,7 @@ import logging
 
 from celery import shared_task
 
-from config.core.retrying import RetryingTask
+from config.core.retrying import TRANSIENT_ERRORS, RetryingTask
 
 from . import outbox, services, signals
 
@@ -22,9 +22,29 @@ class _ToSubscribers(RetryingTask):
 
 @shared_task(base=_ToSubscribers, name="orders.tasks.notifications_deliver", acks_late=True)
 def notifications_deliver(notification_pk: int, subscriber_names: list[str]) -> list[str]:
-    """One notification to each of its subscribers, in turn (one message per notification rather than one per
-    subscriber)."""
+    """One notification to each of its subscribers, in turn: the message of the outbox before its deliveries were
+    batched (still in queues), and of a caller that publishes one notification alone (``outbox.notification_dispatch``)."""
     return outbox.notifications_deliver(notification_pk=notification_pk, subscriber_names=subscriber_names)
+
+
+class _ToSubscribersInBatches(RetryingTask):
+    """A batched delivery is tried again after a transient error with only the notifications it had not
+    delivered yet (``outbox.DeliveryInterrupted``): those before it are not run again, nor read."""
+
+    def transient_for(self, deliveries: list) -> tuple:
+        return (outbox.DeliveryInterrupted, *TRANSIENT_ERRORS)
+
+    def retry(self, args=None, kwargs=None, exc=None, **options):
+        if isinstance(exc, outbox.DeliveryInterrupted):
+            args, kwargs = [exc.remaining], {}
+        return super().retry(args=args, kwargs=kwargs, exc=exc, **options)
+
+
+@shared_task(base=_ToSubscribersInBatches, name="orders.tasks.notifications_deliver_many", acks_late=True)
+def notifications_deliver_many(deliveries: list) -> int:
+    """Many notifications, each to its subscribers in turn (``[notification_pk, subscriber_names]`` each): those
+    written together (a confirmation batch's), or those the sweep publishes again."""
+    return outbox.notifications_deliver_many(deliveries=deliveries)
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")

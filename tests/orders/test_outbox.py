@@ -303,13 +303,13 @@ def test_one_delivery_per_notification_to_the_subscribers_that_want_its_status(
         "tests.every", handler=lambda n: got["every"].append(n.payload["data"]["order"]["status"])
     )
     published: list[tuple[int, list[str]]] = []
-    real_delay = tasks.notifications_deliver.delay
+    real_deliver_one = outbox._deliver_one
 
-    def recording_delay(notification_pk, names):
-        published.append((notification_pk, list(names)))
-        return real_delay(notification_pk, names)
+    def recording_deliver_one(notification, names, handled):
+        published.append((notification.pk, list(names)))
+        return real_deliver_one(notification, names, handled)
 
-    monkeypatch.setattr(tasks.notifications_deliver, "delay", recording_delay)
+    monkeypatch.setattr(outbox, "_deliver_one", recording_deliver_one)
     try:
         # The confirmation (in-process here) moves the new order to awaiting_transfer; then it is canceled.
         with django_capture_on_commit_callbacks(execute=True):
@@ -322,7 +322,7 @@ def test_one_delivery_per_notification_to_the_subscribers_that_want_its_status(
         signals.unsubscribe("tests.awaiting")
         signals.unsubscribe("tests.every")
     notifications = list(Notification.objects.filter(order=order).order_by("id"))
-    # One message per notification, whatever the number of subscribers.
+    # One delivery per notification, whatever the number of subscribers.
     assert [pk for pk, _ in published] == [n.pk for n in notifications]
     names = [set(n) for _, n in published]
     assert all("tests.every" in n for n in names)
