@@ -284,6 +284,9 @@ NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", default=30)
 # A notification's delivery message is trusted to be on its way for this long (a note in the cache, which goes
 # with Redis); past it, or once Redis lost the message and the note together, the outbox publishes it again.
 NOTIFICATION_REDISPATCH_SECONDS = env.int("NOTIFICATION_REDISPATCH_SECONDS", default=600)
+# Notifications written one at a time (an order's creation) are delivered in batches: while a delivery task is on
+# its way (for at most this long), the next ones wait in Redis for it rather than publishing one each.
+NOTIFICATION_DELIVERY_NUDGE_SECONDS = env.int("NOTIFICATION_DELIVERY_NUDGE_SECONDS", default=5)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
 # every third of it while the request runs (one partners.idempotency.services.LeaseKeeper per process renews
 # all its requests' leases in one statement): however long the

@@ -4,10 +4,14 @@
 and inserts it in the caller's transaction, so there is no change without its notification and no
 notification without its change. After commit the notification is handed to the subscribers of
 ``orders.signals`` that want it (their types and the order's new status) by a delivery task, and the cache
-notes that it is on the way. Notifications written together (a confirmation batch's,
-``order_notifications_record_many``) are published as one ``notifications_deliver_many`` task
-(``notifications_dispatch``, ``DELIVERY_BATCH`` per message); a notification written alone as one
-``notifications_deliver`` task (``notification_dispatch``).
+notes that it is on the way. Deliveries are batched, one task for many notifications:
+
+- notifications written together (a confirmation batch's, ``order_notifications_record_many``) are published
+  as one ``notifications_deliver_many`` task (``notifications_dispatch``, ``DELIVERY_BATCH`` per message);
+- a notification written alone (an order's creation, one transition) joins a list in Redis, and one task is
+  published unless one is already on its way, which takes the list when it starts
+  (``notification_dispatch_coalesced``): a lone order's task is published at once, a burst's are a few.
+  Without Redis (the embedded default, tasks in process) each is published alone, as before.
 
 The task runs each notification's subscribers in turn, each receipt written as its handler returns, and marks
 the rows dispatched once they all ran; a subscriber that fails for now has the task retried with backoff with
@@ -15,7 +19,7 @@ only the notifications not yet delivered, and the subscribers that already handl
 receipts (``NotificationReceipt``), so one failing subscriber never re-runs another, nor another notification.
 ``notifications_dispatch_pending`` (beat) publishes again every row not dispatched past the grace whose message
 is not known to be on the way: one that never reached the broker, and one the broker lost with Redis (the note
-in the cache went with it).
+in the cache, and the list, went with it).
 Retention:
 ``notifications_purge`` deletes rows older than ``NOTIFICATION_RETENTION_DAYS`` in batches.
 """
@@ -25,12 +29,14 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
 from config.api.envelope import utc_iso
+from config.api.ratelimit import pipelined
 from config.core import rawsql
 from config.core.publish import publish
 from config.core.purge import delete_in_batches
@@ -87,6 +93,10 @@ DISPATCH_BATCH = 500
 PURGE_BATCH = 1000
 # How many notifications one batched delivery task carries.
 DELIVERY_BATCH = 50
+# With Redis: the notifications written one at a time waiting for a batched delivery (their pks, oldest first),
+# and the note that a task taking them is on its way (``notification_dispatch_coalesced``).
+PENDING_KEY = "outbox:pending"
+DRAIN_NOTE_KEY = "outbox:deliveries-waiting"
 
 
 def _json_ready(data) -> dict:
@@ -225,11 +235,12 @@ def _order_status(payload: dict | None) -> str | None:
 
 
 def notification_dispatch_after_commit(*, notification: Notification) -> None:
-    """Hand ``notification`` to the subscribers once the transaction that wrote it commits."""
+    """Hand ``notification`` to the subscribers once the transaction that wrote it commits, coalesced with the
+    other notifications written one at a time meanwhile (``notification_dispatch_coalesced``)."""
     pk, notification_type = notification.pk, notification.type
     status = _order_status(notification.payload)
     transaction.on_commit(
-        lambda: notification_dispatch(
+        lambda: notification_dispatch_coalesced(
             notification_pk=pk, notification_type=notification_type, order_status=status
         )
     )
@@ -268,6 +279,123 @@ def notifications_dispatch(*, entries: list[tuple[int, str, str | None]]) -> int
         _on_the_way([pk for pk, _ in chunk])
         handed += len(chunk)
     return handed
+
+
+def notification_dispatch_coalesced(
+    *, notification_pk: int, notification_type: str, order_status: str | None = None
+) -> bool:
+    """Hand one notification over to a batched delivery: with Redis, its pk joins the list of notifications
+    waiting for one (``PENDING_KEY``, with its on-the-way note, in one round trip), and a delivery task is
+    published unless one is already on its way (the note ``DRAIN_NOTE_KEY``, set in the same round trip after
+    the push, and cleared by that task before it takes the list, so a notification added after its take always
+    publishes another). A lone notification on a quiet system publishes its task at once; a burst publishes a
+    few, each taking up to ``DELIVERY_BATCH``.
+
+    Without Redis (the embedded default, tasks in process), or when Redis does not answer, the notification is
+    published alone (``notification_dispatch``). Returns whether it was handed over.
+
+    Lost on the way: a failed publish takes this notification's on-the-way note off again (the sweep publishes it
+    once the grace has passed; a later task still finds it in the list, and its subscribers skip it by their
+    receipts); the list lost with Redis goes with the notes; a list taken by a worker that died before delivering
+    keeps its notes until ``NOTIFICATION_REDISPATCH_SECONDS``, after which the sweep publishes them again.
+    """
+    names = [subscriber.name for subscriber in signals.subscribers_for(notification_type, order_status)]
+    if not names:
+        _mark_dispatched(notification_pk)
+        return True
+    backend = _redis()
+    if backend is None:
+        return notification_dispatch(
+            notification_pk=notification_pk, notification_type=notification_type, order_status=order_status
+        )
+    try:
+        noted = _pending_add(backend, notification_pk)
+    except Exception:
+        logger.warning("outbox: the cache did not answer; publishing pk=%s alone", notification_pk)
+        return notification_dispatch(
+            notification_pk=notification_pk, notification_type=notification_type, order_status=order_status
+        )
+    if not noted or publish("orders.tasks.notifications_deliver_many"):
+        return True  # a task is on its way: it takes this one with the others
+    _drain_note_clear()  # nothing on its way after all: the next notification tries again
+    try:
+        cache.delete(_on_the_way_key(notification_pk))
+    except Exception:
+        logger.warning(
+            "outbox: the cache did not answer; pk=%s waits for its note to expire", notification_pk
+        )
+    return False
+
+
+def notifications_pending_nudge() -> bool:
+    """Publish one ``notifications_deliver_many`` task taking the waiting list unless one is already on its way;
+    returns whether one is on its way now (False: the publish failed)."""
+    try:
+        if not cache.add(DRAIN_NOTE_KEY, 1, settings.NOTIFICATION_DELIVERY_NUDGE_SECONDS):
+            return True
+    except Exception:
+        logger.warning("outbox: the cache did not answer; publishing the delivery task anyway")
+    if publish("orders.tasks.notifications_deliver_many"):
+        return True
+    _drain_note_clear()  # nothing on its way after all: the next notification tries again
+    return False
+
+
+def _drain_note_clear() -> None:
+    try:
+        cache.delete(DRAIN_NOTE_KEY)
+    except Exception:
+        logger.warning("outbox: the cache did not answer; the delivery note expires by itself")
+
+
+def _redis() -> RedisCache | None:
+    backend = caches["default"]
+    return backend if isinstance(backend, RedisCache) else None
+
+
+def _pending_add(backend: RedisCache, notification_pk: int) -> bool:
+    """Add ``notification_pk`` to the waiting list with its on-the-way note, then set the note that a delivery
+    task is on its way unless it is there (``cache.add``), in one round trip, in that order. Returns whether
+    this call set that note (and so must publish the task)."""
+    pending_key = backend.make_and_validate_key(PENDING_KEY)
+    on_the_way_key = backend.make_and_validate_key(_on_the_way_key(notification_pk))
+    drain_note_key = backend.make_and_validate_key(DRAIN_NOTE_KEY)
+    one = backend._cache._serializer.dumps(1)
+    ttl = settings.NOTIFICATION_REDISPATCH_SECONDS
+    replies = pipelined(
+        backend._cache.get_client(pending_key, write=True),
+        [
+            ("SET", on_the_way_key, one, "EX", ttl),
+            ("RPUSH", pending_key, notification_pk),
+            # A list nobody takes (no worker for that long) ends with its notes: the sweep has them all.
+            ("EXPIRE", pending_key, ttl),
+            # After the push: a task that clears this note before its take finds the notification in the list.
+            ("SET", drain_note_key, one, "NX", "EX", settings.NOTIFICATION_DELIVERY_NUDGE_SECONDS),
+        ],
+    )
+    return bool(replies[3])
+
+
+def notifications_pending_take(*, limit: int | None = None) -> list[int]:
+    """Take up to ``limit`` (``DELIVERY_BATCH``) notifications off the list of those waiting for a batched
+    delivery, oldest first, after clearing the note that a delivery task is on its way; publishes another task
+    when the list may hold more. Returns their pks; none without Redis, or when it does not answer (the sweep
+    publishes them once their notes expire)."""
+    backend = _redis()
+    if backend is None:
+        return []
+    limit = limit or DELIVERY_BATCH
+    # Cleared before the take: a notification added after it publishes a task of its own.
+    _drain_note_clear()
+    key = backend.make_and_validate_key(PENDING_KEY)
+    try:
+        taken = backend._cache.get_client(key, write=True).lpop(key, limit) or []
+    except Exception:
+        logger.warning("outbox: the cache did not answer; the sweep publishes what waits", exc_info=True)
+        return []
+    if len(taken) >= limit:
+        notifications_pending_nudge()  # more may be waiting: another worker may take them meanwhile
+    return list(dict.fromkeys(int(pk) for pk in taken))
 
 
 def notification_dispatch(

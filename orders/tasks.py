@@ -31,7 +31,7 @@ class _ToSubscribersInBatches(RetryingTask):
     """A batched delivery is tried again after a transient error with only the notifications it had not
     delivered yet (``outbox.DeliveryInterrupted``): those before it are not run again, nor read."""
 
-    def transient_for(self, deliveries: list) -> tuple:
+    def transient_for(self, deliveries: list | None = None) -> tuple:
         return (outbox.DeliveryInterrupted, *TRANSIENT_ERRORS)
 
     def retry(self, args=None, kwargs=None, exc=None, **options):
@@ -41,10 +41,14 @@ class _ToSubscribersInBatches(RetryingTask):
 
 
 @shared_task(base=_ToSubscribersInBatches, name="orders.tasks.notifications_deliver_many", acks_late=True)
-def notifications_deliver_many(deliveries: list) -> int:
+def notifications_deliver_many(deliveries: list | None = None) -> int:
     """Many notifications, each to its subscribers in turn (``[notification_pk, subscriber_names]`` each): those
-    written together (a confirmation batch's), or those the sweep publishes again."""
-    return outbox.notifications_deliver_many(deliveries=deliveries)
+    written together (a confirmation batch's), or, without ``deliveries``, those written one at a time that
+    wait in Redis for a batched delivery (``outbox.notification_dispatch_coalesced``), up to
+    ``outbox.DELIVERY_BATCH``."""
+    if deliveries is None:
+        deliveries = [(pk, None) for pk in outbox.notifications_pending_take()]
+    return outbox.notifications_deliver_many(deliveries=deliveries) if deliveries else 0
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")

@@ -6,6 +6,7 @@ request commits as it does in production)."""
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache, caches
 from django.db import connection
 
 from catalog.models import Row
@@ -125,8 +126,13 @@ def test_an_order_costs_two_statements_on_postgresql(auth_client, partner, publi
     assert notification.dispatched_at is None and notification.livemode is True
     assert notification.payload["data"]["order"]["order_id"] == order.order_id
     assert notification.payload["data"]["order"]["status_history"][0]["to_status"] == "accepted"
-    # Handed over after commit, by its primary key.
-    assert published[-1][1] == notification.pk
+    # Handed over after commit, by its primary key: waiting in Redis for the batched delivery the first order
+    # published (still on its way), and noted as on its way.
+    assert published == [("orders.tasks.notifications_deliver_many",)]
+    backend = caches["default"]
+    key = backend.make_and_validate_key(outbox.PENDING_KEY)
+    assert str(notification.pk).encode() in backend._cache.get_client(key).lrange(key, 0, -1)
+    assert cache.get(outbox._on_the_way_key(notification.pk)) == 1
 
 
 def test_the_next_catalog_read_after_a_committed_order_shows_it(auth_client, partner, published):

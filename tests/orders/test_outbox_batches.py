@@ -1,12 +1,19 @@
 """Notifications delivered in batches: a batch delivers each notification once per subscriber whatever fails in
 its middle, retries only what it left, and is a no-op when repeated; the confirmation batch's notifications go
-as one message, and the sweep publishes in batches too."""
+as one message; the notifications written one at a time (an order's creation) are coalesced in Redis, a burst
+publishing a few tasks and a lone order its task at once, and the sweep still recovers any lost publish."""
 
+import random
+import threading
+import time
+from collections import Counter
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.conf import settings
-from django.db import ProgrammingError, transaction
+from django.core.cache import cache
+from django.db import ProgrammingError, connection, transaction
 from django.utils import timezone
 
 from orders import outbox, signals, tasks
@@ -17,6 +24,7 @@ from .conftest import create_order
 
 S = Order.Status
 MANY = "orders.tasks.notifications_deliver_many"
+DRAIN = MANY  # without deliveries: it takes those waiting in Redis
 
 
 @pytest.fixture
@@ -166,3 +174,242 @@ def test_the_sweep_hands_over_in_batched_messages(partner, subscribers, publishe
     assert outbox.notifications_dispatch_pending(now=_later()) == 0
     _run(published)
     assert got["tests.after"] == [n.pk for n in created]
+
+
+# --- the notifications written one at a time, coalesced in Redis ------------------------------------------
+@pytest.mark.django_db
+@pytest.mark.production
+def test_a_burst_of_orders_publishes_one_task_until_it_starts(
+    partner, subscribers, published, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    orders = []
+    for _ in range(10):
+        with django_capture_on_commit_callbacks(execute=True):
+            orders.append(create_order(partner))
+    assert [name for name, _, _ in published] == [DRAIN]  # one task for ten orders
+    created = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
+    # Each is known to be on its way: the sweep leaves them to the task.
+    assert outbox.notifications_dispatch_pending(now=_later()) == 0
+    _run(published)
+    assert got == {"tests.first": created, "tests.after": created}
+    assert not Notification.objects.filter(pk__in=created, dispatched_at__isnull=True).exists()
+    # The task took them all: the next order publishes a task of its own.
+    with django_capture_on_commit_callbacks(execute=True):
+        create_order(partner)
+    assert [name for name, _, _ in published] == [DRAIN]
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_a_task_takes_at_most_a_batch_and_publishes_the_next(
+    partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    monkeypatch.setattr(outbox, "DELIVERY_BATCH", 3)
+    orders = []
+    for _ in range(7):
+        with django_capture_on_commit_callbacks(execute=True):
+            orders.append(create_order(partner))
+    assert [name for name, _, _ in published] == [DRAIN]
+    ran = []
+    while published:
+        ran.append(published[0][0])
+        _run([published.pop(0)])
+    created = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
+    assert got["tests.after"] == created
+    assert ran == [DRAIN, DRAIN, DRAIN]  # 3, 3 and 1: each full task published the next
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_a_lone_order_is_delivered_at_once(
+    partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    names = []
+    real_publish = outbox.publish
+
+    def recording(task, *args, **kwargs):
+        names.append(task)
+        return real_publish(task, *args, **kwargs)  # in process: the task runs as it is published
+
+    monkeypatch.setattr(outbox, "publish", recording)
+    with django_capture_on_commit_callbacks(execute=True):
+        order = create_order(partner)
+    notification = Notification.objects.get(order=order)
+    # Published as the creation committed, not after a wait for others.
+    assert names == [DRAIN]
+    assert got["tests.first"] == [notification.pk]
+    assert notification.dispatched_at is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_a_transient_error_in_a_coalesced_task_retries_the_rest_not_the_list(
+    partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
+):
+    got, failing = subscribers
+    orders = []
+    for _ in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            orders.append(create_order(partner))
+    n1, n2, n3 = Notification.objects.filter(order__in=orders).order_by("pk")
+    failing[n2.pk] = [ConnectionError("subscriber unreachable")]
+    assert [(name, args) for name, args, _ in published] == [(DRAIN, ())]
+    published.clear()
+    retried = []
+    real_retry = tasks.notifications_deliver_many.retry
+
+    def recording_retry(*args, **kwargs):
+        retried.append([pk for pk, _ in kwargs["exc"].remaining])
+        # Meanwhile another order waits in the list: the retry is not the task that takes it.
+        with django_capture_on_commit_callbacks(execute=True):
+            orders.append(create_order(partner))
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
+    tasks.notifications_deliver_many.apply()
+    assert retried == [[n2.pk, n3.pk]]
+    assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
+    # The order added meanwhile published its own task (the first one cleared the note as it started).
+    assert [(name, args) for name, args, _ in published] == [(DRAIN, ())]
+    n4 = Notification.objects.get(order=orders[-1])
+    _run(published)
+    assert got["tests.after"] == [n1.pk, n2.pk, n3.pk, n4.pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_the_sweep_recovers_a_publish_the_broker_refused(
+    partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    real_publish = outbox.publish
+    monkeypatch.setattr(outbox, "publish", lambda task, *args, **kwargs: False)
+    with django_capture_on_commit_callbacks(execute=True):
+        order = create_order(partner)
+    notification = Notification.objects.get(order=order)
+    # Nothing on its way: no note for the notification, and the next one tries to publish again.
+    assert cache.get(outbox._on_the_way_key(notification.pk)) is None
+    assert cache.get(outbox.DRAIN_NOTE_KEY) is None
+    monkeypatch.setattr(outbox, "publish", real_publish)  # the broker is back (tasks in process here)
+    with time_machine.travel(_later()):
+        assert tasks.notifications_dispatch_pending() == 1
+    assert got["tests.first"] == [notification.pk]
+    # Still in the list: a later task finds it, and its subscribers skip it by their receipts.
+    assert tasks.notifications_deliver_many.apply().get() == 1
+    assert got["tests.first"] == [notification.pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_the_sweep_recovers_a_task_lost_with_redis(
+    partner, subscribers, published, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    with django_capture_on_commit_callbacks(execute=True):
+        order = create_order(partner)
+    assert [name for name, _, _ in published] == [DRAIN]
+    published.clear()  # the message is lost with Redis, and the list and the notes with it
+    cache.clear()
+    assert outbox.notifications_dispatch_pending(now=_later()) == 1
+    _run(published)
+    assert got["tests.first"] == [Notification.objects.get(order=order).pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
+    partner, subscribers, published, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    with django_capture_on_commit_callbacks(execute=True):
+        order = create_order(partner)
+    notification = Notification.objects.get(order=order)
+    published.clear()  # the task is lost (a worker died with it), Redis kept the list and the note
+    assert outbox.notifications_dispatch_pending(now=_later()) == 0  # trusted to be on its way
+    cache.delete(outbox._on_the_way_key(notification.pk))  # NOTIFICATION_REDISPATCH_SECONDS later
+    assert outbox.notifications_dispatch_pending(now=_later()) == 1
+    _run(published)
+    assert got["tests.first"] == [notification.pk]
+
+
+@pytest.mark.django_db
+@pytest.mark.embedded
+def test_without_redis_each_notification_is_published_alone(
+    partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
+):
+    got, _ = subscribers
+    monkeypatch.setattr(outbox, "_redis", lambda: None)
+    with django_capture_on_commit_callbacks(execute=True):
+        order = create_order(partner)
+    notification = Notification.objects.get(order=order)
+    assert [(name, args) for name, args, _ in published] == [
+        ("orders.tasks.notifications_deliver", (notification.pk, ["tests.first", "tests.after"]))
+    ]
+    assert cache.get(outbox._on_the_way_key(notification.pk)) == 1
+
+
+# --- real threads: producers and tasks at once, on PostgreSQL and Redis --------------------------------------
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.production
+def test_notifications_added_while_tasks_take_the_list_are_each_delivered_once(partner, monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("the production shape")
+    monkeypatch.setattr(signals, "_subscribers", {})
+    seen: Counter[int] = Counter()
+    lock = threading.Lock()
+
+    def record(notification):
+        with lock:
+            seen[notification.pk] += 1
+
+    signals.subscribe("tests.threads", handler=record)
+    monkeypatch.setattr(outbox, "notification_dispatch_after_commit", lambda **kwargs: None)
+    pks = [n.pk for n in _created(partner, 60)]
+    queue: list[str] = []
+    queue_lock = threading.Lock()
+    producing = threading.Event()
+    producing.set()
+
+    def keep(task, *args, **kwargs):
+        with queue_lock:
+            queue.append(task)
+        return True
+
+    monkeypatch.setattr(outbox, "publish", keep)
+
+    def produce(part):
+        try:
+            for pk in part:
+                assert outbox.notification_dispatch_coalesced(
+                    notification_pk=pk, notification_type="order.created", order_status="accepted"
+                )
+                time.sleep(random.uniform(0, 0.01))  # now bursts, now a quiet list that a task just emptied
+        finally:
+            connection.close()
+
+    def work():
+        try:
+            while producing.is_set() or queue:
+                with queue_lock:
+                    task = queue.pop(0) if queue else None
+                if task is not None:
+                    assert task == DRAIN
+                    tasks.notifications_deliver_many.apply().get()
+        finally:
+            connection.close()
+
+    producers = [threading.Thread(target=produce, args=(pks[i::3],)) for i in range(3)]
+    workers = [threading.Thread(target=work) for _ in range(2)]
+    for thread in [*workers, *producers]:
+        thread.start()
+    for thread in producers:
+        thread.join()
+    producing.clear()
+    for thread in workers:
+        thread.join()
+    # Nothing left waiting without a task on its way, and every notification delivered exactly once.
+    assert seen == Counter({pk: 1 for pk in pks})
+    assert not Notification.objects.filter(pk__in=pks, dispatched_at__isnull=True).exists()
