@@ -413,3 +413,60 @@ def test_notifications_added_while_tasks_take_the_list_are_each_delivered_once(p
     # Nothing left waiting without a task on its way, and every notification delivered exactly once.
     assert seen == Counter({pk: 1 for pk in pks})
     assert not Notification.objects.filter(pk__in=pks, dispatched_at__isnull=True).exists()
+
+
+# --- a real broker and worker: the retry carries only what was left ------------------------------------------
+@pytest.fixture
+def real_broker(monkeypatch):
+    """Tasks go through the broker to a worker thread (not in-process); retries after 0.2 s."""
+    from celery.contrib.testing.worker import start_worker
+
+    from config.celery import app as celery_app
+
+    monkeypatch.setattr("config.core.retrying.task_retry_seconds", lambda retries: 0.2)
+    celery_app.conf.task_always_eager = False
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_purge("celery")
+    return lambda: start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10)
+
+
+def _wait_for(predicate, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.production
+def test_through_a_worker_a_burst_is_delivered_once_and_a_retry_carries_the_rest(
+    partner, subscribers, real_broker, monkeypatch
+):
+    got, failing = subscribers
+    sent = []
+    real_publish = outbox.publish
+    monkeypatch.setattr(
+        outbox, "publish", lambda task, *a, **k: sent.append(task) or real_publish(task, *a, **k)
+    )
+    retried = []
+    real_retry = tasks.notifications_deliver_many.retry
+
+    def recording_retry(*args, **kwargs):
+        retried.append([pk for pk, _ in kwargs["exc"].remaining])
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
+    orders = [create_order(partner) for _ in range(5)]  # each commits as it is created, with no worker yet
+    pks = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
+    failing[pks[2]] = [ConnectionError("subscriber unreachable")]
+    assert sent == [DRAIN]
+    with real_broker():
+        assert _wait_for(lambda: len(got["tests.after"]) == 5 and len(got["tests.first"]) == 5)
+        assert _wait_for(
+            lambda: not Notification.objects.filter(pk__in=pks, dispatched_at__isnull=True).exists()
+        )
+    assert got == {"tests.first": pks, "tests.after": pks}
+    assert retried == [pks[2:]]
+    assert NotificationReceipt.objects.filter(notification_id__in=pks).count() == 10
