@@ -296,8 +296,10 @@ def notification_dispatch_coalesced(
 
     Lost on the way: a failed publish takes this notification's on-the-way note off again (the sweep publishes it
     once the grace has passed; a later task still finds it in the list, and its subscribers skip it by their
-    receipts); the list lost with Redis goes with the notes; a list taken by a worker that died before delivering
-    keeps its notes until ``NOTIFICATION_REDISPATCH_SECONDS``, after which the sweep publishes them again.
+    receipts) and the task's note, so the next notification publishes again and its task takes the ones that
+    counted on the failed one meanwhile (without a next one, the sweep publishes them once their notes expire,
+    ``NOTIFICATION_REDISPATCH_SECONDS``). The list lost with Redis goes with the notes; a list taken by a worker
+    that died before delivering keeps its notes until they expire, after which the sweep publishes them again.
     """
     names = [subscriber.name for subscriber in signals.subscribers_for(notification_type, order_status)]
     if not names:
