@@ -161,7 +161,7 @@ test-passes: $(VENV)/.installed
 test-production: $(VENV)/.installed
 	@echo "production pass: PostgreSQL and Redis"
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
-	  $(PY) -m pytest -q --create-db $(PYTEST_ARGS)
+	  $(PY) -m pytest -q --create-db --durations=15 $(PYTEST_ARGS)
 
 # Both passes of `make test` with every process's clock moved to DATE (YYYY-MM-DD, 10:00 UTC) by libfaketime:
 # `make test-dates DATE=2028-01-01`. The preloaded library is the libfaketime build the `libfaketime` package ships

@@ -29,7 +29,7 @@ from django.db import connection
 from django.template.base import Template
 from django.test.utils import CaptureQueriesContext
 
-from orders import outbox
+from orders import delivery
 from orders.models import Notification, Order
 from orders.services import order_create
 from tests.conftest import make_partner
@@ -75,7 +75,7 @@ def _confirm_all(orders: list[Order]) -> None:
 
     with mock.patch.object(Task, "apply_async", enqueue):
         for pk in list(created):
-            outbox.notification_deliver(notification_pk=pk, subscriber_name="payouts.confirmation")
+            delivery.notification_deliver(notification_pk=pk, subscriber_name="payouts.confirmation")
         while queued:
             task, args, kwargs = queued.pop(0)
             task.apply(args=args, kwargs=kwargs)

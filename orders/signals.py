@@ -30,7 +30,7 @@ class Subscriber:
     # no delivery is published for the others, so a subscriber that ignores most changes costs them nothing.
     statuses: frozenset[str] | None = None
     # The handler for a caller that waits for the outcome rather than handing the work on (test mode's
-    # advance, ``outbox.notification_deliver(now=True)``); None: ``handler``.
+    # advance, ``delivery.notification_deliver(now=True)``); None: ``handler``.
     now: Handler | None = None
 
     def wants(self, notification_type: str, order_status: str | None = None) -> bool:

@@ -7,7 +7,7 @@ from celery import shared_task
 
 from config.core.retrying import TRANSIENT_ERRORS, RetryingTask
 
-from . import outbox, services, signals
+from . import delivery, dispatch, outbox, services, signals
 
 logger = logging.getLogger(__name__)
 
@@ -23,19 +23,19 @@ class _ToSubscribers(RetryingTask):
 @shared_task(base=_ToSubscribers, name="orders.tasks.notifications_deliver", acks_late=True)
 def notifications_deliver(notification_pk: int, subscriber_names: list[str]) -> list[str]:
     """One notification to each of its subscribers, in turn: the message of the outbox before its deliveries were
-    batched (still in queues), and of a caller that publishes one notification alone (``outbox.notification_dispatch``)."""
-    return outbox.notifications_deliver(notification_pk=notification_pk, subscriber_names=subscriber_names)
+    batched (still in queues), and of a caller that publishes one notification alone (``dispatch.notification_dispatch``)."""
+    return delivery.notifications_deliver(notification_pk=notification_pk, subscriber_names=subscriber_names)
 
 
 class _ToSubscribersInBatches(RetryingTask):
     """A batched delivery is tried again after a transient error with only the notifications it had not
-    delivered yet (``outbox.DeliveryInterrupted``): those before it are not run again, nor read."""
+    delivered yet (``delivery.DeliveryInterrupted``): those before it are not run again, nor read."""
 
     def transient_for(self, deliveries: list | None = None) -> tuple:
-        return (outbox.DeliveryInterrupted, *TRANSIENT_ERRORS)
+        return (delivery.DeliveryInterrupted, *TRANSIENT_ERRORS)
 
     def retry(self, args=None, kwargs=None, exc=None, **options):
-        if isinstance(exc, outbox.DeliveryInterrupted):
+        if isinstance(exc, delivery.DeliveryInterrupted):
             args, kwargs = [exc.remaining], {}
         return super().retry(args=args, kwargs=kwargs, exc=exc, **options)
 
@@ -44,16 +44,16 @@ class _ToSubscribersInBatches(RetryingTask):
 def notifications_deliver_many(deliveries: list | None = None) -> int:
     """Many notifications, each to its subscribers in turn (``[notification_pk, subscriber_names]`` each): those
     written together (a confirmation batch's), or, without ``deliveries``, those written one at a time that
-    wait in Redis for a batched delivery (``outbox.notification_dispatch_coalesced``), up to
-    ``outbox.DELIVERY_BATCH``."""
+    wait in Redis for a batched delivery (``dispatch.notification_dispatch_coalesced``), up to
+    ``dispatch.DELIVERY_BATCH``."""
     if deliveries is None:
-        deliveries = [(pk, None) for pk in outbox.notifications_pending_take()]
-    return outbox.notifications_deliver_many(deliveries=deliveries) if deliveries else 0
+        deliveries = [(pk, None) for pk in delivery.notifications_pending_take()]
+    return delivery.notifications_deliver_many(deliveries=deliveries) if deliveries else 0
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")
 def notifications_dispatch_pending() -> int:
-    dispatched = outbox.notifications_dispatch_pending()
+    dispatched = dispatch.notifications_dispatch_pending()
     if dispatched:
         logger.info("Handed over %d notification(s) that had not reached the broker", dispatched)
     return dispatched

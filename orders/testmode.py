@@ -13,7 +13,7 @@ receipt).
 
 from __future__ import annotations
 
-from . import errors, extensions, outbox, signals
+from . import delivery, errors, extensions, outbox, signals
 from .models import Notification, Order
 from .services import LEGAL_TRANSITIONS, order_transition
 
@@ -71,7 +71,7 @@ def _confirm_now(order: Order) -> Order:
     )
     if created is not None:
         for subscriber in signals.subscribers_for(Notification.Type.ORDER_CREATED):
-            outbox.notification_deliver(notification_pk=created, subscriber_name=subscriber.name, now=True)
+            delivery.notification_deliver(notification_pk=created, subscriber_name=subscriber.name, now=True)
     return Order.objects.select_related("event").get(pk=order.pk)
 
 

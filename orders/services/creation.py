@@ -44,7 +44,7 @@ from quotes.codec import QuoteClaims, decode_quote_claims
 from quotes.models import ORDER_SNAPSHOT_FIELDS, Quote
 from quotes.services import ROW_COLUMNS, QuotedRow, quote_unwritten
 
-from .. import errors, outbox
+from .. import dispatch, errors, outbox
 from ..models import Notification, Order, OrderStatusHistory
 from ..serializers import order_detail_output
 from ..uploads import ticket_pdf_delete, ticket_pdf_store
@@ -235,7 +235,7 @@ def _order_write(*, order: Order, now, actor: str, unwritten: Quote | None) -> N
         raise
     if not written:
         raise errors.QuoteAlreadyConsumed(details={"quote_id": order.quote_token})
-    outbox.notification_dispatch_after_commit(notification=notification)
+    dispatch.notification_dispatch_after_commit(notification=notification)
     metrics.order_created_count(livemode=order.livemode)
 
 

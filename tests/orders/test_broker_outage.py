@@ -12,7 +12,7 @@ from django.utils import timezone
 from kombu import pools as kombu_pools
 
 from config.celery import app as celery_app
-from orders import services, tasks
+from orders import dispatch, services, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from payouts import tasks as payouts_tasks
 from payouts.models import Charge
@@ -171,6 +171,7 @@ def test_broker_down_while_an_order_is_created_and_canceled_loses_no_notificatio
 
 
 def services_outbox_dispatch(notification) -> None:
-    from orders import outbox
 
-    assert outbox.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)
+    assert dispatch.notification_dispatch(
+        notification_pk=notification.pk, notification_type=notification.type
+    )

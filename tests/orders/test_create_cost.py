@@ -10,7 +10,7 @@ from django.core.cache import cache, caches
 from django.db import connection
 
 from catalog.models import Row
-from orders import outbox
+from orders import dispatch
 from orders.models import Notification, Order, OrderStatusHistory
 from quotes.codec import decode_quote_id
 from quotes.models import Quote
@@ -38,7 +38,7 @@ def published(monkeypatch) -> list:
     """The tasks handed to the broker after commit, kept here instead of run (the confirmation is a worker's
     work, not the request's)."""
     sent: list = []
-    monkeypatch.setattr(outbox, "publish", lambda *args, **kwargs: sent.append(args) or True)
+    monkeypatch.setattr(dispatch, "publish", lambda *args, **kwargs: sent.append(args) or True)
     return sent
 
 
@@ -130,9 +130,9 @@ def test_an_order_costs_two_statements_on_postgresql(auth_client, partner, publi
     # published (still on its way), and noted as on its way.
     assert published == [("orders.tasks.notifications_deliver_many",)]
     backend = caches["default"]
-    key = backend.make_and_validate_key(outbox.PENDING_KEY)
+    key = backend.make_and_validate_key(dispatch.PENDING_KEY)
     assert str(notification.pk).encode() in backend._cache.get_client(key).lrange(key, 0, -1)
-    assert cache.get(outbox._on_the_way_key(notification.pk)) == 1
+    assert cache.get(dispatch._on_the_way_key(notification.pk)) == 1
 
 
 def test_the_next_catalog_read_after_a_committed_order_shows_it(auth_client, partner, published):

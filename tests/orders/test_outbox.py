@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from orders import outbox, signals, tasks
+from orders import delivery, dispatch, outbox, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import order_cancel, order_transition, orders_expire_overdue
 
@@ -173,8 +173,10 @@ def test_a_subscriber_gets_each_notification_once_even_when_delivered_twice(part
     received, _ = recorder
     order = create_order(partner)
     notification = Notification.objects.get(order=order)
-    assert outbox.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
-    assert not outbox.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
+    assert delivery.notification_deliver(notification_pk=notification.pk, subscriber_name="tests.recorder")
+    assert not delivery.notification_deliver(
+        notification_pk=notification.pk, subscriber_name="tests.recorder"
+    )
     tasks.notifications_deliver.apply(args=[notification.pk, ["tests.recorder"]])
     assert received == [(notification.notification_id, "order.created")]
     assert (
@@ -199,7 +201,7 @@ def test_a_failing_subscriber_is_retried_without_running_another_again(partner, 
             return real_retry(*args, **kwargs)
 
         monkeypatch.setattr(tasks.notifications_deliver, "retry", recording_retry)
-        outbox.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)
+        dispatch.notification_dispatch(notification_pk=notification.pk, notification_type=notification.type)
         # Each failure retries the delivery after a backoff; the subscribers that ran before it (the service's
         # own) skip it by their receipts, and the one after it runs once, when the failing one has passed.
         assert len(retries) == 2 and retries[0] >= 10
@@ -218,7 +220,7 @@ def test_a_subscriber_filtering_by_type_gets_only_those(partner):
         order = create_order(partner)
         order_cancel(order=order, actor="partner:test")
         for n in Notification.objects.filter(order=order):
-            outbox.notification_dispatch(notification_pk=n.pk, notification_type=n.type)
+            dispatch.notification_dispatch(notification_pk=n.pk, notification_type=n.type)
         assert got == ["order.created"]
     finally:
         signals.unsubscribe("tests.created_only")
@@ -246,9 +248,9 @@ def test_the_sweeper_stops_at_a_dead_broker_and_leaves_the_rows_for_the_next_bea
         attempts.append(args)
         return False
 
-    monkeypatch.setattr(outbox, "publish", dead)
+    monkeypatch.setattr(dispatch, "publish", dead)
     later = timezone.now() + timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS + 1)
-    assert outbox.notifications_dispatch_pending(now=later) == 0
+    assert dispatch.notifications_dispatch_pending(now=later) == 0
     assert len(attempts) == 1  # not one slow failed publish per row
     assert Notification.objects.filter(dispatched_at__isnull=True).count() == 2
 
@@ -303,13 +305,13 @@ def test_one_delivery_per_notification_to_the_subscribers_that_want_its_status(
         "tests.every", handler=lambda n: got["every"].append(n.payload["data"]["order"]["status"])
     )
     published: list[tuple[int, list[str]]] = []
-    real_deliver_one = outbox._deliver_one
+    real_deliver_one = delivery._deliver_one
 
     def recording_deliver_one(notification, names, handled):
         published.append((notification.pk, list(names)))
         return real_deliver_one(notification, names, handled)
 
-    monkeypatch.setattr(outbox, "_deliver_one", recording_deliver_one)
+    monkeypatch.setattr(delivery, "_deliver_one", recording_deliver_one)
     try:
         # The confirmation (in-process here) moves the new order to awaiting_transfer; then it is canceled.
         with django_capture_on_commit_callbacks(execute=True):
@@ -360,7 +362,7 @@ def test_a_database_failing_before_the_subscribers_run_retries_the_whole_deliver
     received, _ = recorder
     order = create_order(partner)
     notification = Notification.objects.get(order=order)
-    real = outbox.notifications_deliver
+    real = delivery.notifications_deliver
     calls = {"n": 0}
 
     def flaky(**kwargs):
@@ -376,7 +378,7 @@ def test_a_database_failing_before_the_subscribers_run_retries_the_whole_deliver
         retries.append(kwargs.get("countdown"))
         return real_retry(*args, **kwargs)
 
-    monkeypatch.setattr(outbox, "notifications_deliver", flaky)
+    monkeypatch.setattr(delivery, "notifications_deliver", flaky)
     monkeypatch.setattr(tasks.notifications_deliver, "retry", recording_retry)
     tasks.notifications_deliver.apply(args=[notification.pk, ["tests.recorder"]])
     assert len(retries) == 1 and retries[0] >= 10

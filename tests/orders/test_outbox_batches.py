@@ -16,7 +16,7 @@ from django.core.cache import cache
 from django.db import ProgrammingError, connection, transaction
 from django.utils import timezone
 
-from orders import outbox, signals, tasks
+from orders import dispatch, outbox, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import orders_transition_many
 
@@ -47,14 +47,14 @@ def subscribers(monkeypatch):
 
 @pytest.fixture
 def published(monkeypatch):
-    """``outbox.publish`` as a broker that keeps the messages: recorded, run only when the test says so."""
+    """``dispatch.publish`` as a broker that keeps the messages: recorded, run only when the test says so."""
     queued: list[tuple[str, tuple, dict]] = []
 
     def keep(task, *args, **kwargs):
         queued.append((task, args, kwargs))
         return True
 
-    monkeypatch.setattr(outbox, "publish", keep)
+    monkeypatch.setattr(dispatch, "publish", keep)
     return queued
 
 
@@ -163,15 +163,15 @@ def test_the_confirmation_batchs_notifications_go_as_one_message(
 @pytest.mark.embedded
 def test_the_sweep_hands_over_in_batched_messages(partner, subscribers, published, monkeypatch):
     got, _ = subscribers
-    monkeypatch.setattr(outbox, "DELIVERY_BATCH", 2)
+    monkeypatch.setattr(dispatch, "DELIVERY_BATCH", 2)
     created = _created(partner, 3)
-    assert outbox.notifications_dispatch_pending(now=_later()) == 3
+    assert dispatch.notifications_dispatch_pending(now=_later()) == 3
     assert [(name, [pk for pk, _ in args[0]]) for name, args, _ in published] == [
         (MANY, [n.pk for n in created[:2]]),
         (MANY, [created[2].pk]),
     ]
     # On their way: the next beat leaves them to the worker.
-    assert outbox.notifications_dispatch_pending(now=_later()) == 0
+    assert dispatch.notifications_dispatch_pending(now=_later()) == 0
     _run(published)
     assert got["tests.after"] == [n.pk for n in created]
 
@@ -190,7 +190,7 @@ def test_a_burst_of_orders_publishes_one_task_until_it_starts(
     assert [name for name, _, _ in published] == [DRAIN]  # one task for ten orders
     created = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
     # Each is known to be on its way: the sweep leaves them to the task.
-    assert outbox.notifications_dispatch_pending(now=_later()) == 0
+    assert dispatch.notifications_dispatch_pending(now=_later()) == 0
     _run(published)
     assert got == {"tests.first": created, "tests.after": created}
     assert not Notification.objects.filter(pk__in=created, dispatched_at__isnull=True).exists()
@@ -206,7 +206,7 @@ def test_a_task_takes_at_most_a_batch_and_publishes_the_next(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
     got, _ = subscribers
-    monkeypatch.setattr(outbox, "DELIVERY_BATCH", 3)
+    monkeypatch.setattr(dispatch, "DELIVERY_BATCH", 3)
     orders = []
     for _ in range(7):
         with django_capture_on_commit_callbacks(execute=True):
@@ -228,13 +228,13 @@ def test_a_lone_order_is_delivered_at_once(
 ):
     got, _ = subscribers
     names = []
-    real_publish = outbox.publish
+    real_publish = dispatch.publish
 
     def recording(task, *args, **kwargs):
         names.append(task)
         return real_publish(task, *args, **kwargs)  # in process: the task runs as it is published
 
-    monkeypatch.setattr(outbox, "publish", recording)
+    monkeypatch.setattr(dispatch, "publish", recording)
     with django_capture_on_commit_callbacks(execute=True):
         order = create_order(partner)
     notification = Notification.objects.get(order=order)
@@ -285,15 +285,15 @@ def test_the_sweep_recovers_a_publish_the_broker_refused(
     partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
 ):
     got, _ = subscribers
-    real_publish = outbox.publish
-    monkeypatch.setattr(outbox, "publish", lambda task, *args, **kwargs: False)
+    real_publish = dispatch.publish
+    monkeypatch.setattr(dispatch, "publish", lambda task, *args, **kwargs: False)
     with django_capture_on_commit_callbacks(execute=True):
         order = create_order(partner)
     notification = Notification.objects.get(order=order)
     # Nothing on its way: no note for the notification, and the next one tries to publish again.
-    assert cache.get(outbox._on_the_way_key(notification.pk)) is None
-    assert cache.get(outbox.DRAIN_NOTE_KEY) is None
-    monkeypatch.setattr(outbox, "publish", real_publish)  # the broker is back (tasks in process here)
+    assert cache.get(dispatch._on_the_way_key(notification.pk)) is None
+    assert cache.get(dispatch.DRAIN_NOTE_KEY) is None
+    monkeypatch.setattr(dispatch, "publish", real_publish)  # the broker is back (tasks in process here)
     with time_machine.travel(_later()):
         assert tasks.notifications_dispatch_pending() == 1
     assert got["tests.first"] == [notification.pk]
@@ -313,7 +313,7 @@ def test_the_sweep_recovers_a_task_lost_with_redis(
     assert [name for name, _, _ in published] == [DRAIN]
     published.clear()  # the message is lost with Redis, and the list and the notes with it
     cache.clear()
-    assert outbox.notifications_dispatch_pending(now=_later()) == 1
+    assert dispatch.notifications_dispatch_pending(now=_later()) == 1
     _run(published)
     assert got["tests.first"] == [Notification.objects.get(order=order).pk]
 
@@ -328,9 +328,9 @@ def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
         order = create_order(partner)
     notification = Notification.objects.get(order=order)
     published.clear()  # the task is lost (a worker died with it), Redis kept the list and the note
-    assert outbox.notifications_dispatch_pending(now=_later()) == 0  # trusted to be on its way
-    cache.delete(outbox._on_the_way_key(notification.pk))  # NOTIFICATION_REDISPATCH_SECONDS later
-    assert outbox.notifications_dispatch_pending(now=_later()) == 1
+    assert dispatch.notifications_dispatch_pending(now=_later()) == 0  # trusted to be on its way
+    cache.delete(dispatch._on_the_way_key(notification.pk))  # NOTIFICATION_REDISPATCH_SECONDS later
+    assert dispatch.notifications_dispatch_pending(now=_later()) == 1
     _run(published)
     assert got["tests.first"] == [notification.pk]
 
@@ -341,14 +341,14 @@ def test_without_redis_each_notification_is_published_alone(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
     got, _ = subscribers
-    monkeypatch.setattr(outbox, "_redis", lambda: None)
+    monkeypatch.setattr(dispatch, "redis_backend", lambda: None)
     with django_capture_on_commit_callbacks(execute=True):
         order = create_order(partner)
     notification = Notification.objects.get(order=order)
     assert [(name, args) for name, args, _ in published] == [
         ("orders.tasks.notifications_deliver", (notification.pk, ["tests.first", "tests.after"]))
     ]
-    assert cache.get(outbox._on_the_way_key(notification.pk)) == 1
+    assert cache.get(dispatch._on_the_way_key(notification.pk)) == 1
 
 
 # --- real threads: producers and tasks at once, on PostgreSQL and Redis --------------------------------------
@@ -378,12 +378,12 @@ def test_notifications_added_while_tasks_take_the_list_are_each_delivered_once(p
             queue.append(task)
         return True
 
-    monkeypatch.setattr(outbox, "publish", keep)
+    monkeypatch.setattr(dispatch, "publish", keep)
 
     def produce(part):
         try:
             for pk in part:
-                assert outbox.notification_dispatch_coalesced(
+                assert dispatch.notification_dispatch_coalesced(
                     notification_pk=pk, notification_type="order.created", order_status="accepted"
                 )
                 time.sleep(random.uniform(0, 0.01))  # now bursts, now a quiet list that a task just emptied
@@ -446,9 +446,9 @@ def test_through_a_worker_a_burst_is_delivered_once_and_a_retry_carries_the_rest
 ):
     got, failing = subscribers
     sent = []
-    real_publish = outbox.publish
+    real_publish = dispatch.publish
     monkeypatch.setattr(
-        outbox, "publish", lambda task, *a, **k: sent.append(task) or real_publish(task, *a, **k)
+        dispatch, "publish", lambda task, *a, **k: sent.append(task) or real_publish(task, *a, **k)
     )
     retried = []
     real_retry = tasks.notifications_deliver_many.retry

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from orders import outbox
+from orders import delivery, outbox
 from orders.models import Notification, Order, OrderStatusHistory
 from orders.services import order_create
 from payouts import tasks
@@ -389,7 +389,7 @@ def test_test_mode_advance_confirms_an_order_whose_batch_has_not_run_yet(monkeyp
     monkeypatch.setattr(confirmations, "publish", lambda name, *args: True)  # the batch stays in the queue
     (order,) = make_orders(1, livemode=False)
     created = Notification.objects.get(order=order, type=Notification.Type.ORDER_CREATED)
-    assert outbox.notification_deliver(notification_pk=created.pk, subscriber_name="payouts.confirmation")
+    assert delivery.notification_deliver(notification_pk=created.pk, subscriber_name="payouts.confirmation")
     order.refresh_from_db()
     assert order.status == S.ACCEPTED
 

@@ -1,0 +1,205 @@
+"""The worker's side of the outbox (orders/outbox.py): a delivery task runs each notification's subscribers in
+turn, each receipt written as its handler returns, and marks the rows dispatched once they all ran.
+
+``notifications_deliver_many`` delivers a batch (a confirmation batch's notifications, or those written one at
+a time that waited in Redis for one task, ``notifications_pending_take``); a subscriber that fails for now has
+the task retried with only the notifications not yet delivered. ``notification_deliver`` runs one subscriber on
+one notification, for a caller that waits for it.
+"""
+
+import logging
+
+from django.db import DatabaseError, connection
+
+from config.core.pending import redis_backend
+from config.core.retrying import TRANSIENT_ERRORS
+
+from . import dispatch, signals
+from .dispatch import (
+    PENDING_KEY,
+    drain_note_clear,
+    mark_dispatched,
+    mark_dispatched_many,
+    notifications_pending_nudge,
+    order_status_of,
+)
+from .models import Notification, NotificationReceipt
+
+logger = logging.getLogger(__name__)
+
+
+def notifications_pending_take(*, limit: int | None = None) -> list[int]:
+    """Take up to ``limit`` (``DELIVERY_BATCH``) notifications off the list of those waiting for a batched
+    delivery, oldest first, after clearing the note that a delivery task is on its way; publishes another task
+    when the list may hold more. Returns their pks; none without Redis, or when it does not answer (the sweep
+    publishes them once their notes expire)."""
+    backend = redis_backend()
+    if backend is None:
+        return []
+    limit = limit or dispatch.DELIVERY_BATCH
+    # Cleared before the take: a notification added after it publishes a task of its own.
+    drain_note_clear()
+    key = backend.make_and_validate_key(PENDING_KEY)
+    try:
+        taken = backend._cache.get_client(key, write=True).lpop(key, limit) or []
+    except Exception:
+        logger.warning("outbox: the cache did not answer; the sweep publishes what waits", exc_info=True)
+        return []
+    if len(taken) >= limit:
+        notifications_pending_nudge()  # more may be waiting: another worker may take them meanwhile
+    return list(dict.fromkeys(int(pk) for pk in taken))
+
+
+def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) -> list[str]:
+    """Run each named subscriber's handler on one notification, in turn, unless it already did; returns the names
+    of those that ran.
+
+    Each receipt is written as its handler returns. A handler raising one of its subscriber's ``transient`` errors
+    stops the delivery there and the error propagates: the task retries it with backoff, and the subscribers that
+    already handled the notification skip it by their receipts. Any other error is logged and left to the
+    subscriber's own periodic sweep; the next subscribers still run.
+    """
+    notification = Notification.objects.filter(pk=notification_pk).first()
+    if notification is None:
+        return []  # purged after its retention
+    handled = set(
+        NotificationReceipt.objects.filter(
+            notification_id=notification_pk, subscriber__in=subscriber_names
+        ).values_list("subscriber", flat=True)
+    )
+    ran = _deliver_one(notification, subscriber_names, handled)
+    # Every subscriber had its turn (a failure for good is left to that subscriber's own sweep).
+    mark_dispatched(notification_pk)
+    return ran
+
+
+class DeliveryInterrupted(Exception):
+    """A subscriber failed for now: ``remaining`` (from the notification it failed on) is to be delivered again
+    later; the notifications before it were delivered."""
+
+    def __init__(self, *, remaining: list[tuple[int, list[str]]], error: BaseException) -> None:
+        super().__init__(f"{len(remaining)} notification(s) left to deliver: {error!r}")
+        self.remaining = remaining
+        self.error = error
+
+
+def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]) -> int:
+    """``notifications_deliver`` of many notifications (``(pk, subscriber names)`` each; names ``None``: the
+    subscribers that want it now), in turn: the notifications and their receipts read in one statement each,
+    each receipt written as its handler returns, the notifications marked dispatched together. Returns how many
+    were delivered.
+
+    A transient error (a subscriber's own, or the database's before any subscriber ran) stops the batch there:
+    the ones before it are marked dispatched and ``DeliveryInterrupted`` carries the rest (that notification
+    included) for a retry, in which the subscribers that already handled it skip it by their receipts. Any
+    other error is logged and the next notifications still go: a subscriber's is left to its own sweep (as
+    ``notifications_deliver`` leaves it), one of the delivery itself leaves that notification undispatched for
+    ``notifications_dispatch_pending``.
+    """
+    deliveries = [(int(pk), list(names) if names is not None else None) for pk, names in deliveries]
+    pks = [pk for pk, _ in deliveries]
+    try:
+        notifications = Notification.objects.in_bulk(pks)
+        handled: dict[int, set[str]] = {}
+        for n_pk, name in NotificationReceipt.objects.filter(notification_id__in=pks).values_list(
+            "notification_id", "subscriber"
+        ):
+            handled.setdefault(n_pk, set()).add(name)
+    except TRANSIENT_ERRORS as exc:
+        raise DeliveryInterrupted(remaining=deliveries, error=exc) from exc
+    done: list[int] = []
+    for position, (pk, names) in enumerate(deliveries):
+        notification = notifications.get(pk)
+        if notification is None:
+            continue  # purged after its retention
+        if names is None:
+            names = [
+                s.name
+                for s in signals.subscribers_for(notification.type, order_status_of(notification.payload))
+            ]
+        try:
+            _deliver_one(notification, names, handled.get(pk, set()))
+        except signals.transient_errors(names) as exc:
+            _mark_delivered(done)
+            raise DeliveryInterrupted(remaining=deliveries[position:], error=exc) from exc
+        except Exception as exc:
+            logger.exception("The delivery of notification pk=%s failed; the sweep publishes it again", pk)
+            if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
+                connection.close()
+            continue
+        done.append(pk)
+    _mark_delivered(done)
+    return len(done)
+
+
+def _mark_delivered(notification_pks: list[int]) -> None:
+    try:
+        mark_dispatched_many(notification_pks)
+    except Exception:
+        # Left undispatched: the sweep publishes them again once their notes expire, and their subscribers skip
+        # them by their receipts.
+        logger.warning("outbox: %d delivered notification(s) not marked dispatched", len(notification_pks))
+        if not connection.in_atomic_block:
+            connection.close()
+
+
+def _deliver_one(notification: Notification, subscriber_names: list[str], handled: set[str]) -> list[str]:
+    """Each named subscriber's handler on ``notification``, in turn, but those in ``handled`` (their receipts);
+    the subscribers' own transient errors propagate, the others are logged. Returns the names of those that ran."""
+    notification_pk = notification.pk
+    ran = []
+    for name in subscriber_names:
+        subscriber = signals.subscriber(name)
+        if subscriber is None:
+            logger.warning("No subscriber %r for notification pk=%s", name, notification_pk)
+            continue
+        if name in handled:
+            continue
+        try:
+            subscriber.handler(notification)
+        except subscriber.transient:
+            raise
+        except Exception as exc:
+            logger.exception("Subscriber %s failed on notification pk=%s", name, notification_pk)
+            if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
+                # The next subscriber starts on a fresh connection, not on one the error may have left unusable.
+                connection.close()
+            continue
+        NotificationReceipt.objects.bulk_create(
+            [NotificationReceipt(notification_id=notification_pk, subscriber=name)], ignore_conflicts=True
+        )
+        ran.append(name)
+    return ran
+
+
+def notification_deliver(*, notification_pk: int, subscriber_name: str, now: bool = False) -> bool:
+    """Run one subscriber's handler on one notification unless it already did; returns whether it ran.
+    ``now``: the subscriber's handler for a caller that waits for the outcome (``Subscriber.now``), which runs
+    even after the other handler did (that one may have only handed the work on); it must be idempotent too.
+
+    The handler's errors propagate (the task retries the transient ones); its receipt is written only once
+    it returned, so a crash mid-way means one more delivery, never a lost one.
+    """
+    subscriber = signals.subscriber(subscriber_name)
+    if subscriber is None:
+        logger.warning("No subscriber %r for notification pk=%s", subscriber_name, notification_pk)
+        return False
+    notification = Notification.objects.filter(pk=notification_pk).first()
+    if notification is None:
+        return False  # purged after its retention
+    waits = now and subscriber.now is not None
+    # A receipt of the handler that only handed the work on does not stop the caller that waits for it.
+    if (
+        not waits
+        and NotificationReceipt.objects.filter(
+            notification_id=notification_pk, subscriber=subscriber_name
+        ).exists()
+    ):
+        return False
+    (subscriber.now if waits else subscriber.handler)(notification)
+    # Two concurrent deliveries may both finish: the unique receipt keeps one row, neither fails.
+    NotificationReceipt.objects.bulk_create(
+        [NotificationReceipt(notification_id=notification_pk, subscriber=subscriber_name)],
+        ignore_conflicts=True,
+    )
+    return True
