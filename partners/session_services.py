@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from config.core import rawsql
+from config.core.pending import drain_all
 from config.core.publish import publish
 
 from . import tokens
@@ -22,12 +23,10 @@ from .token_cache import (
     SESSION_UNKNOWN,
     PendingSession,
     cache_health,
-    flush_lock_release,
-    flush_lock_take,
+    pending_list,
     session_pending_add,
     sessions_in_redis,
     sessions_pending,
-    sessions_pending_drop,
 )
 
 logger = logging.getLogger(__name__)
@@ -130,40 +129,25 @@ def token_sessions_flush(*, limit: int = FLUSH_BATCH) -> int:
     portal's counts)."""
     if not sessions_in_redis():
         return 0
-    try:
-        lock = flush_lock_take()
-        pending = sessions_pending(limit=limit) if lock else []
-    except Exception:
-        logger.warning("token cache unreachable; token sessions not flushed")
-        return 0
-    try:
-        if not pending:
-            return 0
-        with transaction.atomic():
-            current = current_generations(pending)
-            now = timezone.now()
-            live = [p for p in pending if current.get((p.partner_pk, p.livemode), 0) == p.generation]
-            stale = [p for p in pending if current.get((p.partner_pk, p.livemode), 0) > p.generation]
-            rows = session_rows(live) + session_rows(
-                stale, revoked_at=now, reason="credentials rotated or partner suspended"
-            )
-            TokenSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
-        sessions_pending_drop(len(pending))
-        return len(pending)
-    finally:
-        if lock:
-            flush_lock_release(lock)
+    # Read through this module's name, so that a test can make Redis fail there.
+    return pending_list.drain(_sessions_write, limit=limit, read=lambda limit: sessions_pending(limit=limit))
+
+
+def _sessions_write(pending: list[PendingSession]) -> None:
+    with transaction.atomic():
+        current = current_generations(pending)
+        now = timezone.now()
+        live = [p for p in pending if current.get((p.partner_pk, p.livemode), 0) == p.generation]
+        stale = [p for p in pending if current.get((p.partner_pk, p.livemode), 0) > p.generation]
+        rows = session_rows(live) + session_rows(
+            stale, revoked_at=now, reason="credentials rotated or partner suspended"
+        )
+        TokenSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=1000)
 
 
 def token_sessions_flush_all(*, rounds: int = 20) -> int:
     """Batches of the writer one after another while they come full, so a burst is written by one run."""
-    taken = 0
-    for _ in range(rounds):
-        batch = token_sessions_flush()
-        taken += batch
-        if batch < FLUSH_BATCH:
-            break
-    return taken
+    return drain_all(token_sessions_flush, batch=FLUSH_BATCH, rounds=rounds)
 
 
 def token_session_restore(*, claims: tokens.TokenClaims) -> str:

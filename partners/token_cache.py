@@ -351,32 +351,17 @@ def session_pending_add(session: PendingSession) -> int:
         [
             ("SET", state_key, state, "EX", ttl),
             # A list nobody drains (no beat) ends with the sessions it holds: every one of them has expired.
-            *_pending.append_commands(backend, session.dumps(), ttl=settings.ACCESS_TOKEN_TTL_SECONDS),
+            *pending_list.append_commands(backend, session.dumps(), ttl=settings.ACCESS_TOKEN_TTL_SECONDS),
         ],
     )
     return int(replies[1])
 
 
-_pending = PendingList(
+pending_list = PendingList(
     PENDING_KEY, lock_key=FLUSH_LOCK_KEY, loads=PendingSession.loads, lock_seconds=FLUSH_LOCK_SECONDS
 )
 
 
 def sessions_pending(*, limit: int = 0) -> list[PendingSession]:
     """The oldest ``limit`` pending sessions (all of them with 0). Raises if Redis does not answer."""
-    return _pending.read(limit=limit)
-
-
-def sessions_pending_drop(count: int) -> None:
-    """Take the oldest ``count`` sessions off the pending list, once they are in the database."""
-    _pending.drop(count)
-
-
-def flush_lock_take() -> str | None:
-    """One writer at a time drains the pending list. Returns the lock's token, or None while another writer
-    holds it."""
-    return _pending.lock_take()
-
-
-def flush_lock_release(token: str) -> None:
-    _pending.lock_release(token)
+    return pending_list.read(limit=limit)

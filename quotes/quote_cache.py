@@ -52,12 +52,9 @@ def quote_loads(raw: bytes | str) -> Quote:
     )
 
 
-_pending = PendingList(PENDING_KEY, lock_key=FLUSH_LOCK_KEY, loads=quote_loads)
-# The writer's side of the list (quotes.services.quotes_flush).
-quotes_pending = _pending.read
-quotes_pending_drop = _pending.drop
-flush_lock_take = _pending.lock_take
-flush_lock_release = _pending.lock_release
+# Drained by the batched writer (quotes.services.quotes_flush).
+pending_list = PendingList(PENDING_KEY, lock_key=FLUSH_LOCK_KEY, loads=quote_loads)
+quotes_pending = pending_list.read
 
 
 def quotes_in_redis() -> bool:
@@ -80,7 +77,7 @@ def quote_pending_add(quote: Quote) -> int:
     kept = max(1, int((quote.expires_at - quote.created_at).total_seconds())) + COPY_GRACE_SECONDS
     replies = pipelined(
         backend._cache.get_client(copy_key, write=True),
-        [("SET", copy_key, raw, "EX", kept), *_pending.append_commands(backend, raw, ttl=kept)],
+        [("SET", copy_key, raw, "EX", kept), *pending_list.append_commands(backend, raw, ttl=kept)],
     )
     return int(replies[1])
 

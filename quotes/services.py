@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from catalog.models import Event, Row, Section
 from config.core import rawsql
+from config.core.pending import drain_all
 from config.core.publish import publish
 from config.core.purge import delete_in_batches
 from partners.models import Partner
@@ -287,38 +288,22 @@ def quotes_flush(*, limit: int = FLUSH_BATCH) -> int:
     pages."""
     if not quote_cache.quotes_in_redis():
         return 0
-    try:
-        lock = quote_cache.flush_lock_take()
-        pending = quote_cache.quotes_pending(limit=limit) if lock else []
-    except Exception:
-        logger.warning("quote cache unreachable; quotes not flushed")
-        return 0
-    try:
-        if not pending:
-            return 0
-        partners = set(
-            Partner.objects.filter(pk__in={q.partner_id for q in pending}).values_list("pk", flat=True)
-        )
-        rows = set(Row.objects.filter(pk__in={q.row_id for q in pending}).values_list("pk", flat=True))
-        kept = [q for q in pending if q.partner_id in partners and q.row_id in rows]
-        with transaction.atomic():
-            Quote.objects.bulk_create(kept, ignore_conflicts=True, batch_size=1000)
-        quote_cache.quotes_pending_drop(len(pending))
-        return len(pending)
-    finally:
-        if lock:
-            quote_cache.flush_lock_release(lock)
+    return quote_cache.pending_list.drain(_quotes_write, limit=limit)
+
+
+def _quotes_write(pending: list[Quote]) -> None:
+    partners = set(
+        Partner.objects.filter(pk__in={q.partner_id for q in pending}).values_list("pk", flat=True)
+    )
+    rows = set(Row.objects.filter(pk__in={q.row_id for q in pending}).values_list("pk", flat=True))
+    kept = [q for q in pending if q.partner_id in partners and q.row_id in rows]
+    with transaction.atomic():
+        Quote.objects.bulk_create(kept, ignore_conflicts=True, batch_size=1000)
 
 
 def quotes_flush_all(*, rounds: int = 20) -> int:
     """Batches of the writer one after another while they come full, so a burst is written by one run."""
-    taken = 0
-    for _ in range(rounds):
-        batch = quotes_flush()
-        taken += batch
-        if batch < FLUSH_BATCH:
-            break
-    return taken
+    return drain_all(quotes_flush, batch=FLUSH_BATCH, rounds=rounds)
 
 
 def quote_unwritten(claims: QuoteClaims, *, quoted: QuotedRow | None = None) -> Quote | None:

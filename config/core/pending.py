@@ -66,9 +66,48 @@ class PendingList(Generic[T]):
         token = uuid.uuid4().hex
         return token if cache.add(self.lock_key, token, timeout=self.lock_seconds) else None
 
+    def drain(
+        self,
+        write: Callable[[list[T]], None],
+        *,
+        limit: int,
+        read: Callable[..., list[T]] | None = None,
+    ) -> int:
+        """One run of the batched writer: under the lock, the oldest ``limit`` entries (``read``, this list's
+        own by default) go to ``write`` (one transaction of the caller's), then off the list. Returns how many
+        it took off: 0 when the list is empty, another writer holds the lock or Redis does not answer. An
+        error of ``write`` propagates and leaves the entries for the next run."""
+        try:
+            lock = self.lock_take()
+            pending = (read or self.read)(limit=limit) if lock else []
+        except Exception:
+            logger.warning("cache unreachable; %s not written", self.key)
+            return 0
+        try:
+            if not pending:
+                return 0
+            write(pending)
+            self.drop(len(pending))
+            return len(pending)
+        finally:
+            if lock:
+                self.lock_release(lock)
+
     def lock_release(self, token: str) -> None:
         try:
             if cache.get(self.lock_key) == token:
                 cache.delete(self.lock_key)
         except Exception:
             logger.warning("cache unreachable; the lock %s expires by itself", self.lock_key)
+
+
+def drain_all(run: Callable[[], int], *, batch: int, rounds: int = 20) -> int:
+    """Runs of a batched writer (``run``, taking up to ``batch``) one after another while they come full, so
+    a burst is written by one call."""
+    taken = 0
+    for _ in range(rounds):
+        done = run()
+        taken += done
+        if done < batch:
+            break
+    return taken

@@ -96,11 +96,11 @@ def test_a_writer_that_fails_leaves_the_sessions_pending(api_client, partner_cre
 
 def test_one_writer_at_a_time(api_client, partner_creds):
     issue_token(api_client, partner_creds)
-    held = token_cache.flush_lock_take()
+    held = token_cache.pending_list.lock_take()
     try:
         assert session_services.token_sessions_flush() == 0  # another writer holds the list
     finally:
-        token_cache.flush_lock_release(held)
+        token_cache.pending_list.lock_release(held)
     assert session_services.token_sessions_flush() == 1
 
 
