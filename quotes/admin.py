@@ -45,24 +45,29 @@ class QuoteAdmin(ReadOnlyAdmin):
         self._quotes_written(request)
         return super().change_view(request, object_id, form_url, extra_context)
 
-    list_display = (
-        "pk",
-        "partner",
-        "event_name",
-        "section_name",
-        "row_name",
-        "quantity",
-        "offer_price",
-        "total_price",
-        "status",
-        "created_at",
-        "expires_at",
-    )
+    # The primary key of a quote made now is a random 19-digit number, of no use to staff: a quote is found by
+    # the quote_id a partner sends (the search box) or by partner, event and time.
+    # The list fits a 1280 px screen beside the filters: section and row share a column, and the prices are
+    # the total with its per-ticket offer.
+    list_display = ("created_at", "partner_name", "event_name", "seats", "price", "status", "expires_at")
+    list_display_links = ("created_at",)
     list_filter = (ModeFilter, StatusFilter, "created_at")
     search_fields = ("event_name", "partner__name", "partner__public_id", "event__event_id")
     list_select_related = ("partner",)
     date_hierarchy = "created_at"
     readonly_fields = ("quote_id", "status")
+
+    @admin.display(description="Partner", ordering="partner__name")
+    def partner_name(self, obj: Quote) -> str:
+        return obj.partner.name
+
+    @admin.display(description="Seats")
+    def seats(self, obj: Quote) -> str:
+        return f"{obj.quantity} × {obj.section_name} / {obj.row_name}"
+
+    @admin.display(description="Price (USD)", ordering="total_price")
+    def price(self, obj: Quote) -> str:
+        return f"{obj.total_price} ({obj.offer_price} each)"
 
     @admin.display(description="quote_id (as partners see it)")
     def quote_id(self, obj: Quote) -> str:

@@ -85,7 +85,9 @@ class Quote(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Quote {self.pk}: {self.quantity} × {self.event_name} {self.section_name}/{self.row_name}"
+        # Not the primary key: a quote's is a random 19-digit number, of no use to staff.
+        made = self.created_at.strftime("%Y-%m-%d %H:%M") if self.created_at else "—"
+        return f"{self.quantity} × {self.event_name} {self.section_name}/{self.row_name}, quoted {made} UTC"
 
     def order_snapshot(self) -> dict:
         """The values an order copies (``ORDER_SNAPSHOT_FIELDS``); the restrictions as a list of its own."""
