@@ -18,7 +18,6 @@ deliveries) does not run here: it is the same either way.
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -31,33 +30,17 @@ from django.test.utils import CaptureQueriesContext
 
 from orders import delivery
 from orders.models import Notification, Order
-from orders.services import order_create
 from tests.conftest import make_partner
-from tests.orders.factories import order_row
-from tests.quotes.factories import QuoteFactory, quote_token
+from tests.orders.factories import make_orders
 
 ORDERS = 200
 
 
 def _orders(count: int) -> list[Order]:
+    """``count`` orders of one partner, a quarter of them in test mode."""
     partner = make_partner().partner
-    row = order_row(available_quantity=10 * count)
-    made = []
-    for index in range(count):
-        livemode = index % 4 != 3
-        quote = QuoteFactory(partner=partner, row=row, quantity=1, livemode=livemode)
-        made.append(
-            order_create(
-                partner_pk=partner.pk,
-                actor=f"partner:{partner.public_id}",
-                quote_id=quote_token(quote),
-                delivery_type="mobile_transfer",
-                is_ready_to_deliver=False,
-                in_hand_date=quote.event.event_date - timedelta(days=7),
-                livemode=livemode,
-            )
-        )
-    return made
+    tests = count // 4
+    return make_orders(count - tests, partner=partner) + make_orders(tests, partner=partner, livemode=False)
 
 
 def _confirm_all(orders: list[Order]) -> None:

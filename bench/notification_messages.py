@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from datetime import timedelta
 from unittest import mock
 
 import pytest
@@ -25,10 +24,9 @@ from celery import Task
 from django.core.cache import cache
 
 from orders.models import Order
-from orders.services import order_create
 from tests.conftest import make_partner
-from tests.orders.factories import order_row
-from tests.quotes.factories import QuoteFactory, quote_token
+from tests.orders.factories import order_of_quote, order_row
+from tests.quotes.factories import QuoteFactory
 
 ORDERS = 100
 
@@ -52,15 +50,7 @@ class _Queue:
 
 
 def _create(partner, row) -> Order:
-    quote = QuoteFactory(partner=partner, row=row, quantity=1)
-    return order_create(
-        partner_pk=partner.pk,
-        actor=f"partner:{partner.public_id}",
-        quote_id=quote_token(quote),
-        delivery_type="mobile_transfer",
-        is_ready_to_deliver=False,
-        in_hand_date=quote.event.event_date - timedelta(days=7),
-    )
+    return order_of_quote(QuoteFactory(partner=partner, row=row, quantity=1))
 
 
 def _report(shape: str, queue: _Queue, orders: list[Order]) -> None:

@@ -104,3 +104,45 @@ def test_the_quote_reads_its_row_in_one_query_with_the_orms_values(event, row_na
         ["Obstructed view"],
     )
     assert quoted.general_admission is True
+
+
+# --- the writes: insert (with a primary key the caller chose) and update_many -------------------------------
+def test_insert_with_the_callers_primary_key_writes_what_the_orm_reads(event):
+    from django.utils import timezone
+
+    from quotes.codec import new_quote_pk, quote_instant
+    from quotes.models import Quote
+    from tests.quotes.factories import QuoteFactory
+
+    row = Row.objects.filter(section__event=event).order_by("name").first()
+    made = quote_instant(timezone.now())
+    quote = QuoteFactory.build(
+        pk=new_quote_pk(), row=row, created_at=made, expires_at=made + timedelta(seconds=900)
+    )
+    quote.partner.save()
+    quote.partner_id = quote.partner.pk
+    chosen = quote.pk
+    with CaptureQueriesContext(connection) as queries:
+        rawsql.insert(quote, with_pk=True)
+    assert len(queries) == 1 and quote.pk == chosen and not quote._state.adding
+    stored = Quote.objects.get(pk=chosen)
+    assert (stored.offer_price, stored.restrictions, stored.user_metadata, stored.created_at) == (
+        row.offer_price,
+        row.restrictions,
+        quote.user_metadata,
+        made,
+    )
+    assert Quote.objects.order_by().values_list("pk", flat=True).get() == chosen  # not a sequence's
+
+
+def test_update_many_writes_each_rows_own_values_in_one_statement(event):
+    rows = list(Row.objects.filter(section__event=event).order_by("name"))
+    rows[0].offer_price, rows[0].restrictions = Decimal("10.05"), ["Aisle"]
+    rows[1].offer_price, rows[1].restrictions = Decimal("20.10"), []
+    with CaptureQueriesContext(connection) as queries:
+        assert rawsql.update_many(rows, ["offer_price", "restrictions"]) == 2
+    assert len(queries) == 1
+    assert list(
+        Row.objects.filter(section__event=event).order_by("name").values_list("offer_price", "restrictions")
+    ) == [(Decimal("10.05"), ["Aisle"]), (Decimal("20.10"), [])]
+    assert rawsql.update_many([], ["offer_price"]) == 0

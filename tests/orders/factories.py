@@ -9,6 +9,7 @@ from orders.models import Order
 from orders.services import order_create, order_transition
 from orders.transfers.decision.state import order_receive
 from tests.catalog.factories import RowFactory
+from tests.conftest import make_partner
 from tests.quotes.factories import QuoteFactory, quote_token
 
 
@@ -50,15 +51,7 @@ def make_order(
     """An order of ``partner`` created from a fresh quote, then walked to ``status`` through order_transition."""
     row = order_row(available_quantity=50, offer_price=offer_price)
     quote = QuoteFactory(partner=partner, row=row, quantity=quantity)
-    order = order_create(
-        partner_pk=partner.pk,
-        actor=f"partner:{partner.public_id}",
-        quote_id=quote_token(quote),
-        delivery_type="mobile_transfer",
-        is_ready_to_deliver=False,
-        in_hand_date=quote.event.event_date - timedelta(days=7),
-        partner_reference=partner_reference,
-    )
+    order = order_of_quote(quote, partner_reference=partner_reference)
     # With transaction=True tests the confirmation ran on commit already: continue from where it is.
     order.refresh_from_db()
     steps = PATH[status]
@@ -73,3 +66,29 @@ def make_order(
             continue
         order = order_transition(order=order, to=step, actor="staff:test", reason="test setup")
     return order
+
+
+def make_orders(count: int, *, partner=None, livemode: bool = True, seller_email: str = "") -> list[Order]:
+    """``count`` orders just created (``accepted``, their confirmation not begun), on one row."""
+    partner = partner or make_partner().partner
+    row = order_row(available_quantity=10 * count + 10)
+    orders = []
+    for _ in range(count):
+        quote = QuoteFactory(partner=partner, row=row, quantity=1, livemode=livemode)
+        orders.append(order_of_quote(quote, seller_email=seller_email))
+    return orders
+
+
+def order_of_quote(quote, **fields) -> Order:
+    """The order the partner of ``quote`` makes of it through the service: mobile transfer, not ready yet,
+    in hand 7 days before the event, in the quote's mode (``fields`` override)."""
+    values = {
+        "partner_pk": quote.partner_id,
+        "actor": f"partner:{quote.partner.public_id}",
+        "quote_id": quote_token(quote),
+        "delivery_type": "mobile_transfer",
+        "is_ready_to_deliver": False,
+        "in_hand_date": quote.event.event_date - timedelta(days=7),
+        "livemode": quote.livemode,
+    }
+    return order_create(**{**values, **fields})

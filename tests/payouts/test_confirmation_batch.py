@@ -15,41 +15,17 @@ from django.utils import timezone
 
 from orders import delivery, outbox
 from orders.models import Notification, Order, OrderStatusHistory
-from orders.services import order_create
 from payouts import tasks
 from payouts.models import Charge
 from payouts.sandbox.models import SandboxCard, SandboxCharge
 from payouts.services import confirmations
 from payouts.services.order_reactions import order_confirm, orders_requeue_unconfirmed
 from tests.conftest import make_partner
-from tests.orders.factories import order_row
-from tests.quotes.factories import QuoteFactory, quote_token
+from tests.orders.factories import make_orders
 
 pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
 
 S = Order.Status
-
-
-def make_orders(count: int, *, partner=None, livemode: bool = True, seller_email: str = "") -> list[Order]:
-    """``count`` orders just created (``accepted``, their confirmation not begun), on one row."""
-    partner = partner or make_partner().partner
-    row = order_row(available_quantity=10 * count + 10)
-    orders = []
-    for _ in range(count):
-        quote = QuoteFactory(partner=partner, row=row, quantity=1, livemode=livemode)
-        orders.append(
-            order_create(
-                partner_pk=partner.pk,
-                actor=f"partner:{partner.public_id}",
-                quote_id=quote_token(quote),
-                delivery_type="mobile_transfer",
-                is_ready_to_deliver=False,
-                in_hand_date=quote.event.event_date - timedelta(days=7),
-                seller_email=seller_email,
-                livemode=livemode,
-            )
-        )
-    return orders
 
 
 def assert_confirmed_once(order: Order, *, attempts: int = 1) -> None:
