@@ -7,7 +7,9 @@ Mapping onto ``PaymentPlatform``:
 - card: a Customer per partner and a Checkout Session in ``setup`` mode (Stripe's hosted card page, so the
   number never touches the service); the finished session's SetupIntent names the PaymentMethod. The card
   token kept by the service is ``"<customer id>:<payment method id>"``.
-- charge: an off-session, confirmed PaymentIntent; a ``CardError`` is a declined charge.
+- charge: an off-session, confirmed PaymentIntent of the saved card, with ``automatic_payment_methods`` enabled and
+  ``allow_redirects=never`` (no redirect-based method can be chosen, so no ``return_url`` is ever needed, whatever
+  the account enables in its dashboard); a ``CardError`` is a declined charge.
 - refund: a Refund of that PaymentIntent (``pending``/``requires_action`` → pending, ``succeeded``,
   ``failed``/``canceled`` → failed with Stripe's ``failure_reason``).
 - payout: a Transfer to the connected account, then a Payout on that account to its bank; the payout's
@@ -267,6 +269,9 @@ class StripePlatform(PaymentPlatform):
             "payment_method": payment_method_id,
             "off_session": True,
             "confirm": True,
+            # The partner is not there to follow a redirect: without this, an account that enables a
+            # redirect-based payment method makes Stripe refuse a confirm that has no return_url.
+            "automatic_payment_methods": {"enabled": True, "allow_redirects": "never"},
             "description": description,
             "metadata": {"idempotency_key": idempotency_key},
         }

@@ -251,6 +251,9 @@ def test_charge_is_an_off_session_payment_intent_with_the_orders_idempotency_key
         "payment_method": "pm_1",
         "off_session": "true",
         "confirm": "true",
+        # Unambiguous off the session: no redirect-based method, so Stripe needs no return_url.
+        "automatic_payment_methods[enabled]": "true",
+        "automatic_payment_methods[allow_redirects]": "never",
         "description": "Order ord_1",
         "metadata[idempotency_key]": "ord_1",
     }
