@@ -12,6 +12,8 @@ Any other type is stored and acknowledged, and does nothing.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +29,9 @@ PAYOUT_EVENTS = frozenset({"payout.paid", "payout.failed"})
 REFUND_EVENTS = frozenset({"charge.refunded"})
 DISPUTE_EVENTS = frozenset({"charge.dispute.created", "charge.dispute.closed"})
 HANDLED_EVENTS = PAYOUT_EVENTS | REFUND_EVENTS | DISPUTE_EVENTS
+EVENT_ID_MAX_LENGTH = 255  # PlatformEvent.event_id
+MAX_MINOR_AMOUNT = 10**12  # Dispute.amount: 12 digits with 2 decimals
+LATEST_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z: later is no time a datetime holds
 
 
 class EventRefused(Exception):
@@ -63,75 +68,151 @@ def _id(value: str | stripe.PaymentIntent | None) -> str:
     return value if isinstance(value, str) else value.id
 
 
-def _at(value: int | None) -> datetime | None:
-    return datetime.fromtimestamp(value, tz=UTC) if value else None
+def _at(value: object) -> datetime | None:
+    """A Unix time as a datetime; ``None`` for anything that is not a plausible one."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < LATEST_TIMESTAMP:
+        return None
+    return datetime.fromtimestamp(value, tz=UTC)
 
 
 def _major_units(minor: int) -> Decimal:
     return (Decimal(minor) / 100).quantize(Decimal("0.01"))
 
 
+# Stripe's events nest a few levels (event → data → object → its sub-objects); deeper is no event of theirs.
+MAX_DEPTH = 32
+
+
 def verify_event(*, payload: bytes, signature: str, secrets: Sequence[str], tolerance: int) -> VerifiedEvent:
     """The event in ``payload`` if ``signature`` is Stripe's for one of ``secrets`` (the platform's and the
-    Connect endpoint's, or an old and a new one during a roll); ``EventRefused`` otherwise."""
+    Connect endpoint's, or an old and a new one during a roll); ``EventRefused`` otherwise, also for a signed
+    body that is not an event (not JSON, not an object, no id or type, nested past ``MAX_DEPTH``)."""
     if not secrets:
         raise EventRefused("STRIPE_WEBHOOK_SECRET is not set: no Stripe event can be verified.")
-    event: stripe.Event | None = None
-    for secret in secrets:
-        try:
-            event = stripe.Webhook.construct_event(payload, signature, secret, tolerance)
-        except stripe.SignatureVerificationError:
-            continue
-        except ValueError as exc:  # signed, but not JSON (or not a snapshot event)
-            raise EventRefused(f"The body is not a Stripe event: {exc}") from exc
-        break
-    if event is None:
+    if not any(_signed(payload, signature, secret, tolerance) for secret in secrets):
         raise EventRefused("No valid Stripe-Signature for this endpoint's secrets (or it is too old).")
-    # Read as a dict first: Stripe leaves ``account`` out of the platform's own events, and a signed body that
-    # is no event at all must be refused rather than fail on a missing attribute.
-    fields = event.to_dict()
-    event_id, event_type, created = fields.get("id"), fields.get("type"), fields.get("created")
-    if fields.get("object") != "event" or not isinstance(event_id, str) or not isinstance(event_type, str):
+    # Read by the service itself, not by the library's ``construct_event``: that one fails with an
+    # AttributeError on a signed body that is valid JSON but no object.
+    try:
+        fields = json.loads(payload, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested past the parser's limit
+        raise EventRefused("The body is not a Stripe event: not JSON.") from exc
+    if not isinstance(fields, dict) or _depth(fields) > MAX_DEPTH:
         raise EventRefused("The body is not a Stripe event.")
+    fields = _storable(fields)
+    event_id, event_type, created = fields.get("id"), fields.get("type"), fields.get("created")
+    if (
+        fields.get("object") != "event"
+        or not isinstance(event_id, str)
+        or not isinstance(event_type, str)
+        or not 0 < len(event_id) <= EVENT_ID_MAX_LENGTH
+    ):
+        raise EventRefused("The body is not a Stripe event.")
+    event = stripe.Event.construct_from(fields, None)
     account = fields.get("account")
     return VerifiedEvent(
         event_id=event_id,
         type=event_type,
         account=account if isinstance(account, str) else "",
         livemode=fields.get("livemode") is True,
-        occurred_at=_at(created if isinstance(created, int) else None) or datetime.now(tz=UTC),
+        occurred_at=_at(created) or datetime.now(tz=UTC),
         payload=fields,
         **_read(event),
     )
 
 
+def _signed(payload: bytes, signature: str, secret: str, tolerance: int) -> bool:
+    try:
+        return bool(stripe.WebhookSignature.verify_header(payload, signature, secret, tolerance))
+    except stripe.SignatureVerificationError:
+        return False
+    except ValueError:  # a body that is not UTF-8 cannot carry Stripe's signature
+        return False
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is no JSON number")  # NaN, Infinity: no database column holds them
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is out of range")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return deepest
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _storable(value: Any) -> Any:
+    """``value`` without what PostgreSQL refuses in text and jsonb: NUL characters and lone surrogates (Stripe's
+    strings never hold them)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")  # and no lone surrogate
+    if isinstance(value, dict):
+        return {_storable(key): _storable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_storable(item) for item in value]
+    return value
+
+
 def _read(event: stripe.Event) -> dict[str, Any]:
     """What a handled event says, from the object it carries; nothing for the others (nor for an object that
-    lacks a field this version of the API always sends: the event is kept, and the poll reconciles)."""
+    lacks a field this version of the API always sends, or has one of another type or size: the event is kept,
+    and the poll reconciles)."""
     try:
         return _read_object(event)
-    except (AttributeError, KeyError, TypeError, ValueError):
+    except (AttributeError, KeyError, TypeError, ValueError, ArithmeticError, OSError):
         return {}
+
+
+def _text(value: object, limit: int = 255, *, blank: bool = False) -> str:
+    """A string field of Stripe's object, as the service stores it; ``TypeError`` for anything else."""
+    if value is None and blank:
+        return ""
+    if not isinstance(value, str) or len(value) > limit or not (value or blank):
+        raise TypeError("not a string field of Stripe's")
+    return value
+
+
+def _minor_amount(value: object) -> Decimal:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_MINOR_AMOUNT:
+        raise TypeError("not an amount of Stripe's")
+    return _major_units(value)
 
 
 def _read_object(event: stripe.Event) -> dict[str, Any]:
     obj = event.data.object
     if event.type in PAYOUT_EVENTS and isinstance(obj, stripe.Payout):
-        return {"payout": payout_state(obj)}
+        state = payout_state(obj)
+        _text(state.payout_id, 100)
+        _text(state.failure_reason, 10_000, blank=True)
+        return {"payout": state}
     if event.type in REFUND_EVENTS and isinstance(obj, stripe.Charge):
-        return {"payment_intent_id": _id(obj.payment_intent)}
+        return {"payment_intent_id": _text(_id(obj.payment_intent), 100, blank=True)}
     if event.type in DISPUTE_EVENTS and isinstance(obj, stripe.Dispute):
-        intent = _id(obj.payment_intent)
+        intent = _text(_id(obj.payment_intent), 100, blank=True)
+        due_by = obj.evidence_details.due_by if obj.evidence_details else None
         return {
             "payment_intent_id": intent,
             "dispute": DisputeInfo(
-                dispute_id=obj.id,
+                dispute_id=_text(obj.id, 100),
                 payment_intent_id=intent,
-                amount=_major_units(obj.amount),
-                currency=obj.currency.upper(),
-                reason=obj.reason,
-                status=str(obj.status),
-                evidence_due_by=_at(obj.evidence_details.due_by if obj.evidence_details else None),
+                amount=_minor_amount(obj.amount),
+                currency=_text(obj.currency, 3).upper(),
+                reason=_text(obj.reason, blank=True),
+                status=_text(obj.status, 64),
+                evidence_due_by=_at(due_by),
             ),
         }
     return {}
