@@ -5,7 +5,7 @@ acted on through the same services the minute poll and the refund sweep use.
   the order walks the payout path, a failure alerts the partner and joins the staff's failed payouts;
 - ``charge.refunded``: the owed refund is settled now (``refunds.refund_follow_platform``);
 - ``charge.dispute.created`` / ``charge.dispute.closed``: the staff case opens (and the partner is alerted) or
-  closes (``disputes``).
+  closes (``disputes``), whichever of the two arrives first.
 
 An event delivered twice finds its row and moves nothing; one that fails to process stays unprocessed and the
 platform delivers it again (the answer is a 500). Events are a shortcut, not the only path: the minute poll
@@ -112,9 +112,8 @@ def _act(event: VerifiedEvent) -> str:
     if event.type in DISPUTE_EVENTS:
         if event.dispute is None:
             return "unreadable dispute"
-        if event.type == "charge.dispute.created":
-            dispute = disputes.dispute_open(platform=STRIPE, info=event.dispute)
-            return f"dispute case {dispute.pk} open" if dispute else "no charge of ours disputed"
-        dispute = disputes.dispute_close(info=event.dispute)
-        return f"dispute case {dispute.pk} {dispute.status}" if dispute else "no dispute case here"
+        dispute = disputes.dispute_follow_platform(
+            platform=STRIPE, info=event.dispute, closed=event.type == "charge.dispute.closed"
+        )
+        return f"dispute case {dispute.pk} {dispute.status}" if dispute else "no charge of ours disputed"
     return "not an event the service acts on"

@@ -66,8 +66,9 @@ def payout_in_flight(stripe_partner, recording_stripe):
 @pytest.fixture
 def charged_order(stripe_partner, recording_stripe):
     """An order whose card charge is Stripe's PaymentIntent ``pi_9``."""
-    order = make_order(stripe_partner)
+    # Answered first: where the order's confirmation runs on commit (transaction=True), it charges at once.
     recording_stripe.answer("POST", "/v1/payment_intents", (200, s.payment_intent("pi_9")))
+    order = make_order(stripe_partner)
     order_confirm(order_pk=order.pk)
     assert Charge.objects.get(order=order).platform_charge_id == "pi_9"
     recording_stripe.requests.clear()
