@@ -180,8 +180,9 @@ Each notification is `{id, type, created_at, livemode, data}`. For `order.create
 `GET /v1/orders/{order_id}` returned it at the change (its `status`, `transfer` and `status_history`
 included), `previous_status` is null for `order.created`, and `reason` is the transition's machine reason
 where it has one (`card_declined`, `canceled_by_partner`, `canceled_by_staff`, `event_canceled`,
-`in_hand_date_passed`, `transfer_detected`, `file_verified`, `received_by_staff`, `transfer_recalled`), else
-null. For `order.transfer_updated` (every change of the order's `transfer.state`) `data` is
+`in_hand_date_passed`, `transfer_detected`, `file_verified`, `received_by_staff`, `transfer_recalled`,
+`payout_failed`), else null.
+For `order.transfer_updated` (every change of the order's `transfer.state`) `data` is
 `{order, previous_transfer_state, reason}`, `reason` one of `transfer_detected`, `file_verified`,
 `received_by_staff`, `transfer_partial`, `transfer_mismatch`, `transfer_accepted`, `accepted_by_staff`,
 `transfer_recalled`.

@@ -32,6 +32,8 @@ REASON_CANCELED_BY_PARTNER = "canceled_by_partner"
 REASON_CANCELED_BY_STAFF = "canceled_by_staff"
 REASON_EVENT_CANCELED = "event_canceled"
 REASON_IN_HAND_DATE_PASSED = "in_hand_date_passed"
+# ``paid`` → ``payout_in_process``: the payout failed after the platform reported it paid.
+REASON_PAYOUT_FAILED = "payout_failed"
 # The transfer's moves (docs/partners/orders.md "Transfer"): ``order.status_changed`` into and out of
 # ``ticket_received``, and ``order.transfer_updated``.
 REASON_TRANSFER_DETECTED = "transfer_detected"
@@ -52,6 +54,7 @@ STATUS_REASON_CODES = (
     REASON_FILE_VERIFIED,
     REASON_RECEIVED_BY_STAFF,
     REASON_TRANSFER_RECALLED,
+    REASON_PAYOUT_FAILED,
 )
 TRANSFER_REASON_CODES = (
     REASON_TRANSFER_DETECTED,

@@ -15,6 +15,7 @@ from ..errors import PlatformError, ReplaceNeedsConfirmation
 from ..models import CreditCard, PayoutAccount
 from ..platform import get_platform
 from ..selectors import partner_has_active_orders
+from .progression import payouts_retry_for_partner
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +91,8 @@ def payout_account_connect(*, partner: Partner, code: str, confirm_replace: bool
     """Finish the authorize redirect: exchange the code, then store the account id, method, bank, last 4.
 
     Nothing is stored unless the platform confirmed the account: a platform error leaves the previous
-    method (or none) in place, never a half-saved one.
+    method (or none) in place, never a half-saved one. The partner's failed payouts are made again to it,
+    each once, in the same transaction.
     """
     _check_replace(partner=partner, kind="payout", confirm_replace=confirm_replace)
     platform = get_platform()
@@ -113,8 +115,12 @@ def payout_account_connect(*, partner: Partner, code: str, confirm_replace: bool
                 "last4": connected.last4[-4:],
             },
         )
+        # With the account that works again, the payouts that failed are made again, each once.
+        retried = payouts_retry_for_partner(partner_pk=partner.pk, actor=f"partner:{partner.public_id}")
     logger.info(
-        "payout account %s", "connected" if created else "replaced", extra={"partner_id": partner.public_id}
+        "payout account %s",
+        "connected" if created else "replaced",
+        extra={"partner_id": partner.public_id, "payouts_retried": retried},
     )
     return account
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from config.core.publish import publish_on_commit
 from config.core.statemachine import IllegalStateMove, StateMachine
 from orders.models import Order
+from orders.outbox import REASON_PAYOUT_FAILED
 from orders.services import order_transition
 
 from .. import platform as pf
@@ -39,12 +40,13 @@ PAYOUTS_ACTOR = "system:payouts"
 PROGRESS_BATCH = 200
 
 # Every legal move of a payout's status. The platform may report a later status than the next one (a payout
-# created already scheduled); it never brings a payout back, and a paid payout is final.
+# created already scheduled); it never brings a payout back. A paid payout can still fail (the platform's
+# "paid" is "expected in the bank", and the bank can send it back days later): a failure is final either way.
 PAYOUT_TRANSITIONS: dict[str, frozenset[str]] = {
     P.PENDING: frozenset({P.IN_PROCESS, P.SCHEDULED, P.PAID, P.FAILED}),
     P.IN_PROCESS: frozenset({P.SCHEDULED, P.PAID, P.FAILED}),
     P.SCHEDULED: frozenset({P.PAID, P.FAILED}),
-    P.PAID: frozenset(),
+    P.PAID: frozenset({P.FAILED}),
     P.FAILED: frozenset({P.PENDING}),
 }
 PAYOUT_MACHINE = StateMachine(
@@ -240,19 +242,21 @@ def payout_refresh(*, payout_pk: int) -> PayoutStep | None:
 
 def payout_follow_platform(*, platform: str, state: pf.PayoutState) -> PayoutStep | None:
     """The platform told us (an event) how a payout it holds is doing: record it and move the order on, as
-    ``payout_refresh`` does with what it asks. ``None`` when no payout of ours is at the platform under that id
-    (not created here, or finished already): nothing moves, and the poll reconciles anything missed."""
+    ``payout_refresh`` does with what it asks. A failure also reaches a payout recorded ``paid`` (the bank sent
+    the money back). ``None`` when no payout of ours is at the platform under that id (not created here, or
+    failed already, or paid and reported paid again): nothing moves, and the poll reconciles anything missed.
+    Events in any order end in the same state: a failure is final, so a ``paid`` that arrives after it finds
+    nothing to move."""
+    statuses = Payout.AT_PLATFORM_STATUSES
+    if state.status == pf.PAYOUT_FAILED:
+        statuses = (*statuses, P.PAID)
     with transaction.atomic():
         # Race: the minute poll refreshing the same payout — the row lock orders the two; the later one finds
         # the state already recorded and moves nothing.
         payout = (
             Payout.objects.select_for_update(of=("self",))
             .select_related("order")
-            .filter(
-                platform=platform,
-                platform_payout_id=state.payout_id,
-                status__in=Payout.AT_PLATFORM_STATUSES,
-            )
+            .filter(platform=platform, platform_payout_id=state.payout_id, status__in=statuses)
             .first()
         )
         if payout is None or not state.payout_id:
@@ -261,17 +265,35 @@ def payout_follow_platform(*, platform: str, state: pf.PayoutState) -> PayoutSte
 
 
 def _fail(payout: Payout, reason: str, changes: Mapping[str, Any] | None = None) -> PayoutStep:
+    """Record the payout's failure and alert the partner once; an order that was ``paid`` by this payout goes
+    back to ``payout_in_process`` (reason ``payout_failed``), where it waits for the payout to be made again."""
+    was_paid = payout.status == P.PAID
     payout_transition(
         payout=payout,
         to=P.FAILED,
         actor=PAYOUTS_ACTOR,
-        reason=reason,
-        changes={**(changes or {}), "failure_reason": reason[:255], "last_checked_at": timezone.now()},
+        reason=f"Failed after it was reported paid: {reason}" if was_paid else reason,
+        changes={
+            **(changes or {}),
+            "failure_reason": reason[:255],
+            "last_checked_at": timezone.now(),
+            "paid_at": None,  # the money did not arrive: statements and the portal no longer count it paid
+        },
     )
     # Every caller holds the payout's lock in a transaction: the alert is published once the failure commits.
     payment_alert_enqueue(kind=PAYOUT_FAILED, pk=payout.pk)
     logger.warning("payout failed", extra={"order_id": payout.order.order_id, "reason": reason})
-    return PayoutStep(changed=True, orders_moved=0, failed=True)
+    moved = 0
+    if payout.order.status == Order.Status.PAID:
+        order_transition(
+            order=payout.order,
+            to=Order.Status.PAYOUT_IN_PROCESS,
+            actor=PAYOUTS_ACTOR,
+            reason=f"Payout {payout.platform_payout_id} failed after it was reported paid: {reason}"[:255],
+            reason_code=REASON_PAYOUT_FAILED,
+        )
+        moved = 1
+    return PayoutStep(changed=True, orders_moved=moved, failed=True)
 
 
 def _save(payout: Payout, changes: Mapping[str, Any]) -> None:
@@ -331,15 +353,18 @@ def _order_reason(step: str, payout: Payout) -> str:
     return "Payout disbursed"
 
 
-def payout_retry(*, payout: Payout, actor: str) -> bool:
-    """Staff: try a failed payout again, as a new attempt (new idempotency key) to the current account.
-    Returns whether it was failed (a double click or a second staff member finds it pending already)."""
+def payout_retry(*, payout: Payout, actor: str, reason: str = "Retried by staff") -> bool:
+    """Try a failed payout again, as a new attempt (new idempotency key) to the current account: staff, or the
+    partner connecting a payout account (``payouts_retry_for_partner``). Returns whether it was failed (a double
+    click, a second staff member or a second connection finds it pending already)."""
     try:
+        # Race: two retries at once (staff, a connection) — the state machine's row lock lets one move it
+        # failed → pending; the other finds it pending and makes no second attempt.
         payout_transition(
             payout=payout,
             to=P.PENDING,
             actor=actor,
-            reason="Retried by staff",
+            reason=reason,
             changes=lambda locked: {
                 "attempt": locked.attempt + 1,
                 "platform_payout_id": "",
@@ -355,3 +380,13 @@ def payout_retry(*, payout: Payout, actor: str) -> bool:
     logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})
     publish_on_commit("payouts.tasks.payouts_progress")  # lost with the broker: the next beat runs it anyway
     return True
+
+
+def payouts_retry_for_partner(*, partner_pk: int, actor: str) -> int:
+    """The partner connected a payout account: each of its failed payouts is made again, once, as a new attempt
+    to that account (``payout_retry``). Returns how many were retried."""
+    failed = Payout.objects.filter(partner_id=partner_pk, status=P.FAILED).order_by("pk")
+    return sum(
+        payout_retry(payout=payout, actor=actor, reason="Retried: the partner connected a payout account")
+        for payout in failed
+    )

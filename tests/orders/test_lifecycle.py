@@ -31,6 +31,7 @@ EXPECTED_LEGAL = {
     ("ticket_received", "awaiting_transfer"),  # the seller recalled the transfer before the payout
     ("payout_in_process", "scheduled"),
     ("scheduled", "paid"),
+    ("paid", "payout_in_process"),  # the platform failed the payout after it reported it paid
 }
 PATH_TO = {
     "accepted": [],

@@ -9,10 +9,16 @@ import threading
 
 import pytest
 from django.db import connection
+from django.test import Client
 
-from payouts.models import Dispute
+from orders.models import Notification
+from partners.portal_services import portal_user_invite
+from payouts.models import Dispute, PayoutAccount, PlatformEvent
+from payouts.models import Payout as PayoutRecord
+from tests.conftest import login_with_password
 from tests.payouts import stripe_recording as s
-from tests.payouts.stripe_events_support import alerts, deliver, queue
+from tests.payouts.stripe_events_support import alerts, deliver, payout_event, queue
+from tests.portal.fixtures import PASSWORD, query_of
 
 # --- disputes -------------------------------------------------------------------------------------------------------
 DUE_BY = 1_900_000_000
@@ -97,3 +103,148 @@ def test_a_disputes_opening_and_close_delivered_at_once_end_in_one_closed_case(c
     dispute = Dispute.objects.get()
     assert case_state(dispute)[:2] == ("closed", "won")
     assert case_state(dispute)[-1] == [("", "open"), ("open", "closed")]
+
+
+# --- a payout that fails after it was paid ----------------------------------------------------------------------------
+def failed_after_paid() -> dict:
+    return payout_event(
+        "payout.failed",
+        "failed",
+        event_id="evt_payout_failed",
+        failure_code="account_closed",
+        failure_message="The bank account has been closed.",
+    )
+
+
+def status_changes(order) -> list[tuple]:
+    return [
+        (
+            n.payload["data"]["previous_status"],
+            n.payload["data"]["order"]["status"],
+            n.payload["data"]["reason"],
+        )
+        for n in Notification.objects.filter(order=order, type="order.status_changed").order_by("pk")
+    ]
+
+
+@pytest.mark.django_db
+def test_a_payout_that_fails_after_paid_takes_the_order_out_of_paid_and_tells_the_partner_once(
+    payout_in_flight, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        assert deliver(payout_event("payout.paid", "paid", event_id="evt_payout_paid")).status_code == 200
+    payout_in_flight.refresh_from_db()
+    assert payout_in_flight.status == "paid"
+    for _ in range(2):  # Stripe's redelivery moves nothing twice
+        with django_capture_on_commit_callbacks(execute=True):
+            assert deliver(failed_after_paid()).status_code == 200
+
+    payout = PayoutRecord.objects.get(order=payout_in_flight)
+    assert (payout.status, payout.failure_reason, payout.paid_at) == (
+        "failed",
+        "The bank account has been closed.",
+        None,
+    )
+    payout_in_flight.refresh_from_db()
+    assert payout_in_flight.status == "payout_in_process"
+    assert status_changes(payout_in_flight)[-1] == ("paid", "payout_in_process", "payout_failed")
+    assert [c[2] for c in status_changes(payout_in_flight)].count("payout_failed") == 1
+    [alert] = alerts("Payout failed")
+    assert "The bank account has been closed." in alert.body
+    assert queue("Failed payouts") == 1
+    assert "failed" in PlatformEvent.objects.get(event_id="evt_payout_failed").outcome
+    # The GET of the order says it too.
+    history = payout_in_flight.status_history.order_by("pk").values_list("from_status", "to_status")
+    assert list(history)[-1] == ("paid", "payout_in_process")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("arrival", [("paid", "failed"), ("failed", "paid")], ids="-".join)
+def test_a_payouts_paid_and_failed_in_either_order_end_in_the_same_state(
+    payout_in_flight, arrival, django_capture_on_commit_callbacks
+):
+    events = {
+        "paid": payout_event("payout.paid", "paid", event_id="evt_payout_paid"),
+        "failed": failed_after_paid(),
+    }
+    for name in arrival:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert deliver(events[name]).status_code == 200
+    payout = PayoutRecord.objects.get(order=payout_in_flight)
+    payout_in_flight.refresh_from_db()
+    assert (payout.status, payout.failure_reason, payout.paid_at, payout_in_flight.status) == (
+        "failed",
+        "The bank account has been closed.",
+        None,
+        "payout_in_process",
+    )
+    assert len(alerts("Payout failed")) == 1
+    assert queue("Failed payouts") == 1
+
+
+@pytest.mark.production
+@pytest.mark.django_db(transaction=True)
+def test_the_partner_connecting_a_payout_account_twice_at_once_pays_the_failed_payout_again_once(
+    payout_in_flight, recording_stripe
+):
+    for event in (payout_event("payout.paid", "paid", event_id="evt_payout_paid"), failed_after_paid()):
+        assert deliver(event).status_code == 200
+    payout_in_flight.refresh_from_db()
+    assert payout_in_flight.status == "payout_in_process"
+
+    # The partner connects a new bank account in the portal, in two tabs at once.
+    portal_user_invite(partner=payout_in_flight.partner, email="rita@harbour.example", password=PASSWORD)
+    portal = Client()
+    assert login_with_password(portal, username="rita@harbour.example", password=PASSWORD)
+    states = []
+    for _ in range(2):
+        start = portal.post(
+            "/portal/settings/payment-methods/payout/connect", {"payout-confirm_replace": "on"}
+        )
+        assert start.status_code == 302 and start["Location"].startswith("https://connect.stripe.com/")
+        states.append(query_of(start["Location"])["state"])
+    recording_stripe.answer("POST", "/oauth/token", (200, s.oauth_token("acct_2New")))
+    recording_stripe.answer(
+        "GET", "/v1/accounts/acct_2New/external_accounts", (200, s.bank_accounts("acct_2New"))
+    )
+    recording_stripe.answer("POST", "/v1/payouts", (200, s.payout("po_2", status="pending")))
+    recording_stripe.requests.clear()
+
+    barrier = threading.Barrier(2)
+    answers: list[int] = []
+
+    def back_from_stripe(code: str, state: str) -> None:
+        try:
+            tab = Client()
+            tab.cookies = portal.cookies
+            barrier.wait(timeout=10)
+            url = "/portal/settings/payment-methods/payout/return"
+            answers.append(tab.get(url, {"code": code, "state": state}).status_code)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=back_from_stripe, args=(f"ac_{n}", state)) for n, state in enumerate(states)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert answers == [302, 302]
+
+    payout = PayoutRecord.objects.get(order=payout_in_flight)
+    assert (payout.status, payout.attempt, payout.platform_payout_id) == ("in_process", 2, "po_2")
+    retries = payout.status_history.filter(from_status="failed", to_status="pending")
+    assert retries.count() == 1
+    sent = [r.headers["idempotency-key"] for r in recording_stripe.posts() if r.path == "/v1/payouts"]
+    assert sent == [f"{payout_in_flight.order_id}:payout:2:payout"]
+    assert PayoutAccount.objects.get(partner=payout_in_flight.partner).platform_account_id == "acct_2New"
+
+    # The new payout is disbursed: the order is paid again, once.
+    paid = s.event(
+        "payout.paid", s.payout("po_2", status="paid"), event_id="evt_po_2_paid", account="acct_2New"
+    )
+    assert deliver(paid).status_code == 200
+    payout_in_flight.refresh_from_db()
+    assert payout_in_flight.status == "paid"
+    assert [c[1] for c in status_changes(payout_in_flight)].count("paid") == 2
