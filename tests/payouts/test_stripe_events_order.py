@@ -39,17 +39,15 @@ def dispute_deliveries(order) -> dict[str, bytes]:
     }
 
 
-def case_state(dispute: Dispute) -> tuple:
-    history = list(dispute.status_history.order_by("pk").values_list("from_status", "to_status"))
-    return (
-        dispute.status,
-        dispute.platform_status,
-        dispute.amount,
-        dispute.reason,
-        dispute.evidence_due_by.timestamp(),
-        dispute.closed_at is not None,
-        history,
-    )
+CASE_FIELDS = ("status", "platform_status", "amount", "reason", "evidence_due_by")
+
+
+def case_state(dispute: Dispute) -> dict:
+    state = {name: getattr(dispute, name) for name in CASE_FIELDS}
+    state["evidence_due_by"] = state["evidence_due_by"].timestamp()
+    state["closed"] = dispute.closed_at is not None
+    state["history"] = list(dispute.status_history.order_by("pk").values_list("from_status", "to_status"))
+    return state
 
 
 # Each event delivered twice (Stripe's retry after a 500 or a timeout), in every order of arrival.
@@ -66,15 +64,15 @@ def test_every_order_of_a_disputes_events_ends_in_the_same_closed_case(
         with django_capture_on_commit_callbacks(execute=True):
             assert deliver(bodies[name]).status_code == 200
     dispute = Dispute.objects.get()
-    assert case_state(dispute) == (
-        "closed",
-        "won",
-        charged_order.total_price,
-        "fraudulent",
-        DUE_BY,
-        True,
-        [("", "open"), ("open", "closed")],
-    )
+    assert case_state(dispute) == {
+        "status": "closed",
+        "platform_status": "won",
+        "amount": charged_order.total_price,
+        "reason": "fraudulent",
+        "evidence_due_by": DUE_BY,
+        "closed": True,
+        "history": [("", "open"), ("open", "closed")],
+    }
     assert queue("Open disputes") == 0
     # The partner is told while the case is open: not of a dispute already over when the service learns of it.
     assert len(alerts("Card charge disputed")) == (1 if arrival[0] == "created" else 0)
@@ -101,8 +99,9 @@ def test_a_disputes_opening_and_close_delivered_at_once_end_in_one_closed_case(c
         thread.join(timeout=60)
     assert answers == [200, 200]
     dispute = Dispute.objects.get()
-    assert case_state(dispute)[:2] == ("closed", "won")
-    assert case_state(dispute)[-1] == [("", "open"), ("open", "closed")]
+    state = case_state(dispute)
+    assert (state["status"], state["platform_status"]) == ("closed", "won")
+    assert state["history"] == [("", "open"), ("open", "closed")]
 
 
 # --- a payout that fails after it was paid ----------------------------------------------------------------------------
