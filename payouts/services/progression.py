@@ -38,6 +38,10 @@ P = Payout.Status
 PAYOUTS_ACTOR = "system:payouts"
 # How many payouts one progression run starts and refreshes; the next beat takes the rest.
 PROGRESS_BATCH = 200
+# A paid payout can still fail (the bank sends it back, usually within a few business days): the poll asks the
+# platform about it again once an hour for this long after it was paid, in case the failure's event is lost.
+PAID_WATCH = timedelta(days=10)
+PAID_RECHECK = timedelta(hours=1)
 
 # Every legal move of a payout's status. The platform may report a later status than the next one (a payout
 # created already scheduled); it never brings a payout back. A paid payout can still fail (the platform's
@@ -113,7 +117,20 @@ def payouts_progress() -> ProgressSummary:
     )
     for pk in in_flight.values_list("pk", flat=True)[:PROGRESS_BATCH]:
         summary.refreshed += _count(_isolated(payout_refresh, pk), summary)
+    for pk in _paid_to_watch().values_list("pk", flat=True)[:PROGRESS_BATCH]:
+        summary.refreshed += _count(_isolated(payout_refresh, pk), summary)
     return summary
+
+
+def _paid_to_watch(*, now=None):
+    """Paid payouts still young enough to fail, not asked about in the last ``PAID_RECHECK``."""
+    now = now or timezone.now()
+    return (
+        Payout.objects.filter(status=P.PAID, paid_at__gte=now - PAID_WATCH)
+        .exclude(platform_payout_id="")
+        .filter(Q(last_checked_at__isnull=True) | Q(last_checked_at__lt=now - PAID_RECHECK))
+        .order_by(F("last_checked_at").asc(nulls_first=True), "pk")
+    )
 
 
 def _isolated(step: Callable[..., PayoutStep | None], payout_pk: int) -> PayoutStep | None:
@@ -223,9 +240,9 @@ def payout_start(*, payout_pk: int) -> PayoutStep | None:
 
 
 def payout_refresh(*, payout_pk: int) -> PayoutStep | None:
-    """Ask the platform how an in-flight payout is doing and move the order on."""
+    """Ask the platform how an in-flight (or a recently paid) payout is doing and move the order on."""
     with transaction.atomic():
-        payout = _lock_unless_taken(payout_pk, Payout.AT_PLATFORM_STATUSES)
+        payout = _lock_unless_taken(payout_pk, (*Payout.AT_PLATFORM_STATUSES, P.PAID))
         if payout is None:
             return None
         try:

@@ -6,15 +6,20 @@ partner connects a working payout account."""
 import itertools
 import json
 import threading
+import time
+from datetime import timedelta
 
 import pytest
+import time_machine
 from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 from orders.models import Notification
 from partners.portal_services import portal_user_invite
 from payouts.models import Dispute, PayoutAccount, PlatformEvent
 from payouts.models import Payout as PayoutRecord
+from payouts.services.progression import payouts_progress
 from tests.conftest import login_with_password
 from tests.payouts import stripe_recording as s
 from tests.payouts.stripe_events_support import alerts, deliver, payout_event, queue
@@ -247,3 +252,40 @@ def test_the_partner_connecting_a_payout_account_twice_at_once_pays_the_failed_p
     payout_in_flight.refresh_from_db()
     assert payout_in_flight.status == "paid"
     assert [c[1] for c in status_changes(payout_in_flight)].count("paid") == 2
+
+
+@pytest.mark.django_db
+def test_the_poll_finds_a_failure_after_paid_whose_event_was_lost(
+    payout_in_flight, recording_stripe, django_capture_on_commit_callbacks
+):
+    paid = payout_event("payout.paid", "paid", event_id="evt_payout_paid", arrival_date=int(time.time()))
+    assert deliver(paid).status_code == 200
+    recording_stripe.answer(
+        "GET",
+        "/v1/payouts/po_1",
+        (200, s.payout("po_1", status="failed", failure_code="account_closed", failure_message="Closed.")),
+    )
+    recording_stripe.requests.clear()
+    payouts_progress()
+    assert recording_stripe.requests == []  # asked when it was paid: not again within the hour
+    with (
+        time_machine.travel(timezone.now() + timedelta(hours=2)),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        payouts_progress()
+    [asked] = recording_stripe.requests
+    assert asked.path == "/v1/payouts/po_1"
+    payout_in_flight.refresh_from_db()
+    assert payout_in_flight.status == "payout_in_process"
+    assert PayoutRecord.objects.get(order=payout_in_flight).status == "failed"
+    assert len(alerts("Payout failed")) == 1
+
+
+@pytest.mark.django_db
+def test_the_poll_stops_asking_about_a_payout_paid_long_ago(payout_in_flight, recording_stripe):
+    paid = payout_event("payout.paid", "paid", event_id="evt_payout_paid", arrival_date=int(time.time()))
+    assert deliver(paid).status_code == 200
+    recording_stripe.requests.clear()
+    with time_machine.travel(timezone.now() + timedelta(days=10, hours=1)):
+        payouts_progress()
+    assert recording_stripe.requests == []
