@@ -108,6 +108,9 @@ def _context(kind: str, record: Any) -> dict[str, Any]:
         context["account"] = record.account_description
         context["fix_url"] = _portal_url("portal:payment-methods")
         context["payouts_url"] = _portal_url("portal:payouts", query="status=failed")
+        # The move into this failure came from paid: the bank sent the money back.
+        last_move = record.status_history.order_by("-pk").values_list("from_status", flat=True).first()
+        context["after_paid"] = last_move == Payout.Status.PAID
     elif kind == CHARGE_DISPUTED:
         context["reason"] = record.reason.replace("_", " ") or "The bank gave no reason."
         context["evidence_due_by"] = record.evidence_due_by

@@ -148,6 +148,7 @@ def test_a_failed_payout_reaches_the_partner_and_the_staff_queue(
     assert alert.to == ["ops@harbour.example"]
     assert payout_in_flight.order_id in alert.subject
     assert "The bank account has been closed." in alert.body
+    assert "reported this payout as paid" not in alert.body  # it never was
     assert queue("Failed payouts") == 1
     payout_in_flight.refresh_from_db()
     assert payout_in_flight.status == "payout_in_process"  # staff retry it from there

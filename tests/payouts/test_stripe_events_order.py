@@ -155,6 +155,8 @@ def test_a_payout_that_fails_after_paid_takes_the_order_out_of_paid_and_tells_th
     assert [c[2] for c in status_changes(payout_in_flight)].count("payout_failed") == 1
     [alert] = alerts("Payout failed")
     assert "The bank account has been closed." in alert.body
+    assert "reported this payout as paid; the bank sent the money back" in alert.body
+    assert "reported this payout as paid" in alert.alternatives[0][0]
     assert queue("Failed payouts") == 1
     assert "failed" in PlatformEvent.objects.get(event_id="evt_payout_failed").outcome
     # The GET of the order says it too.
