@@ -10,6 +10,7 @@ import secrets
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -144,16 +145,20 @@ def payout_return(request: HttpRequest) -> HttpResponse:
         messages.warning(request, "The payout account was not connected: the authorization was canceled.")
     else:
         try:
-            account = payout_services.payout_account_connect(
+            connected = payout_services.payout_account_connect(
                 partner=request.partner, code=code, confirm_replace=entry["confirm"]
             )
         except PaymentError as exc:
             messages.error(request, f"The payout account was not connected. {exc.message}")
         else:
+            account, retried = connected
+            again = (
+                f" {retried} failed payout{pluralize(retried)} will be sent to it again." if retried else ""
+            )
             messages.success(
                 request,
                 f"Payout account connected: {account.bank_name} ••••{account.last4} "
-                f"({account.get_method_display()}).",
+                f"({account.get_method_display()}).{again}",
             )
     return redirect("portal:payment-methods")
 

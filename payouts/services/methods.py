@@ -25,6 +25,11 @@ class PaymentMethods(NamedTuple):
     card: CreditCard
 
 
+class PayoutAccountConnected(NamedTuple):
+    account: PayoutAccount
+    payouts_retried: int  # the partner's failed payouts made again to it
+
+
 @transaction.atomic
 def payment_methods_create_sandbox(
     *, partner: Partner, card_number: str = "4242424242424242", account_number: str = "000123456789"
@@ -87,7 +92,9 @@ def payout_account_authorize_url(
     )
 
 
-def payout_account_connect(*, partner: Partner, code: str, confirm_replace: bool = False) -> PayoutAccount:
+def payout_account_connect(
+    *, partner: Partner, code: str, confirm_replace: bool = False
+) -> PayoutAccountConnected:
     """Finish the authorize redirect: exchange the code, then store the account id, method, bank, last 4.
 
     Nothing is stored unless the platform confirmed the account: a platform error leaves the previous
@@ -122,7 +129,7 @@ def payout_account_connect(*, partner: Partner, code: str, confirm_replace: bool
         "connected" if created else "replaced",
         extra={"partner_id": partner.public_id, "payouts_retried": retried},
     )
-    return account
+    return PayoutAccountConnected(account=account, payouts_retried=retried)
 
 
 def credit_card_setup_url(
