@@ -15,7 +15,7 @@ from ..errors import PlatformError, ReplaceNeedsConfirmation
 from ..models import CreditCard, PayoutAccount
 from ..platform import get_platform
 from ..selectors import partner_has_active_orders
-from .progression import payouts_retry_for_partner
+from .payout_retries import payouts_retry_for_partner
 
 logger = logging.getLogger(__name__)
 
