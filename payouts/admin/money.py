@@ -18,7 +18,7 @@ from ..models import (
     PayoutStatusHistory,
     RefundStatusHistory,
 )
-from ..services.payout_retries import payout_retry
+from ..services.progression import payout_retry
 from ..services.refunds import refund_retry
 from .common import order_link, retry_many, retry_one
 

@@ -12,10 +12,10 @@ from django.db import transaction
 from partners.models import Partner
 
 from ..errors import PlatformError, ReplaceNeedsConfirmation
-from ..models import CreditCard, PayoutAccount
+from ..models import CreditCard, Payout, PayoutAccount
 from ..platform import get_platform
 from ..selectors import partner_has_active_orders
-from .payout_retries import payouts_retry_for_partner
+from .progression import payout_retry
 
 logger = logging.getLogger(__name__)
 
@@ -171,3 +171,13 @@ def credit_card_save(*, partner: Partner, setup_id: str, confirm_replace: bool =
         )
     logger.info("credit card %s", "added" if created else "replaced", extra={"partner_id": partner.public_id})
     return card
+
+
+def payouts_retry_for_partner(*, partner_pk: int, actor: str) -> int:
+    """The partner connected a payout account: each of its failed payouts is made again, once, as a new attempt
+    to that account (``progression.payout_retry``). Returns how many were retried."""
+    failed = Payout.objects.filter(partner_id=partner_pk, status=Payout.Status.FAILED).order_by("pk")
+    return sum(
+        payout_retry(payout=payout, actor=actor, reason="Retried: the partner connected a payout account")
+        for payout in failed
+    )

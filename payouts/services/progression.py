@@ -19,7 +19,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.core.statemachine import StateMachine
+from config.core.publish import publish_on_commit
+from config.core.statemachine import IllegalStateMove, StateMachine
 from orders.models import Order
 from orders.outbox import REASON_PAYOUT_FAILED
 from orders.services import order_transition
@@ -367,3 +368,32 @@ def _order_reason(step: str, payout: Payout) -> str:
         when = payout.scheduled_for.strftime("%Y-%m-%d %H:%M UTC") if payout.scheduled_for else "a later date"
         return f"Payout scheduled for {when}"
     return "Payout disbursed"
+
+
+def payout_retry(*, payout: Payout, actor: str, reason: str = "Retried by staff") -> bool:
+    """Try a failed payout again, as a new attempt (new idempotency key) to the current account: staff, or the
+    partner connecting a payout account (``payouts_retry_for_partner``). Returns whether it was failed (a double
+    click, a second staff member or a second connection finds it pending already)."""
+    try:
+        # Race: two retries at once (staff, a connection) — the state machine's row lock lets one move it
+        # failed → pending; the other finds it pending and makes no second attempt.
+        payout_transition(
+            payout=payout,
+            to=P.PENDING,
+            actor=actor,
+            reason=reason,
+            changes=lambda locked: {
+                "attempt": locked.attempt + 1,
+                "platform_payout_id": "",
+                "failure_reason": "",
+                "last_error": "",
+                "scheduled_for": None,
+                "paid_at": None,
+                "failure_alerted_at": None,  # the next failure is a new event with its own alert
+            },
+        )
+    except IllegalStateMove:
+        return False
+    logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})
+    publish_on_commit("payouts.tasks.payouts_progress")  # lost with the broker: the next beat runs it anyway
+    return True

@@ -13,8 +13,7 @@ from orders.models import Order
 from payouts import tasks
 from payouts.models import Payout
 from payouts.sandbox.models import SandboxPayout
-from payouts.services.payout_retries import payout_retry
-from payouts.services.progression import payouts_progress
+from payouts.services.progression import payout_retry, payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 

@@ -19,7 +19,12 @@ from payouts.services.methods import payment_methods_create_sandbox
 from payouts.services.progression import payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
-from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
+from tests.portal.test_browser import (  # noqa: F401  (fixtures)
+    browser_page,
+    live_server,
+    portal_sign_in,
+    sandbox_authorize_account,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -42,21 +47,13 @@ def test_connecting_a_working_account_sends_the_failed_payout_again_once(live_se
 
     returns: list[str] = []
     page.on("request", lambda r: returns.append(r.url) if "/payment-methods/payout/return" in r.url else None)
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", EMAIL)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
+    portal_sign_in(page, base, email=EMAIL, password=PASSWORD)
     page.goto(f"{base}/portal/settings/payment-methods")
     page.check("input[name=payout-confirm_replace]")  # the order is active: replacing needs a confirmation
     page.click("button:has-text('Replace payout account')")
-    page.wait_for_url("**/sandbox/authorize?**")
-    page.check("input[name=method][value=ach]")
-    page.fill("#id_holder_name", "Harbour Tickets LLC")
-    page.fill("#id_routing_number", "110000000")
-    page.fill("#id_account_number", WORKING_ACCOUNT)
-    page.fill("#id_account_number_confirm", WORKING_ACCOUNT)
-    page.click("button[name=authorize]")
+    sandbox_authorize_account(
+        page, method="ach", holder="Harbour Tickets LLC", account_number=WORKING_ACCOUNT
+    )
     page.wait_for_url(f"{base}/portal/settings/payment-methods")
     body = page.inner_text("body")
     assert "Payout account connected: Sandbox Test Bank ••••6789" in body

@@ -9,10 +9,9 @@ from config.core.statemachine import IllegalStateMove
 from orders.models import Order
 from orders.services import CANCELABLE, LEGAL_TRANSITIONS, order_cancel
 from payouts.models import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
-from payouts.services import payout_retries, refunds
+from payouts.services import progression, refunds
 from payouts.services.order_reactions import order_confirm
-from payouts.services.payout_retries import payout_retry
-from payouts.services.progression import PAYOUT_TRANSITIONS, payout_transition, payouts_progress
+from payouts.services.progression import PAYOUT_TRANSITIONS, payout_retry, payout_transition, payouts_progress
 from payouts.services.refunds import (
     REFUND_TRANSITIONS,
     refund_for_order,
@@ -178,7 +177,7 @@ def test_staff_see_the_payout_and_refund_history_in_the_admin(partner):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_payout_retries_are_decided_by_the_row_lock(monkeypatch):
     published = []
-    monkeypatch.setattr(payout_retries, "publish_on_commit", lambda name, *args: published.append(name))
+    monkeypatch.setattr(progression, "publish_on_commit", lambda name, *args: published.append(name))
     creds = make_partner()
     payout = _payout(creds.partner, P.FAILED)
     results = _race(8, lambda i: payout_retry(payout=Payout.objects.get(pk=payout.pk), actor=f"staff:{i}"))

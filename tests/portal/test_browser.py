@@ -141,6 +141,26 @@ def _api(
         return exc.code, json.loads(exc.read())
 
 
+def portal_sign_in(page, base: str, *, email: str, password: str) -> None:
+    """The portal's sign-in page, as a partner types it; ends on the portal's dashboard."""
+    page.goto(f"{base}/portal/login")
+    page.fill("input[name=username]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/portal/")
+
+
+def sandbox_authorize_account(page, *, method: str, holder: str, account_number: str) -> None:
+    """The sandbox's bank authorization page (the browser is on it): the account typed and authorized."""
+    page.wait_for_url("**/sandbox/authorize?**")
+    page.check(f"input[name=method][value={method}]")
+    page.fill("#id_holder_name", holder)
+    page.fill("#id_routing_number", "110000000")
+    page.fill("#id_account_number", account_number)
+    page.fill("#id_account_number_confirm", account_number)
+    page.click("button[name=authorize]")
+
+
 @pytest.mark.browser
 @pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
@@ -183,11 +203,7 @@ def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_se
     )
 
     # Sign in.
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", EMAIL)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
+    portal_sign_in(page, base, email=EMAIL, password=PASSWORD)
     assert page.get_attribute("[data-testid=check-payout_method]", "data-done") == "false"
     assert page.get_attribute("[data-testid=check-credit_card]", "data-done") == "false"
 
@@ -195,13 +211,7 @@ def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_se
     page.click("text=Connect payout account")  # dashboard → Payment Methods
     page.wait_for_url(f"{base}/portal/settings/payment-methods")
     page.click("button:has-text('Connect payout account')")
-    page.wait_for_url("**/sandbox/authorize?**")
-    page.check("input[name=method][value=wire]")
-    page.fill("#id_holder_name", "New Resale LLC")
-    page.fill("#id_routing_number", "110000000")
-    page.fill("#id_account_number", ACCOUNT_NUMBER)
-    page.fill("#id_account_number_confirm", ACCOUNT_NUMBER)
-    page.click("button[name=authorize]")
+    sandbox_authorize_account(page, method="wire", holder="New Resale LLC", account_number=ACCOUNT_NUMBER)
     page.wait_for_url(f"{base}/portal/settings/payment-methods")
     assert "Sandbox Test Bank ••••6789" in page.inner_text("[data-testid=payout-account]")
     assert "Wire transfer" in page.inner_text("[data-testid=payout-account]")

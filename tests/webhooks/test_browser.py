@@ -13,7 +13,11 @@ from standardwebhooks import Webhook
 from orders.webhooks.models import WebhookAttempt, WebhookEndpoint
 from partners.portal_services import portal_user_invite
 from tests.conftest import make_partner
-from tests.portal.test_browser import _end_leftover_connections, browser_page  # noqa: F401  (fixture)
+from tests.portal.test_browser import (  # noqa: F401  (fixture)
+    _end_leftover_connections,
+    browser_page,
+    portal_sign_in,
+)
 
 EMAIL, PASSWORD = "hooks@acme.example", "browser test pass 4242"
 
@@ -58,11 +62,7 @@ def test_webhook_settings_in_a_browser(live_server, browser_page, receiver):  # 
     posts: list[str] = []
     page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
 
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", EMAIL)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
+    portal_sign_in(page, base, email=EMAIL, password=PASSWORD)
     page.click("nav >> text=Settings · Webhooks")
     page.wait_for_url(f"{base}/portal/settings/webhooks/")
     assert "No webhook endpoints yet." in page.inner_text("main")

@@ -23,7 +23,7 @@ from ...models import (
     Charge,
     Payout,
 )
-from ...services.payout_retries import payout_retry
+from ...services.progression import payout_retry
 from ...services.refunds import refund_retry
 
 
