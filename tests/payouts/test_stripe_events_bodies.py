@@ -118,7 +118,7 @@ EVENT = st.fixed_dictionaries(
 
 @pytest.mark.django_db
 @settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
