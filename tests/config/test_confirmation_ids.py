@@ -2,9 +2,9 @@
 database consumes it once. Two POSTs of one page at once (a double click, a second tab) change things once; a
 POST without a valid unused id (none, another staff member's, another change's, too old) changes nothing.
 
-Every kind of confirmation that moves money or access is fired twice at once in real threads, through the
-admin's pages, on PostgreSQL: a quantity adjustment, a credential rotation, a refund retry (a list's action)
-and a payout retry (a record's button)."""
+Confirmations are fired twice at once in real threads, through the admin's pages, on PostgreSQL: a quantity
+adjustment, a credential rotation, a refund retry (a list's action), a payout retry (a record's button), and the
+other changes staff confirm (a suspension, an event's cancellation, an order's cancellation, tickets received)."""
 
 import threading
 from collections.abc import Callable
@@ -20,10 +20,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from catalog.models import RowQuantityAdjustment
+from catalog.models import EventStatusHistory, RowQuantityAdjustment
 from config.core import confirmation_ids
 from config.core.confirmation import INVALID_MESSAGE
 from config.core.models import StaffConfirmation
+from orders.models import OrderStatusHistory
+from partners.models import PartnerStatusHistory
 from payouts.models import Charge, Payout
 from payouts.sandbox.models import SandboxCard
 from payouts.services.methods import payment_methods_create_sandbox
@@ -109,7 +111,58 @@ def payout_retry() -> Kind:
     )
 
 
-KINDS = [quantity_adjustment, credential_rotation, refund_retry, payout_retry]
+def partner_suspension() -> Kind:
+    partner = make_partner(name="Harbour Tickets").partner
+    return Kind(
+        reverse("admin:partners_partner_suspend", args=[partner.pk]),
+        {"reason": "chargebacks under review"},
+        lambda: PartnerStatusHistory.objects.filter(partner=partner, to_status="suspended").count(),
+        show="get",
+    )
+
+
+def event_cancellation() -> Kind:
+    event = RowFactory().section.event
+    return Kind(
+        reverse("admin:catalog_event_changelist"),
+        {"action": "cancel_events", "_selected_action": [event.pk], "index": "0", "reason": "Venue closed"},
+        lambda: EventStatusHistory.objects.filter(event=event, to_status="canceled").count(),
+    )
+
+
+def _order_status_changes(order, to: str) -> Callable[[], int]:
+    return lambda: OrderStatusHistory.objects.filter(order=order, to_status=to).count()
+
+
+def order_cancellation() -> Kind:
+    order = make_order(make_partner(name="Harbour Tickets").partner)
+    return Kind(
+        reverse("admin:orders_order_cancel", args=[order.pk]),
+        {"reason": "Seller asked by phone"},
+        _order_status_changes(order, "canceled"),
+    )
+
+
+def tickets_received() -> Kind:
+    order = make_order(make_partner(name="Harbour Tickets").partner, status="awaiting_transfer")
+    return Kind(
+        reverse("admin:orders_order_mark_received", args=[order.pk]),
+        {"reason": "Arrived in the transfer account", "accepted": "no"},
+        _order_status_changes(order, "ticket_received"),
+    )
+
+
+# Money and access first (what a double click must never do twice), then the other changes staff confirm.
+KINDS = [
+    quantity_adjustment,
+    credential_rotation,
+    refund_retry,
+    payout_retry,
+    partner_suspension,
+    event_cancellation,
+    order_cancellation,
+    tickets_received,
+]
 
 
 def _staff(username: str = "ops") -> Client:
