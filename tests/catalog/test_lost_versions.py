@@ -10,18 +10,9 @@ from django.core.cache import cache
 from catalog import cache as catalog_cache
 from partners import session_services
 
-from .test_conditional_requests import order, paths, rows_of
+from .test_conditional_requests import order, paths, rows_of, stored  # noqa: F401  (a fixture)
 
-pytestmark = [pytest.mark.django_db, pytest.mark.production]
-
-
-@pytest.fixture
-def stored(settings):
-    settings.CATALOG_CACHE_SECONDS = 5
-    settings.CATALOG_LOCAL_CACHE_SECONDS = 5
-    catalog_cache.local.clear()
-    yield
-    catalog_cache.local.clear()
+pytestmark = [pytest.mark.django_db, pytest.mark.production, pytest.mark.usefixtures("stored")]
 
 
 def _redis(key: str):
@@ -48,7 +39,7 @@ def _evict(event) -> None:
 
 @pytest.mark.parametrize("lose", [_restart, _expire, _evict], ids=["flushdb", "expiry", "eviction"])
 def test_a_tag_answered_before_a_lost_version_never_matches_again(
-    auth_client, event, stored, django_capture_on_commit_callbacks, lose
+    auth_client, event, django_capture_on_commit_callbacks, lose
 ):
     session_services.token_sessions_flush_all()  # the token's session is in the database, whatever Redis loses
     path = paths(event)[3]
@@ -73,7 +64,7 @@ def test_a_tag_answered_before_a_lost_version_never_matches_again(
     assert auth_client.get(path, HTTP_IF_NONE_MATCH=after_loss["ETag"]).status_code == 304
 
 
-def test_a_version_lost_between_two_reads_is_set_once_for_every_process(event, stored):
+def test_a_version_lost_between_two_reads_is_set_once_for_every_process(event):
     """Two processes missing the same version at once agree on one fresh version (set only if absent)."""
     key = catalog_cache.event_version_key(event.event_id)
     first = catalog_cache._stamp({}, event.event_id)

@@ -6,7 +6,6 @@ Confirmations are fired twice at once in real threads, through the admin's pages
 adjustment, a credential rotation, a refund retry (a list's action), a payout retry (a record's button), and the
 other changes staff confirm (a suspension, an event's cancellation, an order's cancellation, tickets received)."""
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,7 +14,7 @@ import pytest
 import time_machine
 from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -26,14 +25,14 @@ from config.core.confirmation import INVALID_MESSAGE
 from config.core.models import StaffConfirmation
 from orders.models import OrderStatusHistory
 from partners.models import PartnerStatusHistory
-from payouts.models import Charge, Payout
+from payouts.models import Charge
 from payouts.sandbox.models import SandboxCard
-from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.progression import payouts_progress
 from tests.catalog.factories import RowFactory
+from tests.concurrency import all_at_once
 from tests.confirming import confirmation_id_of
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
+from tests.payouts.test_admin import make_failed_payout
 from tests.payouts.test_refunds import (
     REFUND_FAILS_CARD,
     cancel_order,
@@ -96,14 +95,7 @@ def refund_retry() -> Kind:
 
 
 def payout_retry() -> Kind:
-    creds = make_partner(payment_methods=False)
-    payment_methods_create_sandbox(partner=creds.partner, account_number="000111111113")
-    order = make_order(creds.partner, status="ticket_received")
-    payouts_progress()
-    with time_machine.travel(timezone.now() + timedelta(hours=1)):
-        payouts_progress()
-    payout = Payout.objects.get(order=order)
-    assert payout.status == "failed"
+    _, payout = make_failed_payout()
     return Kind(
         reverse("admin:payouts_payout_retry", args=[payout.pk]),
         {"reason": "Bank confirmed the account"},
@@ -199,22 +191,8 @@ def test_one_confirmation_posted_twice_at_once_changes_things_once(kind):
     case = kind()
     client = _staff()
     sent = {**case.data, "confirmed": "yes", "confirmation_id": _page(client, case)}
-    barrier = threading.Barrier(2)
-    answers: list = [None, None]
-
-    def click(index: int) -> None:
-        tab = _tab(client)
-        try:
-            barrier.wait(timeout=30)
-            answers[index] = tab.post(case.url, sent)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=click, args=(i,)) for i in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    tabs = [_tab(client), _tab(client)]  # a double click, or two tabs: one session
+    answers = all_at_once([lambda tab=tab: tab.post(case.url, sent) for tab in tabs])
     assert [a.status_code for a in answers] == [302, 302]
     assert case.done() == 1
     assert sorted(ALREADY in _said(a) for a in answers) == [False, True]

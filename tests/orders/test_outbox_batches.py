@@ -60,6 +60,20 @@ def published(monkeypatch):
     return queued
 
 
+@pytest.fixture
+def batch_retries(monkeypatch):
+    """The retries of batched delivery tasks, as they are asked for: the pks each carries and its countdown."""
+    retried: list[tuple[list[int], float]] = []
+    real_retry = tasks.notifications_deliver_many.retry
+
+    def recording_retry(*args, **kwargs):
+        retried.append(([pk for pk, _ in kwargs["exc"].remaining], kwargs["countdown"]))
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
+    return retried
+
+
 def _created(partner, count: int) -> list[Notification]:
     orders = [create_order(partner) for _ in range(count)]  # no on_commit in the test's transaction
     return list(Notification.objects.filter(order__in=orders).order_by("pk"))
@@ -107,16 +121,14 @@ def test_a_subscriber_failing_for_good_in_the_middle_leaves_the_others_delivered
 @pytest.mark.django_db
 @pytest.mark.production
 def test_a_transient_error_sends_that_notification_alone_and_the_batch_goes_on(
-    partner, subscribers, published, monkeypatch
+    partner, subscribers, published, batch_retries
 ):
     got, failing = subscribers
     n1, n2, n3 = _created(partner, 3)
     failing[n2.pk] = [ConnectionError("subscriber unreachable")]
-    retried = []
-    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", lambda *a, **k: retried.append(k))
     assert tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])]).get() == 2
     # n3 was not held back: n2 left the batch, published alone after the first backoff; the batch is not retried.
-    assert retried == [] and got == {"tests.first": [n1.pk, n3.pk], "tests.after": [n1.pk, n3.pk]}
+    assert batch_retries == [] and got == {"tests.first": [n1.pk, n3.pk], "tests.after": [n1.pk, n3.pk]}
     assert [(name, args, kwargs["countdown"] >= 10) for name, args, kwargs in published] == [
         (ONE, (n2.pk, ["tests.first", "tests.after"]), True)
     ]
@@ -132,21 +144,13 @@ def test_a_transient_error_sends_that_notification_alone_and_the_batch_goes_on(
 @pytest.mark.django_db
 @pytest.mark.production
 def test_a_database_error_still_retries_the_batch_with_only_the_notifications_left(
-    partner, subscribers, monkeypatch
+    partner, subscribers, batch_retries
 ):
     got, failing = subscribers
     n1, n2, n3 = _created(partner, 3)
     failing[n2.pk] = [OperationalError("the server closed the connection")]  # the next ones would fail too
-    retried = []
-    real_retry = tasks.notifications_deliver_many.retry
-
-    def recording_retry(*args, **kwargs):
-        retried.append(([pk for pk, _ in kwargs["exc"].remaining], kwargs["countdown"]))
-        return real_retry(*args, **kwargs)
-
-    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
     tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])])
-    assert [(pks, countdown >= 10) for pks, countdown in retried] == [([n2.pk, n3.pk], True)]
+    assert [(pks, countdown >= 10) for pks, countdown in batch_retries] == [([n2.pk, n3.pk], True)]
     assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
     assert not Notification.objects.filter(pk__in=[n1.pk, n2.pk, n3.pk], dispatched_at__isnull=True).exists()
 
@@ -457,7 +461,7 @@ def _wait_for(predicate, timeout: float = 20.0) -> bool:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.production
 def test_through_a_worker_a_notification_that_keeps_failing_leaves_its_batch_and_the_others_go_on_time(
-    partner, subscribers, real_broker, monkeypatch
+    partner, subscribers, real_broker, batch_retries, monkeypatch
 ):
     """Through Redis and a worker: one notification of a burst fails for now on every try. The batch delivers
     the others in its one run (it is never retried); the failing one is tried on its own with its own backoff
@@ -468,14 +472,6 @@ def test_through_a_worker_a_notification_that_keeps_failing_leaves_its_batch_and
     monkeypatch.setattr(
         dispatch, "publish", lambda task, *a, **k: sent.append(task) or real_publish(task, *a, **k)
     )
-    retried = []
-    real_retry = tasks.notifications_deliver_many.retry
-
-    def recording_retry(*args, **kwargs):
-        retried.append([pk for pk, _ in kwargs["exc"].remaining])
-        return real_retry(*args, **kwargs)
-
-    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
     orders = [create_order(partner) for _ in range(6)]  # each commits as it is created, with no worker yet
     pks = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
     stuck, others = pks[2], [pk for pk in pks if pk != pks[2]]
@@ -489,7 +485,7 @@ def test_through_a_worker_a_notification_that_keeps_failing_leaves_its_batch_and
         time.sleep(0.5)  # its retries are spent: no further try
     assert tries_when_the_others_were_delivered <= 1
     assert 100 - len(failing[stuck]) == 2 + MAX_RETRIES
-    assert retried == []  # the batch itself never waited for a retry
+    assert batch_retries == []  # the batch itself never waited for a retry
     assert got == {"tests.first": others, "tests.after": others}
     assert sent == [DRAIN, ONE]
     assert list(

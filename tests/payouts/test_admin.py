@@ -75,6 +75,11 @@ def test_charges_list_filters_by_state(staff, db):
 
 @pytest.fixture
 def failed_payout(db):
+    return make_failed_payout()
+
+
+def make_failed_payout():
+    """A partner whose payout account is closed, and the payout of its order that failed for it."""
     creds = make_partner(payment_methods=False)
     payment_methods_create_sandbox(partner=creds.partner, account_number="000111111113")
     order = make_order(creds.partner, status="ticket_received")
