@@ -65,7 +65,7 @@ def confirmation_use(confirmation_id: str, *, user, scope: str) -> Use:
     return Use.INVALID
 
 
-def confirmations_purge(*, batch_size: int = 1000) -> int:
+def staff_confirmations_purge(*, batch_size: int = 1000) -> int:
     """Delete the ids issued longer ago than :data:`KEPT_FOR` (used or not). Returns how many."""
     old = StaffConfirmation.objects.filter(issued_at__lt=timezone.now() - KEPT_FOR).order_by("issued_at")
     return delete_in_batches(old, batch_size=batch_size)

@@ -247,5 +247,5 @@ def test_old_ids_are_purged_used_or_not():
         old = [_page(client, case), _page(client, case)]
         client.post(case.url, {**case.data, "confirmed": "yes", "confirmation_id": old[0]})
     recent = _page(client, case)
-    assert confirmation_ids.confirmations_purge() == 2
+    assert confirmation_ids.staff_confirmations_purge() == 2
     assert list(StaffConfirmation.objects.values_list("pk", flat=True)) == [recent]
