@@ -1,6 +1,7 @@
-"""docs/operations.md "Caching": a version the shared cache lost (Redis restarted with nothing on disk, the event
-version's expiry, an eviction) is replaced by a fresh random one, so a tag answered before never matches again:
-the next read after the loss is the full 200 with the current quantities."""
+"""docs/partners/conventions.md "Conditional requests" and docs/architecture.md: a version the shared cache lost
+(Redis restarted with nothing on disk, the event version's expiry, an eviction) is replaced by a fresh random
+one, so a tag answered before never matches again: the next read after the loss is the full 200 with the
+current quantities."""
 
 import time
 

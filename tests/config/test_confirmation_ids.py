@@ -1,6 +1,7 @@
-"""docs/staff-guide.md "Confirmations": each confirmation page carries an id the server issued and recorded; the
-database consumes it once. Two POSTs of one page at once (a double click, a second tab) change things once; a
-POST without a valid unused id (none, another staff member's, another change's, too old) changes nothing.
+"""docs/staff-guide.md "The admin and commands" (confirmations): each confirmation page carries an id the server
+issued and recorded; the database consumes it once. Two POSTs of one page at once (a double click, a second tab)
+change things once; a POST without a valid unused id (none, another staff member's, another change's, too old)
+changes nothing.
 
 Confirmations are fired twice at once in real threads, through the admin's pages, on PostgreSQL: a quantity
 adjustment, a credential rotation, a refund retry (a list's action), a payout retry (a record's button), and the
