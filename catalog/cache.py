@@ -9,8 +9,9 @@ normalised query) and stamped with the versions it was built under:
   (``availability_changed``).
 
 Both are replaced by the writer itself, after its transaction commits and before its response is sent, so
-the next request anyone makes reads the new version. A version is random (never a counter): a version key that
-expired or was evicted can never bring back the stamp of an older page.
+the next request anyone makes reads the new version. A version is random (never a counter) and never repeats:
+a version the cache lost (a restart of Redis, the event version's expiry, an eviction) is replaced on the next
+read by a fresh random one (set once, shared by every process), so no older page's stamp or tag comes back.
 
 Every catalog read fetches the current versions in the round trip that authenticates it and counts its rate
 limit (``partners.authentication``), together with the shared copy of the page when this process holds none.
@@ -193,8 +194,27 @@ def read_keys(key: str, *, event_id: str | None) -> list[str]:
     return keys
 
 
-def _stamp(found: dict, event_id: str | None) -> tuple:
-    return tuple(found.get(k, "0") for k in stamp_keys(event_id))
+def _version_seconds(key: str) -> int | None:
+    return None if key == VERSION_KEY else EVENT_VERSION_SECONDS
+
+
+def _missing_version(key: str) -> str:
+    """A version the cache no longer holds (a restart, its expiry, an eviction): a fresh random one, set only if
+    nobody set one meanwhile (then theirs). Never a fixed default: that would bring back the tags of before."""
+    fresh = uuid.uuid4().hex
+    if cache.add(key, fresh, timeout=_version_seconds(key)):
+        return fresh
+    # Lost again between the two steps: this answer alone gets the fresh one, a stamp no page ever had.
+    return cache.get(key) or fresh
+
+
+def _stamp(found: dict, event_id: str | None) -> tuple | None:
+    """The versions in ``found``, a fresh one for each it lacks; ``None`` when the cache stopped answering."""
+    try:
+        return tuple(found[k] if k in found else _missing_version(k) for k in stamp_keys(event_id))
+    except Exception:
+        logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
+        return None
 
 
 def _tag(stamp: tuple | None, key: str, data: bytes, until: float | None) -> str:
@@ -233,6 +253,8 @@ def page(key: str, build: Callable[[], Built], *, event_id: str | None, found: d
     if found is None:
         return _made(None, key, build)
     stamp = _stamp(found, event_id)
+    if stamp is None:
+        return _made(None, key, build)
     local_seconds = local_cache_seconds()
     if not _active():
         return _made(stamp, key, build)

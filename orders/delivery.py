@@ -2,7 +2,8 @@
 turn, each receipt written as its handler returns, and marks the rows dispatched once they all ran.
 
 ``notifications_deliver_many`` delivers a batch (a confirmation batch's notifications, or those written one at
-a time that waited in Redis for one task, ``notifications_pending_take``); a subscriber that fails for now has
+a time that waited in Redis for one task, ``notifications_pending_take``); a notification whose subscriber fails
+for now leaves the batch and is retried on its own, the others delivered meanwhile; a database that fails has
 the task retried with only the notifications not yet delivered. ``notification_deliver`` runs one subscriber on
 one notification, for a caller that waits for it.
 """
@@ -11,8 +12,9 @@ import logging
 
 from django.db import DatabaseError, connection
 
+from config.core import retrying
 from config.core.pending import redis_backend
-from config.core.retrying import TRANSIENT_ERRORS
+from config.core.retrying import DB_ERRORS, TRANSIENT_ERRORS
 
 from . import dispatch, signals
 from .dispatch import (
@@ -89,12 +91,15 @@ def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]
     each receipt written as its handler returns, the notifications marked dispatched together. Returns how many
     were delivered.
 
-    A transient error (a subscriber's own, or the database's before any subscriber ran) stops the batch there:
-    the ones before it are marked dispatched and ``DeliveryInterrupted`` carries the rest (that notification
-    included) for a retry, in which the subscribers that already handled it skip it by their receipts. Any
-    other error is logged and the next notifications still go: a subscriber's is left to its own sweep (as
-    ``notifications_deliver`` leaves it), one of the delivery itself leaves that notification undispatched for
-    ``notifications_dispatch_pending``.
+    A subscriber's transient error (its endpoint, the mail server or the payment platform did not answer) takes
+    that notification out of the batch: it is published alone (``orders.tasks.notifications_deliver``, after
+    the first backoff, with the retries of its own) and the batch goes on, so a notification that keeps failing
+    never holds back the others. A database error (the next notifications would fail too) stops the batch
+    there: the ones before it are marked dispatched and ``DeliveryInterrupted`` carries the rest (that
+    notification included) for a retry, in which the subscribers that already handled it skip it by their
+    receipts. Any other error is logged and the next notifications still go: a subscriber's is left to its own
+    sweep (as ``notifications_deliver`` leaves it), one of the delivery itself leaves that notification
+    undispatched for ``notifications_dispatch_pending``.
     """
     deliveries = [(int(pk), list(names) if names is not None else None) for pk, names in deliveries]
     pks = [pk for pk, _ in deliveries]
@@ -119,9 +124,18 @@ def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]
             ]
         try:
             _deliver_one(notification, names, handled.get(pk, set()))
-        except signals.transient_errors(names) as exc:
+        except DB_ERRORS as exc:
+            # The database itself failed: the next notifications would too. The task tries the rest later.
             _mark_delivered(done)
             raise DeliveryInterrupted(remaining=deliveries[position:], error=exc) from exc
+        except signals.transient_errors(names) as exc:
+            # This notification's subscriber failed for now: it leaves the batch and is tried again on its own,
+            # with its own backoff, so that it never holds back the others (delivered now, in this run).
+            logger.warning("notification pk=%s failed for now (%r); retried on its own", pk, exc)
+            dispatch.notification_deliver_alone(
+                notification_pk=pk, subscriber_names=names, countdown=retrying.task_retry_seconds(0)
+            )
+            continue
         except Exception as exc:
             logger.exception("The delivery of notification pk=%s failed; the sweep publishes it again", pk)
             if isinstance(exc, DatabaseError) and not connection.in_atomic_block:

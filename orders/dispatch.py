@@ -200,8 +200,19 @@ def notification_dispatch(
     if not names:  # nobody wants it: handed over to all of its subscribers already
         mark_dispatched(notification_pk)
         return True
+    return notification_deliver_alone(notification_pk=notification_pk, subscriber_names=names)
+
+
+def notification_deliver_alone(
+    *, notification_pk: int, subscriber_names: list[str], countdown: float | None = None
+) -> bool:
+    """Publish one notification's delivery to ``subscriber_names`` as a task of its own (after ``countdown``
+    seconds), with its on-the-way note; returns whether the broker took it. Also how a notification whose
+    subscriber failed for now leaves its batch (``delivery.notifications_deliver_many``)."""
     # A subscriber that already handled it (a publish repeated by the sweep) skips it by its receipt.
-    if not publish("orders.tasks.notifications_deliver", notification_pk, names):
+    if not publish(
+        "orders.tasks.notifications_deliver", notification_pk, subscriber_names, countdown=countdown
+    ):
         return False
     try:
         # On its way: the sweep leaves it to the worker for this long. A message in a queue that outlives

@@ -129,8 +129,7 @@ def token_sessions_flush(*, limit: int = FLUSH_BATCH) -> int:
     portal's counts)."""
     if not sessions_in_redis():
         return 0
-    # Read through this module's name, so that a test can make Redis fail there.
-    return pending_list.drain(_sessions_write, limit=limit, read=lambda limit: sessions_pending(limit=limit))
+    return pending_list.drain(_sessions_write, limit=limit)
 
 
 def _sessions_write(pending: list[PendingSession]) -> None:

@@ -8,15 +8,17 @@ the buttons of a record's page alike:
   it goes into the history and the audit log), with any further question the change needs (a form);
 - the change runs only on a POST that comes back confirmed with a valid form; staff then land on a GET (the
   record's page, or the list), so a reload repeats nothing;
-- each page carries a single-use id: the same confirmation sent again (the back button and "resubmit", a
-  second click) is refused before it reaches the change, whatever the change is.
+- each page carries a single-use id the server issued (to this staff member, for this change of these
+  objects) and recorded; the database consumes it once (a conditional UPDATE), so the same confirmation sent
+  again (a double click, a second tab, the back button and "resubmit", a replayed form) is refused before it
+  reaches the change, whatever the change is; a POST without a valid unused id (none, unknown, expired,
+  another's) changes nothing and shows the page again, with a fresh id and a message saying why.
 
 One template draws every confirmation: ``templates/admin/confirmation.html``.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -29,11 +31,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from .admin_permissions import require
+from .confirmation_ids import Use, confirmation_issue, confirmation_use, scope_of
 
 TEMPLATE = "admin/confirmation.html"
-# The confirmations of this session already carried out (their single-use ids), newest last.
-USED_KEY = "staff_confirmations_used"
-USED_KEPT = 200
 REASON_MAX_LENGTH = 255
 
 
@@ -65,16 +65,17 @@ class AcceptedForm(ConfirmationForm):
     )
 
 
-def _first_use(request: HttpRequest, confirmation_id: str) -> bool:
-    """Whether this confirmation is carried out for the first time; records it. A request without an id (a
-    script posting the form's fields) relies on the change's own checks."""
-    if not confirmation_id:
-        return True
-    used = list(request.session.get(USED_KEY, []))
-    if confirmation_id in used:
-        return False
-    request.session[USED_KEY] = [*used, confirmation_id][-USED_KEPT:]
-    return True
+INVALID_MESSAGE = (
+    "This confirmation could not be checked (it was not sent from its page, it was opened too long ago, or it "
+    "was issued for another change or another staff member): nothing was done. Check the page and confirm again."
+)
+
+
+def _scope(
+    model_admin: ModelAdmin, permissions: Sequence[str], testid: str, objects: Sequence[Any], action: str
+):
+    opts = model_admin.model._meta
+    return scope_of(opts.label_lower, testid, action, *permissions, keys=(obj.pk for obj in objects))
 
 
 def confirm(
@@ -109,8 +110,10 @@ def confirm(
     otherwise a GET shows the page. Posted from a list's action menu, the page carries the action and its
     selection along.
     """
+    permissions = tuple(permissions)
     for permission in permissions:
         require(request, permission)
+    scope = _scope(model_admin, permissions, testid, objects, request.POST.get("action", ""))
     opts = model_admin.model._meta
     changelist_url = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist")
     back_url = back_url or changelist_url
@@ -122,10 +125,15 @@ def confirm(
         form = form_class(initial=initial)
     elif request.POST.get("confirmed") == "yes":
         form = form_class(request.POST, initial=initial)
+        use = Use.INVALID
         if form.is_valid():
-            if not _first_use(request, request.POST.get("confirmation_id", "")):
+            use = confirmation_use(request.POST.get("confirmation_id", ""), user=request.user, scope=scope)
+            if use is Use.USED:
                 messages.warning(request, "This confirmation was sent already: nothing was done again.")
                 return HttpResponseRedirect(done_url) if done_url else None
+            if use is Use.INVALID:
+                form.add_error(None, INVALID_MESSAGE)
+        if use is Use.FIRST:
             try:
                 response = act(form.cleaned_data)
             except ValidationError as exc:
@@ -154,7 +162,7 @@ def confirm(
         "record_label": record_label,
         "action_name": request.POST.get("action", ""),
         "select_across": request.POST.get("select_across", "0"),
-        "confirmation_id": secrets.token_urlsafe(16),
+        "confirmation_id": confirmation_issue(user=request.user, scope=scope),
     }
     return TemplateResponse(request, TEMPLATE, context)
 

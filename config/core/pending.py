@@ -2,8 +2,10 @@
 
 Token sessions (partners/token_cache.py) and quotes (quotes/quote_cache.py) are created in Redis and appended
 to such a list in the round trip that creates them; a writer on the beat takes the lock, reads the oldest
-entries, writes them in one transaction and trims the list by the count it wrote. At least once: a writer
-that dies before trimming leaves them for the next run, whose insert skips what is already written.
+entries, writes them in one transaction and then takes exactly those entries off the list, in one step of Redis
+that first checks the lock is still its own. At least once: a writer that dies before that step, or outlives its
+lock (its insert held back longer than ``lock_seconds``), leaves its entries for the next run, whose insert skips
+what is already written; entries appended meanwhile are never taken off unwritten.
 """
 
 import logging
@@ -11,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from django.core.cache import cache, caches
+from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 
 logger = logging.getLogger(__name__)
@@ -43,62 +45,96 @@ class PendingList(Generic[T]):
         key = backend.make_and_validate_key(self.key)
         return [("RPUSH", key, raw), ("EXPIRE", key, ttl)]
 
-    def read(self, *, limit: int = 0) -> list[T]:
-        """The oldest ``limit`` entries (all of them with 0). Raises if Redis does not answer."""
+    def _client(self, *, write: bool = False):
+        """The raw client and this list's stored name, or (None, "") without Redis."""
         backend = redis_backend()
         if backend is None:
-            return []
+            return None, ""
         key = backend.make_and_validate_key(self.key)
-        raw = backend._cache.get_client(key).lrange(key, 0, limit - 1 if limit else -1)
-        return [self.loads(item) for item in raw]
+        return backend._cache.get_client(key, write=write), key
 
-    def drop(self, count: int) -> None:
-        """Take the oldest ``count`` entries off the list, once they are in the database."""
+    def _read_raw(self, limit: int) -> list[bytes]:
+        client, key = self._client()
+        return [] if client is None else client.lrange(key, 0, limit - 1 if limit else -1)
+
+    def read(self, *, limit: int = 0) -> list[T]:
+        """The oldest ``limit`` entries (all of them with 0). Raises if Redis does not answer."""
+        return [self.loads(item) for item in self._read_raw(limit)]
+
+    def _lock_name(self) -> str:
         backend = redis_backend()
-        if backend is None or count <= 0:
-            return
-        key = backend.make_and_validate_key(self.key)
-        backend._cache.get_client(key, write=True).ltrim(key, count, -1)
+        return backend.make_and_validate_key(self.lock_key) if backend is not None else self.lock_key
 
     def lock_take(self) -> str | None:
-        """One writer at a time drains the list (it is trimmed by count). The lock's token, or None while
-        another writer holds it."""
+        """One writer at a time drains the list. The lock's token, or None while another writer holds it
+        (or without Redis). The token is stored as is, so that the script below can compare it."""
+        client, _ = self._client(write=True)
         token = uuid.uuid4().hex
-        return token if cache.add(self.lock_key, token, timeout=self.lock_seconds) else None
+        if client is None or not client.set(self._lock_name(), token, nx=True, ex=self.lock_seconds):
+            return None
+        return token
 
-    def drain(
-        self,
-        write: Callable[[list[T]], None],
-        *,
-        limit: int,
-        read: Callable[..., list[T]] | None = None,
-    ) -> int:
-        """One run of the batched writer: under the lock, the oldest ``limit`` entries (``read``, this list's
-        own by default) go to ``write`` (one transaction of the caller's), then off the list. Returns how many
-        it took off: 0 when the list is empty, another writer holds the lock or Redis does not answer. An
-        error of ``write`` propagates and leaves the entries for the next run."""
+    def remove_written(self, token: str, raw: list[bytes]) -> int:
+        """Take exactly the entries ``raw`` off the list, only while ``token`` still holds the lock, in one
+        step of Redis. Returns how many it took off; -1 when the lock is no longer this writer's (it outlived
+        it): the entries stay, and the writer that holds the lock now writes them again (its insert skips
+        what is already written)."""
+        client, key = self._client(write=True)
+        if client is None or not raw:
+            return 0
+        return int(client.eval(_REMOVE_IF_HELD, 2, key, self._lock_name(), token, *raw))
+
+    def drain(self, write: Callable[[list[T]], None], *, limit: int) -> int:
+        """One run of the batched writer: under the lock, the oldest ``limit`` entries go to ``write`` (one
+        transaction of the caller's), then exactly those entries off the list, if the lock is still this
+        run's. Returns how many it took off: 0 when the list is empty, another writer holds the lock, this
+        run outlived its lock or Redis does not answer. An error of ``write`` propagates and leaves the
+        entries for the next run."""
         try:
             lock = self.lock_take()
-            pending = (read or self.read)(limit=limit) if lock else []
+            raw = self._read_raw(limit) if lock else []
         except Exception:
             logger.warning("cache unreachable; %s not written", self.key)
             return 0
         try:
-            if not pending:
+            if not raw:
                 return 0
-            write(pending)
-            self.drop(len(pending))
-            return len(pending)
+            write([self.loads(item) for item in raw])
+            # Removed by the entries themselves, not by a count: a writer that outlived its lock must not
+            # trim entries another writer read, nor those appended meanwhile (they would never be written).
+            removed = self.remove_written(lock, raw)
+            if removed < 0:
+                logger.warning(
+                    "%s: the writer outlived its lock; its entries are left to the next run", self.key
+                )
+                lock = None  # another writer's lock now (or none): not this run's to release
+                return 0
+            return removed
         finally:
             if lock:
                 self.lock_release(lock)
 
     def lock_release(self, token: str) -> None:
         try:
-            if cache.get(self.lock_key) == token:
-                cache.delete(self.lock_key)
+            client, _ = self._client(write=True)
+            if client is not None:
+                client.eval(_RELEASE_IF_HELD, 1, self._lock_name(), token)
         except Exception:
             logger.warning("cache unreachable; the lock %s expires by itself", self.lock_key)
+
+
+# KEYS[1] the list, KEYS[2] the lock; ARGV[1] the writer's token, then the entries it wrote.
+_REMOVE_IF_HELD = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
+local removed = 0
+for i = 2, #ARGV do removed = removed + redis.call('LREM', KEYS[1], 1, ARGV[i]) end
+return removed
+"""
+# KEYS[1] the lock; ARGV[1] the token: deleted only by the writer that holds it.
+_RELEASE_IF_HELD = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 def drain_all(run: Callable[[], int], *, batch: int, rounds: int = 20) -> int:

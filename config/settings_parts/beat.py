@@ -9,6 +9,10 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
             "schedule": 60.0,
         },
         "quotes-purge-expired": {"task": "quotes.tasks.quote_purge_expired", "schedule": 3600.0},
+        "staff-confirmations-purge": {
+            "task": "config.core.tasks.staff_confirmations_purge",
+            "schedule": 3600.0,
+        },
         "payouts-sweep-unconfirmed": {"task": "payouts.tasks.orders_requeue_unconfirmed", "schedule": 30.0},
         "orders-dispatch-notifications": {
             "task": "orders.tasks.notifications_dispatch_pending",

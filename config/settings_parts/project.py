@@ -21,6 +21,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "storages",
+    "config.core",
     "partners",
     "partners.idempotency",
     "catalog",

@@ -8,6 +8,7 @@ import pytest
 from catalog.models import Event, Row
 from quotes.codec import encode_quote_id
 from quotes.services import quote_create
+from tests.confirming import post_confirmed
 from tests.conftest import assert_error
 
 from .conftest import section_change_form
@@ -123,8 +124,8 @@ def test_admin_cancel_action_stops_new_quotes(admin_client, auth_client, event):
     confirmation = admin_client.post("/admin/catalog/event/", selection)
     assert 'data-testid="confirm-cancel-events"' in confirmation.content.decode()
     assert Event.objects.get(pk=event.pk).status == "scheduled"  # nothing before the confirmation
-    response = admin_client.post(
-        "/admin/catalog/event/", {**selection, "confirmed": "yes", "reason": "The venue closed"}
+    response = post_confirmed(
+        admin_client, "/admin/catalog/event/", {**selection, "confirmed": "yes", "reason": "The venue closed"}
     )
     assert response.status_code == 302
     event.refresh_from_db()

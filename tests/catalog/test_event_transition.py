@@ -14,6 +14,7 @@ from catalog.services import EVENT_TRANSITIONS, event_cancel, event_save, event_
 from config.core.statemachine import IllegalStateMove
 from orders.models import Order
 from orders.services import EVENT_CANCELED_REASON, order_transition
+from tests.confirming import post_confirmed
 from tests.orders.conftest import create_order
 
 from .factories import EventFactory, RowFactory, VenueFactory
@@ -81,7 +82,8 @@ def test_the_admin_cancel_action_is_recorded_and_shown_on_the_event_page():
     staff = Client()
     staff.force_login(get_user_model().objects.create_superuser("ops", "ops@service.example", "pass 5511 x"))
     event = EventFactory()
-    response = staff.post(
+    response = post_confirmed(
+        staff,
         "/admin/catalog/event/",
         {
             "action": "cancel_events",

@@ -13,6 +13,7 @@ from django.db import connection, connections, transaction
 from catalog import services
 from catalog.models import Row, RowQuantityAdjustment
 from quotes.services import quote_create
+from tests.confirming import post_confirmed
 
 from .conftest import section_change_form
 from .factories import RowFactory
@@ -156,7 +157,9 @@ def test_an_adjustment_is_confirmed_then_applied_and_listed_on_the_row_and_the_e
     assert row.available_quantity == 8 and not RowQuantityAdjustment.objects.exists()  # nothing yet
 
     with django_capture_on_commit_callbacks(execute=True):
-        done = admin_client.post(url, {"delta": "5", "reason": "Supplier added seats", "confirmed": "yes"})
+        done = post_confirmed(
+            admin_client, url, {"delta": "5", "reason": "Supplier added seats", "confirmed": "yes"}
+        )
     assert done.status_code == 302 and done["Location"] == f"/admin/catalog/row/{row.pk}/change/"
     row.refresh_from_db()
     assert row.available_quantity == 13
@@ -181,7 +184,9 @@ def test_an_adjustment_below_zero_is_refused(admin_client, event):
     url = f"/admin/catalog/row/{row.pk}/adjust-quantity/"
     review = admin_client.post(url, {"delta": "-9", "reason": "Venue closed the row"})
     assert "Cannot remove 9 tickets: the row has only 8 available." in review.content.decode()
-    confirmed = admin_client.post(url, {"delta": "-9", "reason": "Venue closed the row", "confirmed": "yes"})
+    confirmed = post_confirmed(
+        admin_client, url, {"delta": "-9", "reason": "Venue closed the row", "confirmed": "yes"}
+    )
     assert confirmed.status_code == 200
     assert "Cannot remove 9 tickets: the row has only 8 available." in confirmed.content.decode()
     row.refresh_from_db()
@@ -193,7 +198,9 @@ def test_an_adjustment_below_zero_is_refused(admin_client, event):
 def test_an_adjustment_needs_a_change_and_a_reason(admin_client, event):
     row = Row.objects.get(section__event=event, name="A")
     url = f"/admin/catalog/row/{row.pk}/adjust-quantity/"
-    page = admin_client.post(url, {"delta": "0", "reason": "  ", "confirmed": "yes"}).content.decode()
+    page = post_confirmed(
+        admin_client, url, {"delta": "0", "reason": "  ", "confirmed": "yes"}
+    ).content.decode()
     assert "An adjustment of 0 changes nothing." in page and "This field is required." in page
     row.refresh_from_db()
     assert row.available_quantity == 8 and not RowQuantityAdjustment.objects.exists()

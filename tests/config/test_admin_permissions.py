@@ -38,6 +38,7 @@ from partners.portal_services import portal_user_invite
 from payouts.models import Charge, Payout
 from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
+from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order
 from tests.transfers.staff.fixtures import mismatch_case
@@ -434,7 +435,9 @@ def test_operations_sees_the_buttons_a_viewer_does_not(world, operations_client)
 
 def test_operations_resolves_a_transfer_case(world, operations_client):
     url = reverse("admin:transfers_transfercase_dismiss", args=[world.case.pk])
-    operations_client.post(url, {"confirmed": "yes", "reason": "a duplicate of the seller's own mail"})
+    post_confirmed(
+        operations_client, url, {"confirmed": "yes", "reason": "a duplicate of the seller's own mail"}
+    )
     assert TransferCase.objects.get(pk=world.case.pk).resolution == "dismissed"
 
 
@@ -445,16 +448,21 @@ def test_operations_rotates_suspends_and_reactivates_partners(world, operations_
     for name in ("rotate", "rotate_test"):
         url = reverse(f"admin:partners_partner_{name}", args=[partner.pk])
         assert operations_client.get(url).status_code == 200  # the confirmation
-        shown = operations_client.post(url, {"confirmed": "yes", "reason": "leaked in a ticket"}, follow=True)
+        shown = post_confirmed(
+            operations_client, url, {"confirmed": "yes", "reason": "leaked in a ticket"}, follow=True
+        )
         assert shown.status_code == 200 and "sec_" in shown.content.decode()
     assert PartnerCredential.objects.get(partner=partner).secret_digest != live
     assert PartnerTestCredential.objects.get(partner=partner).secret_digest != test
 
-    operations_client.post(
-        reverse("admin:partners_partner_suspend", args=[partner.pk]), {"confirmed": "yes", "reason": "fraud"}
+    post_confirmed(
+        operations_client,
+        reverse("admin:partners_partner_suspend", args=[partner.pk]),
+        {"confirmed": "yes", "reason": "fraud"},
     )
     assert Partner.objects.get(pk=partner.pk).status == "suspended"
-    operations_client.post(
+    post_confirmed(
+        operations_client,
         reverse("admin:partners_partner_reactivate", args=[partner.pk]),
         {"confirmed": "yes", "reason": "cleared"},
     )
@@ -462,17 +470,23 @@ def test_operations_rotates_suspends_and_reactivates_partners(world, operations_
 
     changelist = "/admin/partners/partner/"
     selected = {"_selected_action": [world.suspended.pk], "index": "0"}
-    operations_client.post(
-        changelist, {**selected, "action": "reactivate_action", "confirmed": "yes", "reason": "paid"}
+    post_confirmed(
+        operations_client,
+        changelist,
+        {**selected, "action": "reactivate_action", "confirmed": "yes", "reason": "paid"},
     )
     assert Partner.objects.get(pk=world.suspended.pk).status == "active"
-    operations_client.post(
-        changelist, {**selected, "action": "suspend_action", "confirmed": "yes", "reason": "x"}
+    post_confirmed(
+        operations_client,
+        changelist,
+        {**selected, "action": "suspend_action", "confirmed": "yes", "reason": "x"},
     )
     assert Partner.objects.get(pk=world.suspended.pk).status == "suspended"
     digest = PartnerCredential.objects.get(partner=world.suspended).secret_digest
-    operations_client.post(
-        changelist, {**selected, "action": "rotate_credentials_action", "confirmed": "yes", "reason": "y"}
+    post_confirmed(
+        operations_client,
+        changelist,
+        {**selected, "action": "rotate_credentials_action", "confirmed": "yes", "reason": "y"},
     )
     assert PartnerCredential.objects.get(partner=world.suspended).secret_digest != digest
 
@@ -480,11 +494,12 @@ def test_operations_rotates_suspends_and_reactivates_partners(world, operations_
 def test_operations_adjusts_a_quantity_and_cancels_an_event(world, operations_client):
     url = reverse("admin:catalog_row_adjust_quantity", args=[world.row.pk])
     before = Row.objects.get(pk=world.row.pk).available_quantity
-    operations_client.post(url, {"delta": "4", "reason": "recount", "confirmed": "yes"})
+    post_confirmed(operations_client, url, {"delta": "4", "reason": "recount", "confirmed": "yes"})
     assert Row.objects.get(pk=world.row.pk).available_quantity == before + 4
 
     event = world.awaiting.event
-    operations_client.post(
+    post_confirmed(
+        operations_client,
         "/admin/catalog/event/",
         {
             "action": "cancel_events",
@@ -499,25 +514,30 @@ def test_operations_adjusts_a_quantity_and_cancels_an_event(world, operations_cl
 
 def test_operations_marks_received_cancels_and_retries_money(world, operations_client):
     awaiting = world.awaiting
-    operations_client.post(
+    post_confirmed(
+        operations_client,
         reverse("admin:orders_order_mark_received", args=[awaiting.pk]),
         {"confirmed": "yes", "reason": "arrived"},
     )
     assert Order.objects.get(pk=awaiting.pk).status == "ticket_received"
 
     other = make_order(world.partner)
-    operations_client.post(
-        reverse("admin:orders_order_cancel", args=[other.pk]), {"confirmed": "yes", "reason": "seller gone"}
+    post_confirmed(
+        operations_client,
+        reverse("admin:orders_order_cancel", args=[other.pk]),
+        {"confirmed": "yes", "reason": "seller gone"},
     )
     assert Order.objects.get(pk=other.pk).status == "canceled"
 
-    operations_client.post(
+    post_confirmed(
+        operations_client,
         reverse("admin:orders_order_retry_refund", args=[world.refund_failed.pk]),
         {"confirmed": "yes", "reason": "card fixed"},
     )
     assert Charge.objects.get(order=world.refund_failed).refund_status != "failed"
     payout = Payout.objects.get(order=world.payout_failed)
-    operations_client.post(
+    post_confirmed(
+        operations_client,
         reverse("admin:payouts_payout_retry", args=[payout.pk]),
         {"confirmed": "yes", "reason": "account fixed"},
     )
@@ -532,7 +552,8 @@ def test_operations_enables_again_an_endpoint_disabled_for_failing_but_not_one_i
         partner_pk=world.partner.pk, livemode=True, url="http://127.0.0.1:9/other", event_types=["*"]
     )
     endpoint_disable(endpoint=mine, reason=WebhookEndpoint.DisabledReason.BY_PARTNER, notify=False)
-    response = operations_client.post(
+    response = post_confirmed(
+        operations_client,
         "/admin/webhooks/webhookendpoint/",
         {
             "action": "enable_endpoints",

@@ -14,6 +14,7 @@ from orders.outbox import REASON_ACCEPTED_BY_STAFF
 from orders.services import order_transition
 from orders.transfers.decision.state import transfer_accept
 from payouts.services.progression import payouts_progress
+from tests.confirming import post_confirmed
 from tests.conftest import issue_token
 
 from .conftest import PDF_BYTES, create_order, order_form, pdf_upload, post_order
@@ -149,8 +150,8 @@ def test_bulk_mark_ticket_received_goes_through_the_life_cycle(staff_client, par
     confirmation = staff_client.post(CHANGELIST, selection).content.decode()
     assert "Were the tickets accepted on the platform?" in confirmation
     assert Order.objects.get(pk=ready.pk).status == "awaiting_transfer"  # nothing before the confirmation
-    response = staff_client.post(
-        CHANGELIST, {**selection, "confirmed": "yes", "reason": "Ticket received"}, follow=True
+    response = post_confirmed(
+        staff_client, CHANGELIST, {**selection, "confirmed": "yes", "reason": "Ticket received"}, follow=True
     )
 
     assert response.status_code == 200
@@ -168,6 +169,8 @@ def test_bulk_mark_ticket_received_goes_through_the_life_cycle(staff_client, par
 
 def _cancel(client, orders, **extra):
     data = {"action": "cancel_orders", "_selected_action": [o.pk for o in orders], **extra}
+    if extra.get("confirmed") == "yes":
+        return post_confirmed(client, CHANGELIST, data, follow=True)
     return client.post(CHANGELIST, data, follow=True)
 
 
@@ -257,11 +260,12 @@ def test_order_page_cancel_button_confirms_then_cancels_once_and_returns_to_the_
     assert "refunded in full" in confirm and "seller is e-mailed" in confirm
     assert 'name="action"' not in confirm and f'href="{page_url}"' in confirm  # "No, take me back"
     assert (
-        "Give a reason" in staff_client.post(cancel_url, {"confirmed": "yes", "reason": " "}).content.decode()
+        "Give a reason"
+        in post_confirmed(staff_client, cancel_url, {"confirmed": "yes", "reason": " "}).content.decode()
     )
     assert Order.objects.get(pk=order.pk).status == "accepted"
 
-    done = staff_client.post(cancel_url, {"confirmed": "yes", "reason": "Seller sold elsewhere"})
+    done = post_confirmed(staff_client, cancel_url, {"confirmed": "yes", "reason": "Seller sold elsewhere"})
     assert done.status_code == 302 and done["Location"] == page_url
     order.refresh_from_db()
     assert order.status == "canceled"
@@ -269,7 +273,7 @@ def test_order_page_cancel_button_confirms_then_cancels_once_and_returns_to_the_
     assert (last.to_status, last.actor, last.reason) == ("canceled", "staff:root", "Seller sold elsewhere")
 
     # The confirmation sent again (the browser's back button): refused, and still one cancellation.
-    again = staff_client.post(cancel_url, {"confirmed": "yes", "reason": "again"}, follow=True)
+    again = post_confirmed(staff_client, cancel_url, {"confirmed": "yes", "reason": "again"}, follow=True)
     assert any("Not canceled" in str(m) for m in get_messages(again.wsgi_request))
     assert order.status_history.filter(to_status="canceled").count() == 1
     assert "Cancel order" not in staff_client.get(page_url).content.decode()
@@ -291,7 +295,7 @@ def test_order_page_offers_no_cancel_past_awaiting_transfer_or_without_change_pe
     client.force_login(viewer)
     order = create_order(partner)
     assert "Cancel order" not in client.get(f"{CHANGELIST}{order.pk}/change/").content.decode()
-    client.post(f"{CHANGELIST}{order.pk}/cancel/", {"confirmed": "yes", "reason": "not allowed"})
+    post_confirmed(client, f"{CHANGELIST}{order.pk}/cancel/", {"confirmed": "yes", "reason": "not allowed"})
     assert Order.objects.get(pk=order.pk).status == "accepted"
 
 
@@ -317,17 +321,21 @@ def test_order_page_marks_tickets_received_after_a_confirmation_with_a_reason(st
     assert confirmation.status_code == 200
     html = confirmation.content.decode()
     assert 'data-testid="confirm-mark-received"' in html and order.order_id in html and "payout" in html
-    missing_reason = staff_client.post(url, {"confirmed": "yes", "reason": "  "})
+    missing_reason = post_confirmed(staff_client, url, {"confirmed": "yes", "reason": "  "})
     assert "Give a reason" in missing_reason.content.decode()
     assert Order.objects.get(pk=order.pk).status == "awaiting_transfer"
 
-    done = staff_client.post(url, {"confirmed": "yes", "reason": "Arrived in the transfer account"})
+    done = post_confirmed(
+        staff_client, url, {"confirmed": "yes", "reason": "Arrived in the transfer account"}
+    )
     assert done.status_code == 302 and done["Location"] == page
     assert Order.objects.get(pk=order.pk).status == "ticket_received"
     assert _received_rows(order) == [("staff:root", "Arrived in the transfer account")]
 
     # The same form sent again (a second tab, a resubmission): the life cycle refuses it, the page says so.
-    again = staff_client.post(url, {"confirmed": "yes", "reason": "Arrived in the transfer account"})
+    again = post_confirmed(
+        staff_client, url, {"confirmed": "yes", "reason": "Arrived in the transfer account"}
+    )
     assert again["Location"] == page
     refused = [str(m) for m in get_messages(again.wsgi_request)]
     assert any("does not allow it" in m and order.order_id in m for m in refused), refused
@@ -347,7 +355,7 @@ def test_mark_tickets_received_needs_its_own_permission(partner):
     client.force_login(viewer)
     assert "Mark tickets received" not in client.get(page).content.decode()
     assert client.post(url).status_code == 403
-    assert client.post(url, {"confirmed": "yes", "reason": "forged"}).status_code == 403
+    assert post_confirmed(client, url, {"confirmed": "yes", "reason": "forged"}).status_code == 403
     assert Order.objects.get(pk=order.pk).status == "awaiting_transfer" and _received_rows(order) == []
 
     viewer.user_permissions.add(Permission.objects.get(codename="mark_received"))
@@ -355,7 +363,7 @@ def test_mark_tickets_received_needs_its_own_permission(partner):
     client.force_login(viewer)
     html = client.get(page).content.decode()
     assert "Mark tickets received" in html and "Cancel order" not in html  # canceling is another permission
-    client.post(url, {"confirmed": "yes", "reason": "Arrived"})
+    post_confirmed(client, url, {"confirmed": "yes", "reason": "Arrived"})
     assert Order.objects.get(pk=order.pk).status == "ticket_received"
 
 
@@ -384,7 +392,9 @@ def test_a_live_api_order_marked_received_on_its_page_reaches_paid(
     assert order.livemode
 
     with django_capture_on_commit_callbacks(execute=True):
-        staff_client.post(f"{CHANGELIST}{order.pk}/mark-received/", {"confirmed": "yes", "reason": "Arrived"})
+        post_confirmed(
+            staff_client, f"{CHANGELIST}{order.pk}/mark-received/", {"confirmed": "yes", "reason": "Arrived"}
+        )
     assert auth_client.get(f"/v1/orders/{order_id}").json()["data"]["status"] == "ticket_received"
     # A mobile transfer pays out once staff record the tickets accepted on the platform.
     transfer_accept(

@@ -12,6 +12,7 @@ from django.utils import timezone
 from orders import delivery, dispatch, outbox, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import order_cancel, order_transition, orders_expire_overdue
+from tests.confirming import post_confirmed
 
 from .conftest import create_order, order_form, post_order
 
@@ -117,7 +118,8 @@ def test_a_cancel_carries_its_machine_reason_and_the_history_its_human_one(
     if how == "partner":
         order_cancel(order=order, actor="partner:test", reason="Seller changed their mind")
     elif how == "staff":
-        response = admin_client.post(
+        response = post_confirmed(
+            admin_client,
             "/admin/orders/order/",
             {
                 "action": "cancel_orders",

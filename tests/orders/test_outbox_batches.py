@@ -13,9 +13,10 @@ import pytest
 import time_machine
 from django.conf import settings
 from django.core.cache import cache
-from django.db import ProgrammingError, connection, transaction
+from django.db import OperationalError, ProgrammingError, connection, transaction
 from django.utils import timezone
 
+from config.core.retrying import MAX_RETRIES
 from orders import dispatch, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import orders_transition_many
@@ -25,6 +26,7 @@ from .conftest import create_order
 S = Order.Status
 MANY = "orders.tasks.notifications_deliver_many"
 DRAIN = MANY  # without deliveries: it takes those waiting in Redis
+ONE = "orders.tasks.notifications_deliver"
 
 
 @pytest.fixture
@@ -56,6 +58,20 @@ def published(monkeypatch):
 
     monkeypatch.setattr(dispatch, "publish", keep)
     return queued
+
+
+@pytest.fixture
+def batch_retries(monkeypatch):
+    """The retries of batched delivery tasks, as they are asked for: the pks each carries and its countdown."""
+    retried: list[tuple[list[int], float]] = []
+    real_retry = tasks.notifications_deliver_many.retry
+
+    def recording_retry(*args, **kwargs):
+        retried.append(([pk for pk, _ in kwargs["exc"].remaining], kwargs["countdown"]))
+        return real_retry(*args, **kwargs)
+
+    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
+    return retried
 
 
 def _created(partner, count: int) -> list[Notification]:
@@ -103,24 +119,39 @@ def test_a_subscriber_failing_for_good_in_the_middle_leaves_the_others_delivered
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
-def test_a_transient_error_retries_only_the_notifications_left(partner, subscribers, monkeypatch):
+@pytest.mark.production
+def test_a_transient_error_sends_that_notification_alone_and_the_batch_goes_on(
+    partner, subscribers, published, batch_retries
+):
     got, failing = subscribers
     n1, n2, n3 = _created(partner, 3)
     failing[n2.pk] = [ConnectionError("subscriber unreachable")]
-    retried = []
-    real_retry = tasks.notifications_deliver_many.retry
-
-    def recording_retry(*args, **kwargs):
-        retried.append(([pk for pk, _ in kwargs["exc"].remaining], kwargs["countdown"]))
-        return real_retry(*args, **kwargs)
-
-    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
-    tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])])
-    # The retry carries n2 (where the batch stopped) and n3, after a backoff; n1 was delivered and marked.
-    assert [(pks, countdown >= 10) for pks, countdown in retried] == [([n2.pk, n3.pk], True)]
-    assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
+    assert tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])]).get() == 2
+    # n3 was not held back: n2 left the batch, published alone after the first backoff; the batch is not retried.
+    assert batch_retries == [] and got == {"tests.first": [n1.pk, n3.pk], "tests.after": [n1.pk, n3.pk]}
+    assert [(name, args, kwargs["countdown"] >= 10) for name, args, kwargs in published] == [
+        (ONE, (n2.pk, ["tests.first", "tests.after"]), True)
+    ]
+    assert list(Notification.objects.filter(dispatched_at__isnull=True).values_list("pk", flat=True)) == [
+        n2.pk
+    ]
+    _run(published)
+    assert got == {"tests.first": [n1.pk, n3.pk, n2.pk], "tests.after": [n1.pk, n3.pk, n2.pk]}
     assert NotificationReceipt.objects.count() == 6
+    assert not Notification.objects.filter(pk__in=[n1.pk, n2.pk, n3.pk], dispatched_at__isnull=True).exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.production
+def test_a_database_error_still_retries_the_batch_with_only_the_notifications_left(
+    partner, subscribers, batch_retries
+):
+    got, failing = subscribers
+    n1, n2, n3 = _created(partner, 3)
+    failing[n2.pk] = [OperationalError("the server closed the connection")]  # the next ones would fail too
+    tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])])
+    assert [(pks, countdown >= 10) for pks, countdown in batch_retries] == [([n2.pk, n3.pk], True)]
+    assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
     assert not Notification.objects.filter(pk__in=[n1.pk, n2.pk, n3.pk], dispatched_at__isnull=True).exists()
 
 
@@ -246,8 +277,8 @@ def test_a_lone_order_is_delivered_at_once(
 
 @pytest.mark.django_db
 @pytest.mark.production
-def test_a_transient_error_in_a_coalesced_task_retries_the_rest_not_the_list(
-    partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
+def test_a_transient_error_in_a_coalesced_task_sends_that_one_alone_not_the_list(
+    partner, subscribers, published, django_capture_on_commit_callbacks
 ):
     got, failing = subscribers
     orders = []
@@ -258,25 +289,12 @@ def test_a_transient_error_in_a_coalesced_task_retries_the_rest_not_the_list(
     failing[n2.pk] = [ConnectionError("subscriber unreachable")]
     assert [(name, args) for name, args, _ in published] == [(DRAIN, ())]
     published.clear()
-    retried = []
-    real_retry = tasks.notifications_deliver_many.retry
-
-    def recording_retry(*args, **kwargs):
-        retried.append([pk for pk, _ in kwargs["exc"].remaining])
-        # Meanwhile another order waits in the list: the retry is not the task that takes it.
-        with django_capture_on_commit_callbacks(execute=True):
-            orders.append(create_order(partner))
-        return real_retry(*args, **kwargs)
-
-    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
     tasks.notifications_deliver_many.apply()
-    assert retried == [[n2.pk, n3.pk]]
-    assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
-    # The order added meanwhile published its own task (the first one cleared the note as it started).
-    assert [(name, args) for name, args, _ in published] == [(DRAIN, ())]
-    n4 = Notification.objects.get(order=orders[-1])
+    assert got == {"tests.first": [n1.pk, n3.pk], "tests.after": [n1.pk, n3.pk]}
+    # Only n2 is published again (with its subscribers), not a task taking the list.
+    assert [(name, args[0]) for name, args, _ in published] == [(ONE, n2.pk)]
     _run(published)
-    assert got["tests.after"] == [n1.pk, n2.pk, n3.pk, n4.pk]
+    assert got["tests.after"] == [n1.pk, n3.pk, n2.pk]
 
 
 @pytest.mark.django_db
@@ -442,32 +460,54 @@ def _wait_for(predicate, timeout: float = 20.0) -> bool:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.production
-def test_through_a_worker_a_burst_is_delivered_once_and_a_retry_carries_the_rest(
-    partner, subscribers, real_broker, monkeypatch
+def test_through_a_worker_a_notification_that_keeps_failing_leaves_its_batch_and_the_others_go_on_time(
+    partner, subscribers, real_broker, batch_retries, monkeypatch
 ):
+    """Through Redis and a worker: one notification of a burst fails for now on every try. The batch delivers
+    the others in its one run (it is never retried); the failing one is tried on its own with its own backoff
+    until its retries are spent, then waits, undispatched, for the sweep; the others never wait for it."""
     got, failing = subscribers
     sent = []
     real_publish = dispatch.publish
     monkeypatch.setattr(
         dispatch, "publish", lambda task, *a, **k: sent.append(task) or real_publish(task, *a, **k)
     )
-    retried = []
-    real_retry = tasks.notifications_deliver_many.retry
-
-    def recording_retry(*args, **kwargs):
-        retried.append([pk for pk, _ in kwargs["exc"].remaining])
-        return real_retry(*args, **kwargs)
-
-    monkeypatch.setattr(tasks.notifications_deliver_many, "retry", recording_retry)
-    orders = [create_order(partner) for _ in range(5)]  # each commits as it is created, with no worker yet
+    orders = [create_order(partner) for _ in range(6)]  # each commits as it is created, with no worker yet
     pks = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
-    failing[pks[2]] = [ConnectionError("subscriber unreachable")]
+    stuck, others = pks[2], [pk for pk in pks if pk != pks[2]]
+    failing[stuck] = [ConnectionError("subscriber unreachable") for _ in range(100)]
     assert sent == [DRAIN]
+    with real_broker():
+        assert _wait_for(lambda: got["tests.after"] == others, timeout=10)
+        tries_when_the_others_were_delivered = 100 - len(failing[stuck])
+        # Tried in the batch, then alone once and MAX_RETRIES times more.
+        assert _wait_for(lambda: 100 - len(failing[stuck]) == 2 + MAX_RETRIES, timeout=30)
+        time.sleep(0.5)  # its retries are spent: no further try
+    assert tries_when_the_others_were_delivered <= 1
+    assert 100 - len(failing[stuck]) == 2 + MAX_RETRIES
+    assert batch_retries == []  # the batch itself never waited for a retry
+    assert got == {"tests.first": others, "tests.after": others}
+    assert sent == [DRAIN, ONE]
+    assert list(
+        Notification.objects.filter(pk__in=pks, dispatched_at__isnull=True).values_list("pk", flat=True)
+    ) == [stuck]
+    assert NotificationReceipt.objects.filter(notification_id__in=pks).count() == 10
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.production
+def test_through_a_worker_a_burst_is_delivered_once_and_a_failing_one_alone_is_retried(
+    partner, subscribers, real_broker
+):
+    got, failing = subscribers
+    orders = [create_order(partner) for _ in range(5)]
+    pks = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
+    failing[pks[2]] = [ConnectionError("subscriber unreachable") for _ in range(3)]
     with real_broker():
         assert _wait_for(lambda: len(got["tests.after"]) == 5 and len(got["tests.first"]) == 5)
         assert _wait_for(
             lambda: not Notification.objects.filter(pk__in=pks, dispatched_at__isnull=True).exists()
         )
-    assert got == {"tests.first": pks, "tests.after": pks}
-    assert retried == [pks[2:]]
+    expected = [*pks[:2], *pks[3:], pks[2]]  # the one that failed three times comes last, alone
+    assert got == {"tests.first": expected, "tests.after": expected}
     assert NotificationReceipt.objects.filter(notification_id__in=pks).count() == 10

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from partners.models import Partner, PartnerCredential, TokenSession
+from tests.confirming import post_confirmed
 from tests.conftest import issue_token
 
 pytestmark = [pytest.mark.urls("tests.config.urls_probe"), pytest.mark.embedded]
@@ -78,11 +79,11 @@ def test_rotation_from_the_admin_needs_confirmation_and_revokes_tokens(
     assert api_client.get("/v1/_scoped", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
 
     # The reason is required: a confirmation without one rotates nothing.
-    again = staff_client.post(url, {"confirmed": "yes", "reason": " "})
+    again = post_confirmed(staff_client, url, {"confirmed": "yes", "reason": " "})
     assert again.status_code == 200 and "Give a reason" in again.content.decode()
     assert api_client.get("/v1/_scoped", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 200
-    response = staff_client.post(
-        url, {"confirmed": "yes", "reason": "secret leaked in a support ticket"}, follow=True
+    response = post_confirmed(
+        staff_client, url, {"confirmed": "yes", "reason": "secret leaked in a support ticket"}, follow=True
     )
     new_secret = _secret_in(response.content.decode())
     assert new_secret != partner_creds.client_secret
@@ -96,8 +97,10 @@ def test_rotation_from_the_admin_needs_confirmation_and_revokes_tokens(
 def test_suspend_and_reactivate_from_the_admin(staff_client, api_client, partner_creds):
     token = issue_token(api_client, partner_creds)
     pk = partner_creds.partner.pk
-    response = staff_client.post(
-        f"/admin/partners/partner/{pk}/suspend/", {"confirmed": "yes", "reason": "unpaid invoices"}
+    response = post_confirmed(
+        staff_client,
+        f"/admin/partners/partner/{pk}/suspend/",
+        {"confirmed": "yes", "reason": "unpaid invoices"},
     )
     assert response.status_code == 302
     partner = Partner.objects.get(pk=pk)
@@ -107,7 +110,9 @@ def test_suspend_and_reactivate_from_the_admin(staff_client, api_client, partner
 
     staff_client.post(f"/admin/partners/partner/{pk}/reactivate/")  # the confirmation: nothing yet
     assert Partner.objects.get(pk=pk).status == "suspended"
-    staff_client.post(f"/admin/partners/partner/{pk}/reactivate/", {"confirmed": "yes", "reason": "paid"})
+    post_confirmed(
+        staff_client, f"/admin/partners/partner/{pk}/reactivate/", {"confirmed": "yes", "reason": "paid"}
+    )
     assert Partner.objects.get(pk=pk).status == "active"
     assert issue_token(api_client, partner_creds)
 
@@ -120,7 +125,8 @@ def test_bulk_rotate_action_shows_each_new_secret(staff_client, partner_creds, o
     # First a confirmation page: nothing is rotated yet.
     assert confirm.status_code == 200 and "Yes, rotate" in confirm.content.decode()
     assert not PartnerCredential.objects.filter(rotated_at__isnull=False).exists()
-    response = staff_client.post(
+    response = post_confirmed(
+        staff_client,
         "/admin/partners/partner/",
         {
             "action": "rotate_credentials_action",
@@ -153,7 +159,7 @@ def test_reloading_the_secret_page_after_a_rotation_neither_rotates_nor_shows_it
     staff_client, api_client, partner_creds
 ):
     url = f"/admin/partners/partner/{partner_creds.partner.pk}/rotate/"
-    posted = staff_client.post(url, {"confirmed": "yes", "reason": "yearly rotation"})
+    posted = post_confirmed(staff_client, url, {"confirmed": "yes", "reason": "yearly rotation"})
     assert posted.status_code == 302  # the action answers with a redirect: a reload repeats only the GET
     first = staff_client.get(posted["Location"])
     secret = _secret_in(first.content.decode())
@@ -182,11 +188,13 @@ def test_reloading_after_adding_a_partner_creates_one_partner(staff_client):
 
 def test_staff_actions_and_their_reasons_are_in_the_audit_list(staff_client, partner_creds):
     pk = partner_creds.partner.pk
-    staff_client.post(
-        f"/admin/partners/partner/{pk}/suspend/", {"confirmed": "yes", "reason": "chargebacks under review"}
+    post_confirmed(
+        staff_client,
+        f"/admin/partners/partner/{pk}/suspend/",
+        {"confirmed": "yes", "reason": "chargebacks under review"},
     )
-    staff_client.post(
-        f"/admin/partners/partner/{pk}/rotate/", {"confirmed": "yes", "reason": "secret leaked"}
+    post_confirmed(
+        staff_client, f"/admin/partners/partner/{pk}/rotate/", {"confirmed": "yes", "reason": "secret leaked"}
     )
     listing = staff_client.get("/admin/admin/logentry/?q=Acme").content.decode()
     assert "Suspended: chargebacks under review" in listing
@@ -203,7 +211,8 @@ def test_bulk_suspend_needs_confirmation_and_keeps_the_reason(staff_client, part
     pk = partner_creds.partner.pk
     staff_client.post("/admin/partners/partner/", {"action": "suspend_action", "_selected_action": [pk]})
     assert Partner.objects.get(pk=pk).status == "active"
-    staff_client.post(
+    post_confirmed(
+        staff_client,
         "/admin/partners/partner/",
         {"action": "suspend_action", "_selected_action": [pk], "confirmed": "yes", "reason": "fraud check"},
     )

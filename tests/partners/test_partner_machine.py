@@ -10,6 +10,7 @@ from django.db import connections
 from config.core.statemachine import IllegalStateMove
 from partners.models import Partner, PartnerStatusHistory
 from partners.services import partner_transition
+from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 
 pytestmark = [pytest.mark.urls("tests.config.urls_probe"), pytest.mark.embedded]
@@ -39,11 +40,15 @@ def test_reactivating_an_active_partner_is_refused_and_writes_nothing(partner):
 
 def test_suspension_and_reactivation_record_the_staff_member_and_the_reason(staff_client, partner_creds):
     pk = partner_creds.partner.pk
-    staff_client.post(
-        f"/admin/partners/partner/{pk}/suspend/", {"confirmed": "yes", "reason": "unpaid invoices"}
+    post_confirmed(
+        staff_client,
+        f"/admin/partners/partner/{pk}/suspend/",
+        {"confirmed": "yes", "reason": "unpaid invoices"},
     )
-    staff_client.post(
-        f"/admin/partners/partner/{pk}/reactivate/", {"confirmed": "yes", "reason": "invoices paid"}
+    post_confirmed(
+        staff_client,
+        f"/admin/partners/partner/{pk}/reactivate/",
+        {"confirmed": "yes", "reason": "invoices paid"},
     )
     assert _history(partner_creds.partner) == [
         ("active", "suspended", "staff:alice", "unpaid invoices"),

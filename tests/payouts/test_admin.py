@@ -15,6 +15,7 @@ from payouts.models import Charge, Payout
 from payouts.services.charges import charge_for_order
 from payouts.services.methods import payment_methods_create_sandbox
 from payouts.services.progression import payouts_progress
+from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
@@ -74,6 +75,11 @@ def test_charges_list_filters_by_state(staff, db):
 
 @pytest.fixture
 def failed_payout(db):
+    return make_failed_payout()
+
+
+def make_failed_payout():
+    """A partner whose payout account is closed, and the payout of its order that failed for it."""
     creds = make_partner(payment_methods=False)
     payment_methods_create_sandbox(partner=creds.partner, account_number="000111111113")
     order = make_order(creds.partner, status="ticket_received")
@@ -100,12 +106,15 @@ def test_failed_payouts_are_visible_and_retried_by_action_after_confirmation(sta
     confirm = staff.post("/admin/payouts/payout/", selection).content.decode()
     assert 'data-testid="confirm-retry"' in confirm and payout.order.order_id in confirm
     assert "attempt number goes up by one" in confirm
-    without_reason = staff.post("/admin/payouts/payout/", {**selection, "confirmed": "yes", "reason": " "})
+    without_reason = post_confirmed(
+        staff, "/admin/payouts/payout/", {**selection, "confirmed": "yes", "reason": " "}
+    )
     assert "Give a reason" in without_reason.content.decode()
     payout.refresh_from_db()
     assert (payout.attempt, payout.status) == (1, "failed")  # nothing happened yet
 
-    response = staff.post(
+    response = post_confirmed(
+        staff,
         "/admin/payouts/payout/",
         {**selection, "confirmed": "yes", "reason": "Partner fixed the account"},
         follow=True,
@@ -128,11 +137,11 @@ def test_retry_button_on_a_failed_payout_asks_for_confirmation(staff, failed_pay
     assert 'data-testid="confirm-retry"' in confirm and f'action="{url}"' in confirm
     payout.refresh_from_db()
     assert payout.status == "failed"  # a GET or an unconfirmed POST changes nothing
-    staff.post(url, {"confirmed": "yes", "reason": "Bank confirmed the account"})
+    post_confirmed(staff, url, {"confirmed": "yes", "reason": "Bank confirmed the account"})
     payout.refresh_from_db()
     assert payout.attempt == 2
     assert _last_log(payout) == "Retry requested: Bank confirmed the account"
-    again = staff.post(url, {"confirmed": "yes", "reason": "again"}, follow=True)
+    again = post_confirmed(staff, url, {"confirmed": "yes", "reason": "again"}, follow=True)
     assert "Only a failed payout can be retried." in again.content.decode()
 
 
@@ -216,13 +225,13 @@ def test_order_page_retries_a_failed_payout_after_confirmation_and_returns_to_th
     payout.refresh_from_db()
     assert payout.status == "failed"
 
-    done = staff.post(retry_url, {"confirmed": "yes", "reason": "Account fixed"})
+    done = post_confirmed(staff, retry_url, {"confirmed": "yes", "reason": "Account fixed"})
     assert done.status_code == 302 and done["Location"] == page_url
     payout.refresh_from_db()
     assert payout.attempt == 2
     assert _last_log(payout) == "Retry requested: Account fixed"
     assert _order_log(order) == "Retry requested: Account fixed"
-    again = staff.post(retry_url, {"confirmed": "yes", "reason": "again"}, follow=True)
+    again = post_confirmed(staff, retry_url, {"confirmed": "yes", "reason": "again"}, follow=True)
     assert "Only a failed payout can be retried." in again.content.decode()
     payout.refresh_from_db()
     assert payout.attempt == 2
@@ -250,7 +259,7 @@ def test_order_page_retries_a_failed_refund_after_confirmation(staff, django_cap
     confirm = staff.post(retry_url).content.decode()
     assert 'data-testid="confirm-retry"' in confirm and "new refund attempt" in confirm
     with django_capture_on_commit_callbacks(execute=True):
-        done = staff.post(retry_url, {"confirmed": "yes", "reason": "Card reissued"})
+        done = post_confirmed(staff, retry_url, {"confirmed": "yes", "reason": "Card reissued"})
     assert done["Location"] == page_url
     charge.refresh_from_db()
     assert charge.refund_attempt == 2  # a new attempt (this card keeps refusing refunds)

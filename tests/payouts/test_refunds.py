@@ -30,6 +30,7 @@ from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
 from payouts.services.methods import payment_methods_create_sandbox
 from payouts.services.order_reactions import order_confirm
 from payouts.services.refunds import refund_request, refunds_sweep
+from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
 from tests.payouts import stripe_recording as stripe_objects
@@ -479,7 +480,8 @@ def test_event_cancellation_refunds_its_charged_orders(partner, django_capture_o
 def test_staff_cancel_in_the_admin_refunds_the_charge(staff, partner, django_capture_on_commit_callbacks):
     order = charged_order(partner)
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff.post(
+        response = post_confirmed(
+            staff,
             "/admin/orders/order/",
             {
                 "action": "cancel_orders",
@@ -521,7 +523,8 @@ def test_failed_refund_is_listed_and_staff_retry_refunds_it_once(staff, django_c
     assert 'data-testid="confirm-retry"' in confirm.content.decode()  # a confirmation first, nothing retried
     assert Charge.objects.get(pk=charge.pk).refund_attempt == charge.refund_attempt
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff.post(
+        response = post_confirmed(
+            staff,
             "/admin/payouts/charge/",
             {**selection, "confirmed": "yes", "reason": "Issuer reopened the card"},
             follow=True,
@@ -541,7 +544,8 @@ def test_failed_refund_is_listed_and_staff_retry_refunds_it_once(staff, django_c
     assert f"{order.order_id}:refund:2" in platform_side
 
     with django_capture_on_commit_callbacks(execute=True):
-        again = staff.post(
+        again = post_confirmed(
+            staff,
             "/admin/payouts/charge/",
             {
                 "action": "retry_refund_action",

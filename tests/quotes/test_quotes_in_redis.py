@@ -3,6 +3,7 @@ quote writes it, and a Redis loss takes nothing a partner was promised (quotes/q
 quotes.services, quotes.codec's self-contained ids)."""
 
 import threading
+import time
 from datetime import UTC, timedelta
 from decimal import Decimal
 
@@ -248,3 +249,60 @@ def test_a_purged_quote_still_answers_expired(auth_client, api_client, partner_c
         auth_client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(api_client, partner_creds)}")
         assert auth_client.get(f"/v1/quotes/{data['quote_id']}").json()["data"]["status"] == "expired"
         assert_error(_order(auth_client, data["quote_id"]), 422, "QUOTE_EXPIRED")
+
+
+def _waiting_on(table: str) -> int:
+    """How many other sessions wait for a lock on ``table`` (the writers held back by the test's lock)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND NOT granted", [table])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_that_outlives_its_lock_loses_no_quote(partner_creds, event, monkeypatch):
+    """Two runs of the writer, the first held back past its lock's expiry (its insert waits for a table lock):
+    each takes off exactly the entries it wrote, so quotes appended meanwhile are written by the next run."""
+    assert connection.vendor == "postgresql"
+    monkeypatch.setattr(quote_cache.pending_list, "lock_seconds", 1)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, partner_creds)}")
+    table = Quote._meta.db_table
+    made = [_quote(client, event_id=event.event_id)["quote_id"] for _ in range(3)]
+    taken: list[int] = []
+
+    def writer() -> None:
+        try:
+            taken.append(services.quotes_flush())
+        finally:
+            connections.close_all()
+
+    def wait_for(waiting: int) -> None:
+        for _ in range(200):
+            if _waiting_on(table) >= waiting:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{waiting} writers never waited on {table}")
+
+    holder = connections.create_connection("default")
+    holder.set_autocommit(False)
+    with holder.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")  # inserts wait, reads do not
+    first = threading.Thread(target=writer)
+    first.start()
+    wait_for(1)  # the first run read the 3 and waits to insert them
+    time.sleep(1.2)  # ... past its lock's expiry
+    made += [_quote(client, event_id=event.event_id)["quote_id"] for _ in range(2)]
+    second = threading.Thread(target=writer)
+    second.start()
+    wait_for(2)  # the second run took the lock again and read all 5
+    made += [_quote(client, event_id=event.event_id)["quote_id"] for _ in range(2)]
+    holder.commit()
+    holder.close()
+    first.join(timeout=30)
+    second.join(timeout=30)
+    assert sorted(taken) == [0, 5]  # the first outlived its lock: its 3 stay for the second, who wrote them
+    assert len(quote_cache.quotes_pending()) == 2  # the two made while both were held back
+    assert services.quotes_flush() == 2
+    assert Quote.objects.count() == 7
+    written = set(Quote.objects.values_list("pk", flat=True))
+    assert {decode_quote_claims(quote_id).pk for quote_id in made} == written

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from partners.portal_services import portal_user_invite
+from tests.confirming import post_confirmed
 from tests.conftest import login_with_password
 from tests.quotes.factories import quotes_written
 
@@ -194,7 +195,7 @@ def test_admin_quotes_default_to_live(staff_client, live_client, test_client, ro
 def test_admin_rotates_the_test_pair_and_shows_it_once(staff_client, pairs):
     url = f"/admin/partners/partner/{pairs.partner.pk}/rotate-test/"
     assert staff_client.get(url).status_code == 200  # asks first
-    response = staff_client.post(url, {"confirmed": "yes", "reason": "lost"})
+    response = post_confirmed(staff_client, url, {"confirmed": "yes", "reason": "lost"})
     assert response.status_code == 302
     page = staff_client.get(response["Location"]).content.decode()
     assert pairs.test.client_id in page and "sec_test_" in page

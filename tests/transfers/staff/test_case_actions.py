@@ -15,6 +15,7 @@ from django.urls import reverse
 from orders.models import Notification, Order
 from orders.transfers.models import TransferCase, TransferCaseHistory, TransferStateHistory
 from orders.transfers.staff.admin.actions import ACTIONS
+from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
@@ -124,8 +125,10 @@ def test_each_action_needs_its_own_permission_and_a_forged_post_changes_nothing(
     before = everything(case)
     assert client.get(url(name, case)).status_code == 403
     assert (
-        client.post(
-            url(name, case), {"confirmed": "yes", "reason": "forged", "accepted": "yes", "message": "x"}
+        post_confirmed(
+            client,
+            url(name, case),
+            {"confirmed": "yes", "reason": "forged", "accepted": "yes", "message": "x"},
         ).status_code
         == 403
     )
@@ -171,7 +174,9 @@ def test_a_reason_is_required(case, name):
         "mark_recalled",
     )
     before = everything(case)
-    response = client.post(url(name, case), {"confirmed": "yes", "reason": "  ", "message": "Please check"})
+    response = post_confirmed(
+        client, url(name, case), {"confirmed": "yes", "reason": "  ", "message": "Please check"}
+    )
     assert response.status_code == 200 and "Give a reason" in response.content.decode()
     assert everything(case) == before
 
@@ -180,7 +185,7 @@ def test_a_reason_is_required(case, name):
 def test_mark_received_with_accepted_moves_once_and_a_second_post_changes_nothing(order, case):
     client = staff("ops", "resolve_transfer_case", "mark_received")
     data = {"confirmed": "yes", "reason": "Seats checked by phone", "accepted": "yes"}
-    response = client.post(url("mark_received", case), data)
+    response = post_confirmed(client, url("mark_received", case), data)
     assert response.status_code == 302 and response["Location"] == page(case)
     order.refresh_from_db()
     assert (order.status, order.transfer_state, order.transfer_source) == (
@@ -199,7 +204,7 @@ def test_mark_received_with_accepted_moves_once_and_a_second_post_changes_nothin
     )
     assert fresh.resolved_by.startswith("staff:ops") and not order.transfer_case_open
     before = everything(case)
-    again = client.post(url("mark_received", case), data, follow=True)
+    again = post_confirmed(client, url("mark_received", case), data, follow=True)
     assert any("already resolved" in str(m) for m in get_messages(again.wsgi_request))
     assert everything(case) == before
     assert TransferCaseHistory.objects.filter(case=case, to_status="resolved").count() == 1
@@ -213,11 +218,15 @@ def test_ask_the_seller_emails_a_test_orders_partner_with_test_in_the_subject(
     client = staff("ops", "ask_seller")
     confirmation = client.post(url("ask_seller", case)).content.decode()
     assert "row" in confirmation and 'name="message"' in confirmation  # the question starts from the mismatch
-    missing = client.post(url("ask_seller", case), {"confirmed": "yes", "reason": "r", "message": " "})
+    missing = post_confirmed(
+        client, url("ask_seller", case), {"confirmed": "yes", "reason": "r", "message": " "}
+    )
     assert "Write the message" in missing.content.decode() and not mail.outbox
     with django_capture_on_commit_callbacks(execute=True):
-        client.post(
-            url("ask_seller", case), {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
+        post_confirmed(
+            client,
+            url("ask_seller", case),
+            {"confirmed": "yes", "reason": "row differs", "message": "Which row?"},
         )
     assert [m.to for m in mail.outbox] == [["ops@acme.example"]]
     assert mail.outbox[0].subject.startswith("[TEST] ") and "Which row?" in mail.outbox[0].body
@@ -228,7 +237,7 @@ def test_ask_the_seller_emails_a_test_orders_partner_with_test_in_the_subject(
 @pytest.mark.parametrize(("name", "resolution"), [("dismiss", "dismissed"), ("forged", "forged")])
 def test_dismiss_and_forged_resolve_and_leave_the_order(order, case, name, resolution):
     client = staff("ops", "resolve_transfer_case")
-    client.post(url(name, case), {"confirmed": "yes", "reason": "checked"})
+    post_confirmed(client, url(name, case), {"confirmed": "yes", "reason": "checked"})
     assert TransferCase.objects.get(pk=case.pk).resolution == resolution
     order.refresh_from_db()
     assert (order.status, order.transfer_state, order.transfer_case_open) == (
@@ -242,7 +251,7 @@ def test_mark_recalled_sends_a_received_order_back_to_awaiting_transfer(order):
     order = detected_order(make_partner(name="Recall Co", email="r@recall.example").partner)
     case = mismatch_case(order, kind=TransferCase.Kind.RECALLED)
     client = staff("ops", "mark_recalled")
-    client.post(url("recalled", case), {"confirmed": "yes", "reason": "seller took them back"})
+    post_confirmed(client, url("recalled", case), {"confirmed": "yes", "reason": "seller took them back"})
     order.refresh_from_db()
     assert (order.status, order.transfer_state) == ("awaiting_transfer", "recalled")
     assert TransferCase.objects.get(pk=case.pk).resolution == "recalled"
@@ -261,10 +270,13 @@ def test_accepted_on_platform_in_bulk_lists_the_accept_links_and_records_once():
     for o in [*orders, waiting]:
         assert f'href="{ACCEPT_LINK.format(o.order_id)}"' in confirmation
     before = everything(cases[0])
-    client.post("/admin/transfers/transfercase/", {**selection, "confirmed": "yes", "reason": ""})
+    post_confirmed(client, "/admin/transfers/transfercase/", {**selection, "confirmed": "yes", "reason": ""})
     assert everything(cases[0]) == before
-    done = client.post(
-        "/admin/transfers/transfercase/", {**selection, "confirmed": "yes", "reason": "accepted"}, follow=True
+    done = post_confirmed(
+        client,
+        "/admin/transfers/transfercase/",
+        {**selection, "confirmed": "yes", "reason": "accepted"},
+        follow=True,
     )
     for o in orders:
         o.refresh_from_db()
@@ -274,7 +286,9 @@ def test_accepted_on_platform_in_bulk_lists_the_accept_links_and_records_once():
     assert any("only an order whose tickets were received" in str(m) for m in get_messages(done.wsgi_request))
     notes = Notification.objects.filter(order__in=orders, payload__data__reason="accepted_by_staff").count()
     assert notes == 2
-    client.post("/admin/transfers/transfercase/", {**selection, "confirmed": "yes", "reason": "accepted"})
+    post_confirmed(
+        client, "/admin/transfers/transfercase/", {**selection, "confirmed": "yes", "reason": "accepted"}
+    )
     assert (
         Notification.objects.filter(order__in=orders, payload__data__reason="accepted_by_staff").count() == 2
     )
@@ -284,7 +298,8 @@ def test_a_viewer_has_no_bulk_action_and_a_forged_one_changes_nothing(case):
     client = staff("viewer")
     assert 'name="action"' not in client.get("/admin/transfers/transfercase/").content.decode()
     before = everything(case)
-    client.post(
+    post_confirmed(
+        client,
         "/admin/transfers/transfercase/",
         {
             "action": "accept_on_platform",
@@ -315,7 +330,7 @@ def test_ask_the_seller_sends_nothing_until_the_resolution_commits(
     client = staff("ops", "ask_seller")
     data = {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
     with django_capture_on_commit_callbacks(execute=False) as after_commit:
-        client.post(url("ask_seller", case), data)
+        post_confirmed(client, url("ask_seller", case), data)
     # The case is resolved inside the transaction; the question waits for its commit.
     assert TransferCase.objects.get(pk=case.pk).resolution == "asked_seller" and not mail.outbox
     for callback in after_commit:
@@ -341,8 +356,10 @@ def test_ask_the_seller_e_mails_with_no_transaction_open_and_the_case_already_re
 
     monkeypatch.setattr(staff_mail, "send_transfer_question", watching)
     client = staff("ops", "ask_seller")
-    client.post(
-        url("ask_seller", case), {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
+    post_confirmed(
+        client,
+        url("ask_seller", case),
+        {"confirmed": "yes", "reason": "row differs", "message": "Which row?"},
     )
     assert seen == [(False, "resolved")]
     assert ["Which row?" in m.body for m in mail.outbox].count(True) == 1
@@ -354,7 +371,7 @@ def test_ask_the_seller_e_mails_with_no_transaction_open_and_the_case_already_re
 def _ask(client: Client, case: TransferCase, capture, *, lost: bool) -> None:
     data = {"confirmed": "yes", "reason": "row differs", "message": "Which row?"}
     with capture(execute=not lost):
-        client.post(url("ask_seller", case), data)
+        post_confirmed(client, url("ask_seller", case), data)
 
 
 def test_a_question_whose_publish_was_lost_is_sent_once_by_the_sweep_and_never_again(

@@ -14,6 +14,7 @@ from orders.models import Notification, Order
 from orders.transfers.decision import state
 from orders.transfers.models import TransferCase
 from payouts.backoffice.dashboard import staff_dashboard
+from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
@@ -52,7 +53,9 @@ def test_mark_received_from_the_order_page_asks_about_the_platform_and_records_a
     client = staff("ops", "mark_received")
     url = reverse("admin:orders_order_mark_received", args=[order.pk])
     assert "Were the tickets accepted on the platform?" in client.post(url).content.decode()
-    response = client.post(url, {"confirmed": "yes", "reason": "In our platform account", "accepted": "yes"})
+    response = post_confirmed(
+        client, url, {"confirmed": "yes", "reason": "In our platform account", "accepted": "yes"}
+    )
     assert response.status_code == 302
     order.refresh_from_db()
     assert (order.status, order.transfer_state, order.transfer_source) == (
@@ -66,7 +69,7 @@ def test_mark_received_from_the_order_page_asks_about_the_platform_and_records_a
     reasons = set(Notification.objects.filter(order=order).values_list("payload__data__reason", flat=True))
     assert "received_by_staff" in reasons
     before = order.status_history.count()
-    client.post(url, {"confirmed": "yes", "reason": "again", "accepted": "yes"})
+    post_confirmed(client, url, {"confirmed": "yes", "reason": "again", "accepted": "yes"})
     assert Order.objects.get(pk=order.pk).status_history.count() == before  # a reload moves nothing twice
 
 
@@ -85,13 +88,20 @@ def test_the_order_list_records_detected_transfers_accepted_on_the_platform_in_b
     assert 'data-testid="confirm-accept"' in confirmation
     assert f'href="{ACCEPT_LINK.format(detected.order_id)}"' in confirmation
     assert 'rel="noopener noreferrer nofollow"' in confirmation
-    assert client.post(CHANGELIST, {**selection, "confirmed": "yes", "reason": " "}).status_code == 200
+    assert (
+        post_confirmed(client, CHANGELIST, {**selection, "confirmed": "yes", "reason": " "}).status_code
+        == 200
+    )
     assert Order.objects.get(pk=detected.pk).transfer_state == "detected"
-    client.post(CHANGELIST, {**selection, "confirmed": "yes", "reason": "accepted in the platform app"})
+    post_confirmed(
+        client, CHANGELIST, {**selection, "confirmed": "yes", "reason": "accepted in the platform app"}
+    )
     assert Order.objects.get(pk=detected.pk).transfer_state == "accepted"
     assert Order.objects.get(pk=waiting.pk).transfer_state == "none"
     assert Notification.objects.filter(order=detected, payload__data__reason="accepted_by_staff").count() == 1
-    client.post(CHANGELIST, {**selection, "confirmed": "yes", "reason": "accepted in the platform app"})
+    post_confirmed(
+        client, CHANGELIST, {**selection, "confirmed": "yes", "reason": "accepted in the platform app"}
+    )
     assert Notification.objects.filter(order=detected, payload__data__reason="accepted_by_staff").count() == 1
 
 
@@ -99,7 +109,8 @@ def test_the_order_list_action_needs_its_permission(partner):
     order = detected_order(partner)
     client = staff("viewer", "mark_received")
     assert 'value="mark_accepted_on_platform"' not in client.get(CHANGELIST).content.decode()
-    client.post(
+    post_confirmed(
+        client,
         CHANGELIST,
         {
             "action": "mark_accepted_on_platform",

@@ -20,6 +20,7 @@ from orders.transfers.reading import platforms
 from orders.transfers.reading.services import Refused, version_activate, version_approve, version_create
 from orders.transfers.reading.templates_store import data_dump
 from orders.transfers.tasks import platform_cases_reprocess_due
+from tests.confirming import post_confirmed
 
 from .conftest import staff, stagepass_template
 
@@ -123,7 +124,8 @@ def test_a_pathological_pattern_is_stopped_by_its_time_limit(shop, manager):
     # In force, it reads nothing in time: the mail stays unparsed, and so does the next one.
     started = time.monotonic()
     with shop.capture(execute=True):
-        client.post(
+        post_confirmed(
+            client,
             f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/",
             {"confirmed": "yes", "reason": "x"},
         )
@@ -197,7 +199,9 @@ def test_the_test_is_read_only_and_refuses_activation_for_one_disagreeing_messag
     assert re.search(rf'data-message="{canceled.message_id}" data-would="unparsed"', trial)
 
     with shop.capture(execute=True):
-        response = client.post(f"/admin/transfers/platformtemplateversion/{second.pk}/activate/", confirmed)
+        response = post_confirmed(
+            client, f"/admin/transfers/platformtemplateversion/{second.pk}/activate/", confirmed
+        )
     assert response.status_code == 302
     second.refresh_from_db()
     assert second.state == "active" and second.activated_by == "staff:alice@service.example"
@@ -217,7 +221,9 @@ def test_the_test_is_read_only_and_refuses_activation_for_one_disagreeing_messag
     assert message.verdicts["parse"]["template_version"] == second.version and message.authentic is True
     # Reloading the activation's POST, and the re-processing delivered again, change nothing.
     assert (
-        client.post(f"/admin/transfers/platformtemplateversion/{second.pk}/activate/", confirmed).status_code
+        post_confirmed(
+            client, f"/admin/transfers/platformtemplateversion/{second.pk}/activate/", confirmed
+        ).status_code
         == 302
     )
     assert case_reprocess(case_pk=case.pk) == "skipped"
@@ -245,11 +251,13 @@ def test_a_registry_change_needs_a_second_staff_member(shop, manager):
     assert f"/{draft.pk}/approve/" not in page  # the author has no approve button (nor the permission)
 
     confirmed = {"confirmed": "yes", "reason": "go"}
-    author.post(f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/", confirmed)
+    post_confirmed(author, f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/", confirmed)
     draft.refresh_from_db()
     assert draft.state == "draft"
     assert (
-        author.post(f"/admin/transfers/platformtemplateversion/{draft.pk}/approve/", confirmed).status_code
+        post_confirmed(
+            author, f"/admin/transfers/platformtemplateversion/{draft.pk}/approve/", confirmed
+        ).status_code
         == 403
     )
     with pytest.raises(Refused, match="its author cannot approve"):
@@ -262,11 +270,15 @@ def test_a_registry_change_needs_a_second_staff_member(shop, manager):
         in approver.get(f"/admin/transfers/platformtemplateversion/{draft.pk}/change/").content.decode()
     )
     assert (
-        approver.post(f"/admin/transfers/platformtemplateversion/{draft.pk}/approve/", confirmed).status_code
+        post_confirmed(
+            approver, f"/admin/transfers/platformtemplateversion/{draft.pk}/approve/", confirmed
+        ).status_code
         == 302
     )
     assert (
-        approver.post(f"/admin/transfers/platformtemplateversion/{draft.pk}/approve/", confirmed).status_code
+        post_confirmed(
+            approver, f"/admin/transfers/platformtemplateversion/{draft.pk}/approve/", confirmed
+        ).status_code
         == 302
     )
     draft.refresh_from_db()
@@ -275,10 +287,12 @@ def test_a_registry_change_needs_a_second_staff_member(shop, manager):
         draft.history.filter(reason__startswith="Approved").count() == 1
     )  # the reload approved nothing again
     assert (
-        approver.post(f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/", confirmed).status_code
+        post_confirmed(
+            approver, f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/", confirmed
+        ).status_code
         == 403
     )
-    author.post(f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/", confirmed)
+    post_confirmed(author, f"/admin/transfers/platformtemplateversion/{draft.pk}/activate/", confirmed)
     draft.refresh_from_db()
     assert draft.state == "active"
     assert platforms.platform_for_domain("stagepass-mailer.net") == "stagepass"
