@@ -2,12 +2,17 @@
 
 The order (known from the transfer address the mail was sent to) says what the mail must contain: its event
 and venue names, its start in venue time, its section, row and ticket count. Each value is looked for in the
-mail's text; where it is found, the proposal is a label-anchored pattern — the text before the value on its
-line (or the line above, when the value stands alone) followed by a ``value`` group — so the same template
-reads the platform's next mail for another order. Seats are proposed from a line labelled "Seat(s)", the
-accept link from the mail's https links. Staff correct a proposal by picking another line (the pattern is made
-again from that line) or by editing the pattern; the proposals are only regular expressions and the template
-format's own rules, checked by the start-up's validator, and every pattern runs with a time limit.
+mail's text, and each place it is found is tried in turn, those whose label names the field first: the
+proposal is a pattern anchored on the platform's own words — a table's header above the value's cell, the
+label before the value on its line (matched as words: "Row" never matches inside "Arrowhead"), or the line
+above when the value stands alone — and never on this order's own values (the seller's name or its sentence,
+the event, the venue, the section, the row, the ticket count, the order's address), which change with every
+mail. Where the value sits only among them, no pattern is proposed and the note asks staff for a line. Seats
+are proposed from a line labelled "Seat(s)" or a "Seats" column, the accept link from the mail's https links.
+Staff correct a proposal by picking another line — its label and value apart by a colon, a tab, spaces or a
+bar, a table row under its header, or a value on the line after its label — or by editing the pattern; the
+proposals are only regular expressions and the template format's own rules, checked by the start-up's
+validator, and every pattern runs with a time limit.
 """
 
 from __future__ import annotations
@@ -57,6 +62,33 @@ _DELIMITERS = re.compile(r"\s*(?:[,;|·•]|\s-\s|\s–\s)\s*")
 _LINK = re.compile(r"https://[^\s<>\"'()\[\]]+")
 _SEATS_LABEL = re.compile(r"^(?P<label>.*?\bseats?\b[^\w]*)(?P<value>\S.*)$", re.IGNORECASE)
 _QUANTITY_WORDS = re.compile(r"\b(tickets?|quantity|qty)\b", re.IGNORECASE)
+# The words a platform labels each field with (a picked line's label, a table's header).
+KEYWORDS = {
+    "event": ("event", "show", "performance", "game"),
+    "venue": ("venue", "location", "where"),
+    "start": ("date", "time", "when", "starts?"),
+    "section": ("section", "sect", "sec"),
+    "row": ("row",),
+    "seats": ("seats?",),
+    "quantity": ("quantity", "qty", "tickets?", "number of tickets"),
+}
+NO_LABEL = (
+    "found only next to this order's own values (a sentence, the seller's name): pick the line where the "
+    "platform labels it"
+)
+_PART = re.compile(r"[^|·•]+")  # the parts of a line between bars
+_LABEL_VALUE = re.compile(
+    r"^(?P<label>\s*[^\d:\t|]*?[^\W\d][^\d:\t|]*?)(?:\s*:\s*|\t\s*|[ ]{2,})(?P<value>\S.*)$"
+)
+_CELL_TEXT = r"\S+(?: \S+)*"
+_CELL = re.compile(
+    _CELL_TEXT
+)  # a table's cell: words apart by single spaces (cells are apart by more, or a tab)
+_SELLER = re.compile(
+    r"(?:^|(?<=[.!?][ \t]))(?P<name>[A-Z][\w'’.-]*(?:[ \t]+[A-Z][\w'’.-]*){0,3})[ \t]+"
+    r"(?:has[ \t]+|just[ \t]+)?(?:sent|transferred|is[ \t]+sending|forwarded|gave)[ \t]+you\b",
+    re.MULTILINE,
+)
 
 
 @dataclass
@@ -87,22 +119,89 @@ def _esc(text: str) -> str:
     return regex.escape(text, special_only=True, literal_spaces=True).replace(" ", "[ \\t]*") if text else ""
 
 
+def seller_name(text: str) -> str:
+    """The name of whoever sent the tickets, where the mail says so ("Maria Gonzalez sent you …"): it changes
+    with every mail, so nothing anchors on it."""
+    found = _SELLER.search(text)
+    return found.group("name").strip() if found else ""
+
+
+def own_values(order: Order, text: str = "") -> tuple[str, ...]:
+    """The order's own values as a mail writes them (and the seller's name): a label holding one of them would
+    read only this order's mail."""
+    event = order.event
+    values = [event.name, event.venue.name, order.transfer_address, seller_name(text)]
+    if not order.general_admission:
+        values += [order.section_name, order.row_name]
+    return tuple(v for v in values if v)
+
+
+def _holds(text: str, avoid: tuple[str, ...]) -> bool:
+    return any(
+        re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE)
+        for value in avoid
+        if value.strip()
+    )
+
+
+def _label_fit(label: str, avoid: tuple[str, ...]) -> bool:
+    """Whether ``label`` is the platform's own words: short, no digits, none of the order's values (a sentence
+    such as "Maria Gonzalez sent you 2 tickets to" is not a label)."""
+    text = label.strip()
+    colon = text.endswith(":")
+    text = text.rstrip(":").strip()
+    if not text or len(text) > 40 or re.search(r"\d", text) or len(text.split()) > (5 if colon else 3):
+        return False
+    return not _holds(text, avoid)
+
+
+def _word(text: str) -> str:
+    """``text`` escaped, at a word boundary on each side where it starts or ends with a letter or digit."""
+    escaped = _esc(text)
+    head = "(?<!\\w)" if text[:1].isalnum() else ""
+    tail = "(?!\\w)" if text[-1:].isalnum() else ""
+    return f"{head}{escaped}{tail}"
+
+
 def _anchor_above(lines: list[str], index: int, avoid: tuple[str, ...]) -> int | None:
-    """The nearest line above ``index`` (within 4 lines) fit to anchor on: no digits, none of the order's own
-    values (those change from mail to mail)."""
-    avoid_lower = [a.lower() for a in avoid if a]
+    """The nearest line above ``index`` (within 4 lines) fit to anchor on: the platform's own words (no digits,
+    none of the order's values — those change from mail to mail)."""
     for i in range(index - 1, max(-1, index - 5), -1):
         line = lines[i].strip()
-        if line and not re.search(r"\d", line) and not any(a in line.lower() for a in avoid_lower):
+        if line and len(line.split()) <= 6 and not re.search(r"\d", line) and not _holds(line, avoid):
             return i
     return None
+
+
+def _cells(line: str) -> list[tuple[int, int]]:
+    """The (start, end) of a table line's cells: text separated by a tab or two spaces or more."""
+    return [(m.start(), m.end()) for m in _CELL.finditer(line)]
+
+
+def _table_pattern(lines: list[str], index: int, start: int, end: int, value: str, avoid) -> str:
+    """A pattern reading the cell ``start:end`` of a table row by the header line above it, if there is one."""
+    cells = _cells(lines[index])
+    if index == 0 or len(cells) < 2 or (start, end) not in cells:
+        return ""
+    header = lines[index - 1]
+    heads = _cells(header)
+    if len(heads) != len(cells) or not all(_label_fit(header[a:b], avoid) for a, b in heads):
+        return ""
+    column = cells.index((start, end))
+    skip = f"(?:{_CELL_TEXT}(?:\\t|[ ]{{2,}})[ \\t]*){{{column}}}" if column else ""
+    head = "[ \\t]+".join(_esc(header[a:b]) for a, b in heads)
+    return f"^{head}[ \\t]*\\n{skip}(?P<value>{value if value != '.+?' else _CELL_TEXT})"
 
 
 def _label_pattern(
     lines: list[str], index: int, start: int, end: int, *, value: str = ".+?", avoid: tuple[str, ...] = ()
 ) -> str:
-    """A pattern reading line ``index``'s characters ``start:end`` by the text before them on the line (back to
-    the previous delimiter), or by a line above when nothing precedes them."""
+    """A pattern reading line ``index``'s characters ``start:end``: as a table's cell by its header, by the
+    label before them on the line (back to the previous delimiter, matched as words), or by a line above when
+    nothing precedes them. "" when the only text before them is not a label (a sentence, the order's values)."""
+    table = _table_pattern(lines, index, start, end, value, avoid)
+    if table:
+        return table
     line = lines[index]
     before, after = line[:start], line[end:]
     pieces = _DELIMITERS.split(before)
@@ -117,44 +216,92 @@ def _label_pattern(
     else:
         tail = "[ \\t]*$"
     if label.strip():
-        head = ("^" if anchored_at_start else "") + _esc(label.rstrip()) + "[ \\t]*"
+        if not _label_fit(label, avoid):
+            return ""
+        head = ("^" if anchored_at_start else "") + _word(label.strip()) + "[ \\t]*"
         return f"{head}(?P<value>{value}){tail}"
     above = _anchor_above(lines, index, avoid)
     if above is not None:
         between = index - above - 1
         skip = f"(?:[^\\n]*\\n){{{between}}}" if between else ""
         return f"^{_esc(lines[above].strip())}[ \\t]*\\n{skip}(?P<value>{value}){tail}"
-    return f"^(?P<value>{value}){tail}"
+    return ""
 
 
-def pattern_for_line(lines: list[str], number: int, field_name: str, *, avoid: tuple[str, ...] = ()) -> str:
-    """The pattern for a line staff picked: the value after its label (``Label: value``), or the whole line
-    read by the line above it."""
+def _value_span(line: str, field_name: str) -> tuple[int, int]:
+    """Where the value of ``field_name`` stands on a line staff picked: after its label in the part of the line
+    that names the field ("Sec 114 | Row 12 | Seats 5, 6"), the label ended by a colon, a tab, spaces or a
+    bar; the whole line when no label is found."""
+    words = KEYWORDS.get(field_name, ())
+    parts = [(m.start(), m.end()) for m in _PART.finditer(line)] or [(0, len(line))]
+    named = (
+        [(a, b) for a, b in parts if re.match(rf"\s*(?:{'|'.join(words)})\b", line[a:b], re.IGNORECASE)]
+        if words
+        else []
+    )
+    a, b = (named or parts)[0] if (named or len(parts) == 1) else (0, len(line))
+    part = line[a:b]
+    split = _LABEL_VALUE.match(part)
+    if split is None and named:
+        split = re.match(
+            rf"^(?P<label>\s*(?:{'|'.join(words)})\b\.?)\s*(?P<value>\S.*)$", part, re.IGNORECASE
+        )
+    if split is None:
+        return a + len(part) - len(part.lstrip()), a + len(part.rstrip())
+    return a + split.start("value"), a + len(part.rstrip())
+
+
+def pattern_for_line(
+    lines: list[str], number: int, field_name: str, *, avoid: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(the pattern, a note) for a line staff picked: the value after its label (``Label: value``,
+    ``Label    value``, ``Label<tab>value``, ``… | Label value | …``), a table row's cell under its header,
+    or the whole line read by the line above it."""
     index = number - 1
     line = lines[index]
     if field_name == "accept_link":
         link = _LINK.search(line)
         host = urlsplit(link.group(0)).hostname if link else ""
-        return f"(?P<value>https://{regex.escape(host or '')}/[^\\s<>\"'()\\[\\]]+)" if host else ""
-    label = re.match(r"^(?P<label>[^:]{1,60}:)\s*(?P<value>\S.*)$", line)
+        pattern = f"(?P<value>https://{regex.escape(host or '')}/[^\\s<>\"'()\\[\\]]+)" if host else ""
+        return pattern, "" if pattern else "no https link on this line"
     value = "\\d+" if field_name == "quantity" else ".+?"
-    if label:
-        return _label_pattern(lines, index, label.start("value"), len(line), value=value, avoid=avoid)
-    return _label_pattern(lines, index, 0, len(line), value=value, avoid=avoid)
+    column = _column_of(lines, index, field_name)
+    start, end = column or _value_span(line, field_name)
+    if field_name == "quantity":
+        digits = re.search(r"\d+", line[start:end])
+        if digits is None:
+            return "", "no number on this line"
+        start, end = start + digits.start(), start + digits.end()
+    pattern = _label_pattern(lines, index, start, end, value=value, avoid=avoid)
+    return pattern, "" if pattern else NO_LABEL
 
 
-def _find(lines: list[str], wanted: list[str], *, words: bool = True) -> tuple[int, int, int] | None:
-    """(line index, start, end) of the first occurrence of one of ``wanted`` (case-insensitive)."""
+def _column_of(lines: list[str], index: int, field_name: str) -> tuple[int, int] | None:
+    """The cell of a table row under the header naming ``field_name`` (the header is the line above)."""
+    words = KEYWORDS.get(field_name, ())
+    cells = _cells(lines[index])
+    if index == 0 or len(cells) < 2 or not words:
+        return None
+    heads = _cells(lines[index - 1])
+    if len(heads) != len(cells) or re.search(r"\d", lines[index - 1]):
+        return None
+    for (a, b), (ha, hb) in zip(cells, heads, strict=True):
+        if re.fullmatch(rf"(?:{'|'.join(words)})\.?", lines[index - 1][ha:hb].strip(), re.IGNORECASE):
+            return a, b
+    return None
+
+
+def _find(lines: list[str], wanted: list[str], *, words: bool = True) -> list[tuple[int, int, int]]:
+    """(line index, start, end) of every occurrence of the first of ``wanted`` found (case-insensitive)."""
     for candidate in (w for w in wanted if w):
         pattern = re.compile(
             (r"(?<![\w])" if words else "") + re.escape(candidate) + (r"(?![\w])" if words else ""),
             re.IGNORECASE,
         )
-        for index, line in enumerate(lines):
-            found = pattern.search(line)
-            if found:
-                return index, found.start(), found.end()
-    return None
+        found = [(i, m.start(), m.end()) for i, line in enumerate(lines) for m in pattern.finditer(line)]
+        if found:
+            return found
+    return []
 
 
 def _start_renderings(start: datetime) -> list[tuple[str, str]]:
@@ -195,10 +342,11 @@ def line_of(pattern: str, text: str) -> int | None:
     return text.count("\n", 0, found.start("value")) + 1 if found and "value" in found.re.groupindex else None
 
 
-def subject_proposal(subject: str, order: Order) -> str:
-    """The subject with the order's own words (event, venue, ticket count) made wildcards, anchored."""
+def subject_proposal(subject: str, order: Order, *, seller: str = "") -> str:
+    """The subject with the order's own words (event, venue, the seller's name, ticket count) made wildcards,
+    anchored."""
     pattern = _esc(subject)
-    for value in (order.event.name, order.event.venue.name):
+    for value in (order.event.name, order.event.venue.name, seller):
         escaped = _esc(value)
         if escaped and escaped in pattern:
             pattern = pattern.replace(escaped, ".+")
@@ -227,71 +375,89 @@ def start_shape(fmt: str) -> str:
     return "".join(_SHAPES.get(part) or _esc(part) for part in parts)
 
 
+def _labelled_first(lines: list[str], field_name: str, where: tuple[int, int, int]) -> tuple[int, int]:
+    """Occurrences whose label names the field first (a "Row" before "Dec 12, 2026"'s "Dec"), then in order."""
+    index, start, _ = where
+    before = _DELIMITERS.split(lines[index][:start])[-1]
+    words = KEYWORDS.get(field_name, ())
+    named = bool(words) and re.search(rf"\b(?:{'|'.join(words)})\b", before, re.IGNORECASE)
+    return (0 if named else 1, index)
+
+
 def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...] = ()) -> Learned:
     """The proposals for ``text`` (an authentic mail's text) of ``order``."""
     lines = text.split("\n")
     proposals: dict[str, Proposal] = {}
     event = order.event
-    avoid = (event.name, event.venue.name)
+    avoid = own_values(order, text)
 
-    def propose(name: str, where, expected: str, *, value: str = ".+?", note: str = "") -> None:
-        if where is None:
+    def propose(name: str, found_at: list, expected: str, *, value: str = ".+?", note: str = "") -> None:
+        """The first occurrence the platform labels: a pattern that reads it, anchored on no value of this
+        order; none when every occurrence sits among this order's values."""
+        if not found_at:
             proposals[name] = Proposal(
                 name, None, "", expected=expected, note=note or "not found in the mail"
             )
             return
-        index, start, end = where
-        pattern = _label_pattern(lines, index, start, end, value=value, avoid=avoid)
-        found, problem = read_with(pattern, text)
-        proposals[name] = Proposal(name, index + 1, pattern, found, expected, problem or note)
+        for index, start, end in sorted(found_at, key=lambda where: _labelled_first(lines, name, where)):
+            pattern = _label_pattern(lines, index, start, end, value=value, avoid=avoid)
+            found, problem = read_with(pattern, text)
+            if pattern and not problem and normalise(found) == normalise(lines[index][start:end]):
+                proposals[name] = Proposal(name, index + 1, pattern, found, expected, note)
+                return
+        proposals[name] = Proposal(name, found_at[0][0] + 1, "", expected=expected, note=NO_LABEL)
 
     propose("event", _find(lines, [event.name]), event.name)
     propose("venue", _find(lines, [event.venue.name]), event.venue.name)
     starts = event.venue_starts_at.replace(tzinfo=None)
     start_format = ""
     for rendered, fmt in _start_renderings(starts):
-        where = _find(lines, [rendered], words=False)
-        if where is not None:
+        found_at = _find(lines, [rendered], words=False)
+        if found_at:
             start_format = fmt
             propose(
                 "start",
-                where,
+                found_at,
                 starts.strftime("%Y-%m-%d %H:%M"),
                 value=start_shape(fmt),
                 note=f"read as {fmt}",
             )
             break
     else:
-        propose("start", None, starts.strftime("%Y-%m-%d %H:%M"))
+        propose("start", [], starts.strftime("%Y-%m-%d %H:%M"))
     if not order.general_admission:
         for name, values in (
             ("section", [order.section_name_display, order.section_name]),
             ("row", [order.row_name_display, order.row_name]),
         ):
-            where = _find(lines, values)
-            if where is not None:
+            found_at = []
+            for where in _find(lines, values):
                 # The bare value after a "Section"/"Row" label rather than the value with its prefix.
                 shown = lines[where[0]][where[1] : where[2]]
                 bare = normalise(shown, prefixes=True)
                 offset = lines[where[0]].lower().find(bare, where[1]) if bare else -1
                 if offset >= 0 and bare != shown.lower():
                     where = (where[0], offset, offset + len(bare))
-            propose(name, where, values[-1])
-        seats = next(((i, m) for i, line in enumerate(lines) if (m := _SEATS_LABEL.match(line))), None)
-        if seats is None:
-            propose("seats", None, f"{order.quantity} seats")
-        else:
-            index, found = seats
-            propose("seats", (index, found.start("value"), len(lines[index])), f"{order.quantity} seats")
+                found_at.append(where)
+            propose(name, found_at, values[-1])
+        seats = [
+            (i, m.start("value"), len(line))
+            for i, line in enumerate(lines)
+            if (m := _SEATS_LABEL.match(line)) and re.search(r"\d", m.group("value"))
+        ]
+        seats += [
+            (i, *cell)
+            for i in range(1, len(lines))
+            if (cell := _column_of(lines, i, "seats")) and re.search(r"\d", lines[i][cell[0] : cell[1]])
+        ]
+        propose("seats", seats, f"{order.quantity} seats")
     counts = [
         (i, m.start(), m.end())
         for i, line in enumerate(lines)
-        if _QUANTITY_WORDS.search(line)
+        if _QUANTITY_WORDS.search(line) or _column_of(lines, i, "quantity")
         for m in re.finditer(rf"(?<![\w.]){order.quantity}(?![\w.])", line)
     ]
-    # A count after a "Label:" first (a sentence around it names the seller, who changes with every mail).
-    counts.sort(key=lambda where: not lines[where[0]][: where[1]].rstrip().endswith(":"))
-    propose("quantity", counts[0] if counts else None, str(order.quantity), value="\\d+")
+    propose("quantity", counts, str(order.quantity), value="\\d+")
     links = [(i, m) for i, line in enumerate(lines) for m in _LINK.finditer(line)]
     listed = [(i, m) for i, m in links if (urlsplit(m.group(0)).hostname or "").lower() in accept_hosts]
     chosen = (listed or links or [None])[0]
@@ -309,7 +475,7 @@ def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...
         proposals["accept_link"] = Proposal("accept_link", index + 1, pattern, link.group(0), "", note)
     return Learned(
         subject=subject,
-        subject_pattern=subject_proposal(subject, order),
+        subject_pattern=subject_proposal(subject, order, seller=seller_name(text)),
         lines=lines,
         proposals=proposals,
         start_format=start_format,
