@@ -1,0 +1,163 @@
+"""A template made from one mail reads the platform's next mail: the proposals anchor on the platform's labels and
+layout (never on the seller's sentence or the order's values), a picked line reads its value whatever separates
+it from its label, labels match as words, and the test reads variants of each stored mail with other values and
+refuses a template fitted to one order (BleacherBox, ``bleacherbox.py``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from types import SimpleNamespace
+
+import pytest
+
+from orders.models import Order
+from orders.transfers.models import PlatformTemplateVersion, TransferCase
+from orders.transfers.reading import platforms
+from orders.transfers.reading.learn import NO_LABEL, kind_data, learn, own_values, pattern_for_line, read_with
+from orders.transfers.reading.services import Refused, version_activate, version_create
+from orders.transfers.reading.templates_store import data_validate
+from orders.transfers.reading.trial import template_trial
+from orders.transfers.reading.variants import variants_read
+
+from .bleacherbox import ACCEPT_HOST, EVENT, PLATFORM, VENUE, bleacherbox_mail
+
+FITTED_EVENT = r"^Maria[ \t]*Gonzalez[ \t]*sent[ \t]*you[ \t]*2[ \t]*tickets[ \t]*to[ \t]*(?P<value>.+?)\."
+
+
+def an_order(*, quantity=2, section="114", row="12", event=EVENT) -> SimpleNamespace:
+    """What ``learn`` reads of an order (no database needed)."""
+    return SimpleNamespace(
+        event=SimpleNamespace(
+            name=event, venue=SimpleNamespace(name=VENUE), venue_starts_at=datetime(2026, 12, 27, 15, 40)
+        ),
+        quantity=quantity,
+        section_name=section,
+        section_name_display=f"Section {section}",
+        row_name=row,
+        row_name_display=f"Row {row}",
+        general_admission=False,
+        transfer_address="t-7kq2@in.service.example",
+    )
+
+
+def learned(order, **mail):
+    text = platforms.mail_text(bleacherbox_mail(order, **mail))
+    return text, learn(text=text.text, subject=text.subject, order=order, accept_hosts=(ACCEPT_HOST,))
+
+
+def template_of(proposals: dict[str, str], subject: str) -> dict:
+    return {
+        "platform": PLATFORM,
+        "sender_domains": ["notify.bleacherbox-tickets.com"],
+        "accept_link_hosts": [ACCEPT_HOST],
+        "static_barcodes": False,
+        "start_formats": ["%a, %b %d, %Y %I:%M %p"],
+        "kinds": {
+            "transfer_offer": kind_data(subject_pattern=subject, patterns=proposals, general_admission=False)
+        },
+    }
+
+
+def test_the_proposals_read_the_next_sellers_mail_and_hold_none_of_this_orders_values():
+    _, first = learned(an_order())
+    patterns = {name: p.pattern for name, p in first.proposals.items()}
+    assert all(patterns.values()), {n: p.note for n, p in first.proposals.items()}
+    for value in ("Maria", "Gonzalez", "Chiefs", "Raiders", "Arrowhead", "114", "5, 6"):
+        assert not any(value in pattern for pattern in [first.subject_pattern, *patterns.values()]), value
+    template = data_validate(template_of(patterns, first.subject_pattern), platform=PLATFORM)
+    other = an_order(quantity=3, section="221", row="7")
+    parsed = platforms.parse_with(
+        template, bleacherbox_mail(other, seller="Devon Brooks", seats=["17", "18", "19"])
+    )
+    assert parsed is not None and not parsed.missing
+    assert (
+        parsed.event_name,
+        parsed.venue_name,
+        parsed.section,
+        parsed.row,
+        parsed.seats,
+        parsed.quantity,
+    ) == (
+        EVENT,
+        VENUE,
+        "221",
+        "7",
+        ["17", "18", "19"],
+        3,
+    )
+
+
+def test_a_value_found_only_in_the_sellers_sentence_gets_no_pattern_and_asks_for_a_line():
+    order = an_order(event="Chiefs vs Raiders")
+    mail = platforms.mail_text(bleacherbox_mail(order))
+    text = mail.text.replace("EVENT DETAILS\nChiefs vs Raiders\n", "EVENT DETAILS\n")
+    proposal = learn(text=text, subject=mail.subject, order=order).proposals["event"]
+    assert (proposal.pattern, proposal.note, proposal.line) == ("", NO_LABEL, 5)
+
+
+@pytest.mark.parametrize(
+    ("lines", "number", "field", "reads"),
+    [
+        (["YOUR TICKETS", "Section     114", "Quantity    2"], 3, "quantity", "2"),
+        (["YOUR TICKETS", "Quantity\t2"], 2, "quantity", "2"),
+        (["Tickets in this transfer: 2"], 1, "quantity", "2"),
+        (["Sec 114 | Row 12 | Seats 5, 6"], 1, "row", "12"),
+        (["Sec 114 | Row 12 | Seats 5, 6"], 1, "section", "114"),
+        (["Sec 114 | Row 12 | Seats 5, 6"], 1, "seats", "5, 6"),
+        (["Section    Row    Seats    Quantity", "114        12     5, 6     2"], 2, "seats", "5, 6"),
+        (["Section    Row    Seats    Quantity", "114        12     5, 6     2"], 2, "quantity", "2"),
+        (["Section\tRow\tSeats", "114\t12\t5, 6"], 2, "row", "12"),
+        (["EVENT DETAILS", "Chiefs vs Raiders"], 2, "event", "Chiefs vs Raiders"),
+    ],
+)
+def test_a_picked_line_reads_its_value_whatever_separates_it_from_its_label(lines, number, field, reads):
+    pattern, note = pattern_for_line(lines, number, field, avoid=("Chiefs vs Raiders", "114", "12"))
+    assert (read_with(pattern, "\n".join(lines)), note) == ((reads, ""), "")
+
+
+def test_a_label_mid_line_matches_as_a_word_not_inside_the_venues_name():
+    lines = ["GEHA Field at Arrowhead Stadium, Kansas City, MO", "Sec 114 | Row 12 | Seats 5, 6"]
+    pattern, _ = pattern_for_line(lines, 2, "row", avoid=own_values(an_order()))
+    assert read_with(pattern, "\n".join(lines)) == ("12", "")
+
+
+def test_the_variants_catch_a_template_fitted_to_one_mail():
+    mail, first = learned(an_order())
+    patterns = {name: p.pattern for name, p in first.proposals.items()}
+    good = data_validate(template_of(patterns, first.subject_pattern), platform=PLATFORM)
+    fitted = data_validate(
+        template_of({**patterns, "event": FITTED_EVENT}, first.subject_pattern), platform=PLATFORM
+    )
+    assert platforms.parse_text(fitted, mail).event_name == EVENT  # it reads the mail it was made from
+    assert [v.wrong for v in variants_read(good, mail, platforms.parse_text(good, mail))] == [[], []]
+    variants = variants_read(fitted, mail, platforms.parse_text(fitted, mail))
+    assert [v.wrong for v in variants] == [["event"], ["event"]]
+    assert "seller Maria Gonzalez → Devon Brooks" in variants[0].changes
+    assert "2 → 3 tickets" in variants[1].changes and variants[1].reads["seats"] == "22, 23, 24"
+
+
+@pytest.mark.django_db
+def test_activation_is_refused_for_a_template_fitted_to_the_one_stored_mail(bleacherbox):
+    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE)
+    case = bleacherbox.unparsed(order)
+    base = PlatformTemplateVersion.objects.get(platform=PLATFORM, state="active").data
+    text = platforms.mail_text(bleacherbox_mail(order))
+    proposals = learn(text=text.text, subject=text.subject, order=order, accept_hosts=(ACCEPT_HOST,))
+    patterns = {name: p.pattern for name, p in proposals.proposals.items()}
+    fitted = {
+        **template_of({**patterns, "event": FITTED_EVENT}, proposals.subject_pattern),
+        "sender_domains": base["sender_domains"],
+    }
+    made = version_create(
+        platform=PLATFORM, data=fitted, actor="staff:alice@service.example", reason="fitted"
+    )
+    trial = template_trial(platform=PLATFORM, data=made.data)
+    assert [row.would for row in trial.rows] == [
+        "move"
+    ] and not trial.disagreeing  # the stored mail alone passes
+    assert trial.counts["variants_wrong"] == 2 and not trial.passes
+    with pytest.raises(Refused, match="reads a variant of 1 stored message"):
+        version_activate(version_pk=made.pk, actor="staff:bob@service.example", reason="in force")
+    made.refresh_from_db()
+    assert made.state == "draft" and Order.objects.get(pk=order.pk).status == "awaiting_transfer"
+    assert TransferCase.objects.get(pk=case.pk).state == "open"
