@@ -1,0 +1,104 @@
+"""In a real browser (Debian's chromium): a new staff member teaches BleacherBox (``bleacherbox.py``: its own domain,
+DKIM key and selector; a multipart mail whose values sit in the seller's sentence, an "EVENT DETAILS" block, a
+padded table without colons and a ticket line with labels mid-line) from the first order's mail, keeping every
+proposal and typing no pattern; the test reads the stored mail and its variants; a second staff member
+activates the version. The first order is received by the re-processing, and the next order's mail — another
+seller, other seats, section and row — reaches ``ticket_received`` with no staff step.
+
+Screenshots at 1280 px go to ``ADMIN_SCREENSHOTS`` (default /tmp/admin-shots); docs/staff-guide/ keeps smaller
+copies of the learn and test pages.
+"""
+
+import re
+
+import pytest
+
+from orders.models import Order
+from orders.transfers.models import PlatformTemplateVersion
+from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
+
+from .bleacherbox import EVENT, VENUE
+from .conftest import staff
+from .test_browser import _shots, confirm, eventually, fits_the_width, sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+V = PlatformTemplateVersion
+
+
+def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
+    live_server,  # noqa: F811
+    browser_page,  # noqa: F811
+    bleacherbox,
+):
+    page, base, shots = browser_page, live_server.url, _shots()
+    staff("alice@service.example", "manage_platform_templates", "resolve_transfer_case")
+    staff("bob@service.example", "manage_platform_templates")
+    first = bleacherbox.order(
+        section="114", row="12", section__event__venue__name=VENUE, event=EVENT
+    )
+    case = bleacherbox.unparsed(first)
+
+    sign_in(page, base, "alice@service.example")
+    page.goto(f"{base}/admin/transfers/transfercase/{case.pk}/change/")
+    page.click("[data-testid=learn-template]")
+    page.wait_for_url(re.compile(r".*/learn/\d+/$"))
+    rows = page.locator("[data-testid=proposals] tbody tr").all()
+    reads = {row.get_attribute("data-field"): row.locator(".reads").inner_text() for row in rows}
+    patterns = [row.locator("input[name^=pattern_]").input_value() for row in rows]
+    assert {k: v for k, v in reads.items() if k not in ("start", "accept_link")} == {
+        "event": EVENT,
+        "venue": VENUE,
+        "section": "114",
+        "row": "12",
+        "seats": "5, 6",
+        "quantity": "2",
+    }
+    assert reads["accept_link"].startswith("https://claim.bleacherbox-tickets.com/t/")
+    assert not any("Maria" in p or "Gonzalez" in p or "Chiefs" in p for p in patterns)
+    assert "Maria" not in page.input_value("#id_subject_pattern")
+    page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
+    assert fits_the_width(page)
+
+    page.fill("#id_reason", f"BleacherBox transfer offers, from case #{case.pk}")
+    page.click("button[value=save]")
+    page.wait_for_url(re.compile(r".*/platformtemplateversion/\d+/test/$"))
+    draft = V.objects.get(platform="bleacherbox", state="draft")
+    summary = page.inner_text("[data-testid=trial-summary]")
+    assert "1 would be received automatically" in summary
+    assert "2 variants of the mail it would receive" in summary and "0 read wrong or not at all" in summary
+    page.screenshot(path=str(shots / "template-test-passes-1280.png"), full_page=True)
+    assert fits_the_width(page)
+    page.reload()  # read-only
+    assert V.objects.filter(platform="bleacherbox").count() == 2
+
+    # A second staff member activates it.
+    page.context.clear_cookies()
+    sign_in(page, base, "bob@service.example")
+    page.goto(f"{base}/admin/transfers/platformtemplateversion/{draft.pk}/test/")
+    page.click("button:has-text('Activate this version')")
+    confirm(page, "Tested: the stored mail and its variants read right", "Yes, activate")
+    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{draft.pk}/change/")
+    assert "Activate: bleacherbox version" in page.inner_text("ul.messagelist")
+    page.reload()
+    assert page.locator("ul.messagelist").count() == 0
+    draft.refresh_from_db()
+    assert (draft.state, draft.created_by, draft.activated_by) == (
+        "active",
+        "staff:alice@service.example",
+        "staff:bob@service.example",
+    )
+    eventually(lambda: Order.objects.get(pk=first.pk).status == "ticket_received")
+
+    # The next order: another seller, other seats, section and row — received with no staff step.
+    following = bleacherbox.order(
+        quantity=3, section="221", row="7", section__event__venue__name=VENUE, event=EVENT
+    )
+    message = bleacherbox.mail(following, seller="Devon Brooks", seats=["17", "18", "19"])
+    assert message.authentic is True and message.verdicts["parse"]["template_version"] == draft.version
+    following.refresh_from_db()
+    assert (following.status, following.transfer_state, following.transfer_source) == (
+        "ticket_received",
+        "detected",
+        "email",
+    )
+    assert following.status_history.filter(to_status="ticket_received").count() == 1
