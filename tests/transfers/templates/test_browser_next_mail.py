@@ -6,7 +6,7 @@ activates the version. The first order is received by the re-processing, and the
 seller, other seats, section and row — reaches ``ticket_received`` with no staff step.
 
 Screenshots at 1280 px go to ``ADMIN_SCREENSHOTS`` (default /tmp/admin-shots); docs/staff-guide/ keeps smaller
-copies of the learn and test pages.
+copies of the learn page and of the test with its variants.
 """
 
 import re
