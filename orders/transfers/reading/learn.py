@@ -26,6 +26,16 @@ import regex
 
 from orders.transfers.models import Order
 from orders.transfers.reading import platforms
+from orders.transfers.reading.layout import (
+    DELIMITERS,
+    KEYWORDS,
+    LINK,
+    NO_LABEL,
+    column_of,
+    esc,
+    label_pattern,
+    seller_name,
+)
 from orders.transfers.reading.matching import normalise
 
 FIELDS = ("event", "venue", "start", "section", "row", "seats", "quantity", "accept_link")
@@ -58,37 +68,8 @@ START_FORMATS = (
     "%d/%m/%Y %H:%M",
     "%d.%m.%Y %H:%M",
 )
-_DELIMITERS = re.compile(r"\s*(?:[,;|·•]|\s-\s|\s–\s)\s*")
-_LINK = re.compile(r"https://[^\s<>\"'()\[\]]+")
 _SEATS_LABEL = re.compile(r"^(?P<label>.*?\bseats?\b[^\w]*)(?P<value>\S.*)$", re.IGNORECASE)
 _QUANTITY_WORDS = re.compile(r"\b(tickets?|quantity|qty)\b", re.IGNORECASE)
-# The words a platform labels each field with (a picked line's label, a table's header).
-KEYWORDS = {
-    "event": ("event", "show", "performance", "game"),
-    "venue": ("venue", "location", "where"),
-    "start": ("date", "time", "when", "starts?"),
-    "section": ("section", "sect", "sec"),
-    "row": ("row",),
-    "seats": ("seats?",),
-    "quantity": ("quantity", "qty", "tickets?", "number of tickets"),
-}
-NO_LABEL = (
-    "found only next to this order's own values (a sentence, the seller's name): pick the line where the "
-    "platform labels it"
-)
-_PART = re.compile(r"[^|·•]+")  # the parts of a line between bars
-_LABEL_VALUE = re.compile(
-    r"^(?P<label>\s*[^\d:\t|]*?[^\W\d][^\d:\t|]*?)(?:\s*:\s*|\t\s*|[ ]{2,})(?P<value>\S.*)$"
-)
-_CELL_TEXT = r"\S+(?: \S+)*"
-_CELL = re.compile(
-    _CELL_TEXT
-)  # a table's cell: words apart by single spaces (cells are apart by more, or a tab)
-_SELLER = re.compile(
-    r"(?:^|(?<=[.!?][ \t]))(?P<name>[A-Z][\w'’.-]*(?:[ \t]+[A-Z][\w'’.-]*){0,3})[ \t]+"
-    r"(?:has[ \t]+|just[ \t]+)?(?:sent|transferred|is[ \t]+sending|forwarded|gave)[ \t]+you\b",
-    re.MULTILINE,
-)
 
 
 @dataclass
@@ -115,17 +96,6 @@ class Learned:
     problems: list[str] = field(default_factory=list)
 
 
-def _esc(text: str) -> str:
-    return regex.escape(text, special_only=True, literal_spaces=True).replace(" ", "[ \\t]*") if text else ""
-
-
-def seller_name(text: str) -> str:
-    """The name of whoever sent the tickets, where the mail says so ("Maria Gonzalez sent you …"): it changes
-    with every mail, so nothing anchors on it."""
-    found = _SELLER.search(text)
-    return found.group("name").strip() if found else ""
-
-
 def own_values(order: Order, text: str = "") -> tuple[str, ...]:
     """The order's own values as a mail writes them (and the seller's name): a label holding one of them would
     read only this order's mail."""
@@ -134,161 +104,6 @@ def own_values(order: Order, text: str = "") -> tuple[str, ...]:
     if not order.general_admission:
         values += [order.section_name, order.row_name]
     return tuple(v for v in values if v)
-
-
-def _holds(text: str, avoid: tuple[str, ...]) -> bool:
-    return any(
-        re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE)
-        for value in avoid
-        if value.strip()
-    )
-
-
-def _label_fit(label: str, avoid: tuple[str, ...]) -> bool:
-    """Whether ``label`` is the platform's own words: short, no digits, none of the order's values (a sentence
-    such as "Maria Gonzalez sent you 2 tickets to" is not a label)."""
-    text = label.strip()
-    colon = text.endswith(":")
-    text = text.rstrip(":").strip()
-    if not text or len(text) > 40 or re.search(r"\d", text) or len(text.split()) > (5 if colon else 3):
-        return False
-    return not _holds(text, avoid)
-
-
-def _word(text: str) -> str:
-    """``text`` escaped, at a word boundary on each side where it starts or ends with a letter or digit."""
-    escaped = _esc(text)
-    head = "(?<!\\w)" if text[:1].isalnum() else ""
-    tail = "(?!\\w)" if text[-1:].isalnum() else ""
-    return f"{head}{escaped}{tail}"
-
-
-def _anchor_above(lines: list[str], index: int, avoid: tuple[str, ...]) -> int | None:
-    """The nearest line above ``index`` (within 4 lines) fit to anchor on: the platform's own words (no digits,
-    none of the order's values — those change from mail to mail)."""
-    for i in range(index - 1, max(-1, index - 5), -1):
-        line = lines[i].strip()
-        if line and len(line.split()) <= 6 and not re.search(r"\d", line) and not _holds(line, avoid):
-            return i
-    return None
-
-
-def _cells(line: str) -> list[tuple[int, int]]:
-    """The (start, end) of a table line's cells: text separated by a tab or two spaces or more."""
-    return [(m.start(), m.end()) for m in _CELL.finditer(line)]
-
-
-def _table_pattern(lines: list[str], index: int, start: int, end: int, value: str, avoid) -> str:
-    """A pattern reading the cell ``start:end`` of a table row by the header line above it, if there is one."""
-    cells = _cells(lines[index])
-    if index == 0 or len(cells) < 2 or (start, end) not in cells:
-        return ""
-    header = lines[index - 1]
-    heads = _cells(header)
-    if len(heads) != len(cells) or not all(_label_fit(header[a:b], avoid) for a, b in heads):
-        return ""
-    column = cells.index((start, end))
-    skip = f"(?:{_CELL_TEXT}(?:\\t|[ ]{{2,}})[ \\t]*){{{column}}}" if column else ""
-    head = "[ \\t]+".join(_esc(header[a:b]) for a, b in heads)
-    return f"^{head}[ \\t]*\\n{skip}(?P<value>{value if value != '.+?' else _CELL_TEXT})"
-
-
-def _label_pattern(
-    lines: list[str], index: int, start: int, end: int, *, value: str = ".+?", avoid: tuple[str, ...] = ()
-) -> str:
-    """A pattern reading line ``index``'s characters ``start:end``: as a table's cell by its header, by the
-    label before them on the line (back to the previous delimiter, matched as words), or by a line above when
-    nothing precedes them. "" when the only text before them is not a label (a sentence, the order's values)."""
-    table = _table_pattern(lines, index, start, end, value, avoid)
-    if table:
-        return table
-    line = lines[index]
-    before, after = line[:start], line[end:]
-    pieces = _DELIMITERS.split(before)
-    label = pieces[-1] if pieces else ""
-    anchored_at_start = label.strip() == before.strip()
-    tail = ""
-    delimiter = _DELIMITERS.match(after)
-    if after.strip() and delimiter:
-        tail = f"(?={regex.escape(delimiter.group(0).strip())}|$)"
-    elif after.strip():
-        tail = f"(?=[ \\t]*{_esc(after.strip()[:20])})"
-    else:
-        tail = "[ \\t]*$"
-    if label.strip():
-        if not _label_fit(label, avoid):
-            return ""
-        head = ("^" if anchored_at_start else "") + _word(label.strip()) + "[ \\t]*"
-        return f"{head}(?P<value>{value}){tail}"
-    above = _anchor_above(lines, index, avoid)
-    if above is not None:
-        between = index - above - 1
-        skip = f"(?:[^\\n]*\\n){{{between}}}" if between else ""
-        return f"^{_esc(lines[above].strip())}[ \\t]*\\n{skip}(?P<value>{value}){tail}"
-    return ""
-
-
-def _value_span(line: str, field_name: str) -> tuple[int, int]:
-    """Where the value of ``field_name`` stands on a line staff picked: after its label in the part of the line
-    that names the field ("Sec 114 | Row 12 | Seats 5, 6"), the label ended by a colon, a tab, spaces or a
-    bar; the whole line when no label is found."""
-    words = KEYWORDS.get(field_name, ())
-    parts = [(m.start(), m.end()) for m in _PART.finditer(line)] or [(0, len(line))]
-    named = (
-        [(a, b) for a, b in parts if re.match(rf"\s*(?:{'|'.join(words)})\b", line[a:b], re.IGNORECASE)]
-        if words
-        else []
-    )
-    a, b = (named or parts)[0] if (named or len(parts) == 1) else (0, len(line))
-    part = line[a:b]
-    split = _LABEL_VALUE.match(part)
-    if split is None and named:
-        split = re.match(
-            rf"^(?P<label>\s*(?:{'|'.join(words)})\b\.?)\s*(?P<value>\S.*)$", part, re.IGNORECASE
-        )
-    if split is None:
-        return a + len(part) - len(part.lstrip()), a + len(part.rstrip())
-    return a + split.start("value"), a + len(part.rstrip())
-
-
-def pattern_for_line(
-    lines: list[str], number: int, field_name: str, *, avoid: tuple[str, ...] = ()
-) -> tuple[str, str]:
-    """(the pattern, a note) for a line staff picked: the value after its label (``Label: value``,
-    ``Label    value``, ``Label<tab>value``, ``… | Label value | …``), a table row's cell under its header,
-    or the whole line read by the line above it."""
-    index = number - 1
-    line = lines[index]
-    if field_name == "accept_link":
-        link = _LINK.search(line)
-        host = urlsplit(link.group(0)).hostname if link else ""
-        pattern = f"(?P<value>https://{regex.escape(host or '')}/[^\\s<>\"'()\\[\\]]+)" if host else ""
-        return pattern, "" if pattern else "no https link on this line"
-    value = "\\d+" if field_name == "quantity" else ".+?"
-    column = _column_of(lines, index, field_name)
-    start, end = column or _value_span(line, field_name)
-    if field_name == "quantity":
-        digits = re.search(r"\d+", line[start:end])
-        if digits is None:
-            return "", "no number on this line"
-        start, end = start + digits.start(), start + digits.end()
-    pattern = _label_pattern(lines, index, start, end, value=value, avoid=avoid)
-    return pattern, "" if pattern else NO_LABEL
-
-
-def _column_of(lines: list[str], index: int, field_name: str) -> tuple[int, int] | None:
-    """The cell of a table row under the header naming ``field_name`` (the header is the line above)."""
-    words = KEYWORDS.get(field_name, ())
-    cells = _cells(lines[index])
-    if index == 0 or len(cells) < 2 or not words:
-        return None
-    heads = _cells(lines[index - 1])
-    if len(heads) != len(cells) or re.search(r"\d", lines[index - 1]):
-        return None
-    for (a, b), (ha, hb) in zip(cells, heads, strict=True):
-        if re.fullmatch(rf"(?:{'|'.join(words)})\.?", lines[index - 1][ha:hb].strip(), re.IGNORECASE):
-            return a, b
-    return None
 
 
 def _find(lines: list[str], wanted: list[str], *, words: bool = True) -> list[tuple[int, int, int]]:
@@ -345,9 +160,9 @@ def line_of(pattern: str, text: str) -> int | None:
 def subject_proposal(subject: str, order: Order, *, seller: str = "") -> str:
     """The subject with the order's own words (event, venue, the seller's name, ticket count) made wildcards,
     anchored."""
-    pattern = _esc(subject)
+    pattern = esc(subject)
     for value in (order.event.name, order.event.venue.name, seller):
-        escaped = _esc(value)
+        escaped = esc(value)
         if escaped and escaped in pattern:
             pattern = pattern.replace(escaped, ".+")
     pattern = re.sub(rf"(?<![\w\\]){order.quantity}(?!\w)", r"\\d+", pattern)
@@ -372,13 +187,13 @@ _SHAPES = {
 def start_shape(fmt: str) -> str:
     """A pattern reading any start written in ``fmt`` (not only this order's)."""
     parts = re.split(r"(%[aAbBdmYHIMp])", fmt)
-    return "".join(_SHAPES.get(part) or _esc(part) for part in parts)
+    return "".join(_SHAPES.get(part) or esc(part) for part in parts)
 
 
 def _labelled_first(lines: list[str], field_name: str, where: tuple[int, int, int]) -> tuple[int, int]:
     """Occurrences whose label names the field first (a "Row" before "Dec 12, 2026"'s "Dec"), then in order."""
     index, start, _ = where
-    before = _DELIMITERS.split(lines[index][:start])[-1]
+    before = DELIMITERS.split(lines[index][:start])[-1]
     words = KEYWORDS.get(field_name, ())
     named = bool(words) and re.search(rf"\b(?:{'|'.join(words)})\b", before, re.IGNORECASE)
     return (0 if named else 1, index)
@@ -400,7 +215,7 @@ def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...
             )
             return
         for index, start, end in sorted(found_at, key=lambda where: _labelled_first(lines, name, where)):
-            pattern = _label_pattern(lines, index, start, end, value=value, avoid=avoid)
+            pattern = label_pattern(lines, index, start, end, value=value, avoid=avoid)
             found, problem = read_with(pattern, text)
             if pattern and not problem and normalise(found) == normalise(lines[index][start:end]):
                 proposals[name] = Proposal(name, index + 1, pattern, found, expected, note)
@@ -448,17 +263,17 @@ def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...
         seats += [
             (i, *cell)
             for i in range(1, len(lines))
-            if (cell := _column_of(lines, i, "seats")) and re.search(r"\d", lines[i][cell[0] : cell[1]])
+            if (cell := column_of(lines, i, "seats")) and re.search(r"\d", lines[i][cell[0] : cell[1]])
         ]
         propose("seats", seats, f"{order.quantity} seats")
     counts = [
         (i, m.start(), m.end())
         for i, line in enumerate(lines)
-        if _QUANTITY_WORDS.search(line) or _column_of(lines, i, "quantity")
+        if _QUANTITY_WORDS.search(line) or column_of(lines, i, "quantity")
         for m in re.finditer(rf"(?<![\w.]){order.quantity}(?![\w.])", line)
     ]
     propose("quantity", counts, str(order.quantity), value="\\d+")
-    links = [(i, m) for i, line in enumerate(lines) for m in _LINK.finditer(line)]
+    links = [(i, m) for i, line in enumerate(lines) for m in LINK.finditer(line)]
     listed = [(i, m) for i, m in links if (urlsplit(m.group(0)).hostname or "").lower() in accept_hosts]
     chosen = (listed or links or [None])[0]
     if chosen is None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from orders.transfers.decision.verdicts import ParsedMail
 from orders.transfers.reading import platforms
-from orders.transfers.reading.learn import seller_name
+from orders.transfers.reading.layout import seller_name
 from orders.transfers.reading.matching import normalise, seats_normalise
 from orders.transfers.reading.platforms.text import MailText
 
@@ -52,6 +52,11 @@ def _other(value: str, step: int = 13) -> str:
     return "".join(letter(ch) if ch.isascii() and ch.isalpha() else ch for ch in moved)
 
 
+def _bare(value: str) -> str:
+    """A section or row without its "Section"/"Row" word."""
+    return _PREFIX.sub("", value).strip()
+
+
 def _pick(choices: tuple[str, ...], current: str) -> str:
     return next(c for c in choices if normalise(c) != normalise(current))
 
@@ -73,20 +78,32 @@ def _token(value: str) -> str:
     return f"{_HEAD}{re.escape(value)}{_TAIL}"
 
 
-def _edits(text: str, replacements: list[tuple[str, str, str]], spans: dict, kept: list) -> str:
-    """``text`` with each (field, old, new) replaced: everywhere as a token when the old value is distinctive,
-    else only where the version reads the field; never inside ``kept`` spans."""
-    olds = [normalise(old) for _, old, _ in replacements]
+@dataclass(frozen=True)
+class Swap:
+    """One of the order's values and the value a variant writes instead."""
+
+    field: str
+    old: str  # as the mail writes it ("5, 6" for the seats)
+    new: object  # a string, or a function of the match (the seats, written with the mail's separator)
+    pattern: str = ""  # how to find it, when not as a token
+
+    def finditer(self, text: str):
+        return re.finditer(self.pattern or _token(self.old), text, re.IGNORECASE)
+
+
+def _edits(text: str, swaps: list[Swap], spans: dict, kept: list, taken: list[str]) -> str:
+    """``text`` with each swap made: everywhere as a token when its old value is distinctive (a number or three
+    characters or more, no other of the order's values ``taken`` equal to it), else only where the version reads
+    the field; never inside ``kept`` spans."""
     edits = []
-    for name, old, new in replacements:
-        distinctive = (len(old) >= 3 or old.isdigit()) and olds.count(normalise(old)) == 1
-        where = [(0, len(text))] if distinctive else [spans[name]] if name in spans else []
+    for swap in swaps:
+        distinctive = (len(swap.old) >= 3 or swap.old.isdigit()) and taken.count(normalise(swap.old)) <= 1
+        where = [(0, len(text))] if distinctive else [spans[swap.field]] if swap.field in spans else []
         for low, high in where:
-            pattern = old if old.startswith(_HEAD) else _token(old)
-            for found in re.finditer(pattern, text[low:high], re.IGNORECASE):
+            for found in swap.finditer(text[low:high]):
                 a, b = low + found.start(), low + found.end()
                 if not any(a < k_high and k_low < b for k_low, k_high in kept):
-                    edits.append((a, b, new(found) if callable(new) else new))
+                    edits.append((a, b, swap.new(found) if callable(swap.new) else swap.new))
     edits.sort(key=lambda e: (e[0], -(e[1] - e[0])))
     out, at = [], 0
     for a, b, new in edits:
@@ -103,6 +120,10 @@ def variants(
     spans = _spans(template, mail, parsed.kind)
     kept = [spans[name] for name in KEPT if name in spans]
     seller = seller_name(mail.text)
+    # The order's values that may stand for one another (a single seat "1" and one ticket).
+    taken = [
+        normalise(v) for v in (str(parsed.quantity), _bare(parsed.section), _bare(parsed.row), *parsed.seats)
+    ]
     out = []
     for more in (0, 1):
         expected = {
@@ -115,19 +136,19 @@ def variants(
             "quantity": parsed.quantity + more,
             "accept_link": parsed.accept_link,
         }
-        replacements: list[tuple[str, str, object]] = []
+        swaps: list[Swap] = []
         changes = []
         if seller:
-            replacements.append(("seller", seller, _pick(OTHER_SELLERS, seller)))
-            changes.append(f"seller {seller} → {replacements[-1][2]}")
+            swaps.append(Swap("seller", seller, _pick(OTHER_SELLERS, seller)))
+            changes.append(f"seller {seller} → {swaps[-1].new}")
         if parsed.event_name:
             expected["event"] = _pick(OTHER_EVENTS, parsed.event_name)
-            replacements.append(("event", parsed.event_name, expected["event"]))
+            swaps.append(Swap("event", parsed.event_name, expected["event"]))
             changes.append(f"event {parsed.event_name} → {expected['event']}")
         for name, step in (("section", 13), ("row", 7)):
-            bare = _PREFIX.sub("", getattr(parsed, name)).strip()
+            bare = _bare(getattr(parsed, name))
             if bare:
-                replacements.append((name, bare, _other(bare, step)))
+                swaps.append(Swap(name, bare, _other(bare, step)))
                 expected[name] = getattr(parsed, name).replace(bare, _other(bare, step))
                 changes.append(f"{name} {bare} → {_other(bare, step)}")
         if parsed.seats:
@@ -139,16 +160,15 @@ def variants(
                 separator = re.search(_SEAT_SEPARATOR, found.group(0))
                 return (separator.group(0) if separator else ", ").join(seats)
 
-            replacements.append(("seats", listed, rewrite))
+            swaps.append(Swap("seats", ", ".join(parsed.seats), rewrite, listed))
             expected["seats"] = seats
             changes.append(f"seats {', '.join(parsed.seats)} → {', '.join(seats)}")
         if more:
-            replacements.append(("quantity", str(parsed.quantity), str(parsed.quantity + 1)))
+            swaps.append(Swap("quantity", str(parsed.quantity), str(parsed.quantity + 1)))
             changes.append(f"{parsed.quantity} → {parsed.quantity + 1} tickets")
-        text = _edits(mail.text, replacements, spans, kept)
-        subject = _edits(
-            mail.subject, [r for r in replacements if r[0] in ("seller", "event", "quantity")], {}, []
-        )
+        text = _edits(mail.text, swaps, spans, kept, taken)
+        in_subject = [swap for swap in swaps if swap.field in ("seller", "event", "quantity")]
+        subject = _edits(mail.subject, in_subject, {}, [], taken)
         out.append((changes, MailText(subject, mail.from_addresses, text), expected))
     return out
 

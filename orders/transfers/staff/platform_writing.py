@@ -17,6 +17,7 @@ from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import learn as learning
 from orders.transfers.reading import platforms
+from orders.transfers.reading.layout import pattern_for_line
 from orders.transfers.reading.selectors import data_in_force, version_in_force
 from orders.transfers.reading.services import version_create
 from orders.transfers.reading.templates_store import TemplateInvalid, data_dump, data_load, registry_part
@@ -72,7 +73,7 @@ class TemplateWriting:
                     else None
                 )
                 if line is not None and line_text != picked:  # staff picked another line: read it instead
-                    pattern, note = learning.pattern_for_line(learned.lines, line, name, avoid=avoid)
+                    pattern, note = pattern_for_line(learned.lines, line, name, avoid=avoid)
                 elif pattern:
                     line = learning.line_of(pattern, mail.text)
             found, problem = learning.read_with(pattern, mail.text)

@@ -14,17 +14,17 @@ from email.utils import format_datetime
 from django.utils import timezone
 
 from orders.models import Order
+from tests.transfers.staff import stagepass
 
 PLATFORM = "bleacherbox"
 DOMAIN = "notify.bleacherbox-tickets.com"
 SELECTOR = "bbx2026"
 ACCEPT_HOST = "claim.bleacherbox-tickets.com"
 REGISTRY = {
+    **stagepass.REGISTRY,
     "platform": PLATFORM,
     "sender_domains": [DOMAIN],
     "accept_link_hosts": [ACCEPT_HOST],
-    "static_barcodes": False,
-    "kinds": {},
 }
 EVENT = "Chiefs vs Raiders"
 VENUE = "GEHA Field at Arrowhead Stadium"

@@ -48,6 +48,18 @@ def confirm(page, reason: str, submit: str) -> None:
     page.click(f"input[value='{submit}']")
 
 
+def activate(page, base: str, pk: int, *, button: str, reason: str) -> str:
+    """Press ``button`` (an Activate) and confirm with ``reason``: the message on the version's page, which a
+    reload no longer shows (nothing happens twice)."""
+    page.click(f"button:has-text('{button}')")
+    confirm(page, reason, "Yes, activate")
+    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{pk}/change/")
+    said = page.inner_text("ul.messagelist")
+    page.reload()
+    assert page.locator("ul.messagelist").count() == 0
+    return said
+
+
 def fits_the_width(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -117,12 +129,8 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
 
     # The version page's Activate: confirmed with a reason, refused, and nothing is in force.
     page.goto(f"{base}/admin/transfers/platformtemplateversion/{first.pk}/change/")
-    page.click("button:has-text('Activate')")
-    confirm(page, "Try it", "Yes, activate")
-    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{first.pk}/change/")
-    assert "against a different staff outcome" in page.inner_text("ul.messagelist")
-    page.reload()
-    assert page.locator("ul.messagelist").count() == 0
+    said = activate(page, base, first.pk, button="Activate", reason="Try it")
+    assert "against a different staff outcome" in said
     first.refresh_from_db()
     assert first.state == "draft" and Order.objects.get(pk=learned_order.pk).status == "awaiting_transfer"
 

@@ -19,7 +19,7 @@ from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (
 
 from .bleacherbox import EVENT, VENUE
 from .conftest import staff
-from .test_browser import _shots, confirm, eventually, fits_the_width, sign_in
+from .test_browser import _shots, activate, eventually, fits_the_width, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 V = PlatformTemplateVersion
@@ -33,9 +33,7 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
     page, base, shots = browser_page, live_server.url, _shots()
     staff("alice@service.example", "manage_platform_templates", "resolve_transfer_case")
     staff("bob@service.example", "manage_platform_templates")
-    first = bleacherbox.order(
-        section="114", row="12", section__event__venue__name=VENUE, event=EVENT
-    )
+    first = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
     case = bleacherbox.unparsed(first)
 
     sign_in(page, base, "alice@service.example")
@@ -75,12 +73,9 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
     page.context.clear_cookies()
     sign_in(page, base, "bob@service.example")
     page.goto(f"{base}/admin/transfers/platformtemplateversion/{draft.pk}/test/")
-    page.click("button:has-text('Activate this version')")
-    confirm(page, "Tested: the stored mail and its variants read right", "Yes, activate")
-    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{draft.pk}/change/")
-    assert "Activate: bleacherbox version" in page.inner_text("ul.messagelist")
-    page.reload()
-    assert page.locator("ul.messagelist").count() == 0
+    reason = "Tested: the stored mail and its variants read right"
+    said = activate(page, base, draft.pk, button="Activate this version", reason=reason)
+    assert "Activate: bleacherbox version" in said
     draft.refresh_from_db()
     assert (draft.state, draft.created_by, draft.activated_by) == (
         "active",

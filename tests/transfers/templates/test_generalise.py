@@ -5,31 +5,38 @@ refuses a template fitted to one order (BleacherBox, ``bleacherbox.py``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
+from django.utils import timezone
 
 from orders.models import Order
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import platforms
-from orders.transfers.reading.learn import NO_LABEL, kind_data, learn, own_values, pattern_for_line, read_with
+from orders.transfers.reading.layout import NO_LABEL, pattern_for_line
+from orders.transfers.reading.learn import kind_data, learn, own_values, read_with
 from orders.transfers.reading.services import Refused, version_activate, version_create
 from orders.transfers.reading.templates_store import data_validate
 from orders.transfers.reading.trial import template_trial
 from orders.transfers.reading.variants import variants_read
 
 from .bleacherbox import ACCEPT_HOST, EVENT, PLATFORM, VENUE, bleacherbox_mail
+from .conftest import staff
+from .test_flow import learn_form, signed_in
 
+# The event's start in venue time, a month from now (what the mail writes; nothing here reads the clock else).
+STARTS = (timezone.now() + timedelta(days=30)).replace(
+    hour=15, minute=40, second=0, microsecond=0, tzinfo=None
+)
 FITTED_EVENT = r"^Maria[ \t]*Gonzalez[ \t]*sent[ \t]*you[ \t]*2[ \t]*tickets[ \t]*to[ \t]*(?P<value>.+?)\."
 
 
 def an_order(*, quantity=2, section="114", row="12", event=EVENT) -> SimpleNamespace:
     """What ``learn`` reads of an order (no database needed)."""
     return SimpleNamespace(
-        event=SimpleNamespace(
-            name=event, venue=SimpleNamespace(name=VENUE), venue_starts_at=datetime(2026, 12, 27, 15, 40)
-        ),
+        event=SimpleNamespace(name=event, venue=SimpleNamespace(name=VENUE), venue_starts_at=STARTS),
         quantity=quantity,
         section_name=section,
         section_name_display=f"Section {section}",
@@ -38,6 +45,10 @@ def an_order(*, quantity=2, section="114", row="12", event=EVENT) -> SimpleNames
         general_admission=False,
         transfer_address="t-7kq2@in.service.example",
     )
+
+
+def reads_of(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<tr data-field="(\w+)">.*?<span class="reads">([^<]*)</span>', html, re.S))
 
 
 def learned(order, **mail):
@@ -138,7 +149,7 @@ def test_the_variants_catch_a_template_fitted_to_one_mail():
 
 @pytest.mark.django_db
 def test_activation_is_refused_for_a_template_fitted_to_the_one_stored_mail(bleacherbox):
-    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE)
+    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
     case = bleacherbox.unparsed(order)
     base = PlatformTemplateVersion.objects.get(platform=PLATFORM, state="active").data
     text = platforms.mail_text(bleacherbox_mail(order))
@@ -161,3 +172,51 @@ def test_activation_is_refused_for_a_template_fitted_to_the_one_stored_mail(blea
     made.refresh_from_db()
     assert made.state == "draft" and Order.objects.get(pk=order.pk).status == "awaiting_transfer"
     assert TransferCase.objects.get(pk=case.pk).state == "open"
+
+
+@pytest.mark.parametrize(
+    ("quantity", "seats", "section", "row"),
+    [(1, ["1"], "114", "12"), (2, ["5", "6"], "5", "A"), (2, ["12", "14"], "12", "12")],
+)
+def test_a_template_made_as_proposed_reads_its_variants_when_the_orders_values_repeat(
+    quantity, seats, section, row
+):
+    order = an_order(quantity=quantity, section=section, row=row)
+    mail, first = learned(order, seats=seats)
+    patterns = {name: p.pattern for name, p in first.proposals.items()}
+    template = data_validate(template_of(patterns, first.subject_pattern), platform=PLATFORM)
+    parsed = platforms.parse_text(template, mail)
+    assert not parsed.missing and parsed.seats == seats
+    assert [v.wrong for v in variants_read(template, mail, parsed)] == [[], []]
+
+
+@pytest.mark.django_db
+def test_staff_pick_lines_without_a_colon_on_the_learn_page_and_no_pattern_is_typed(bleacherbox):
+    case = bleacherbox.unparsed(
+        bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
+    )
+    client = signed_in(staff("alice@service.example", "manage_platform_templates"))
+    url = f"/admin/transfers/platformtemplateversion/learn/{case.pk}/"
+    html = client.get(url).content.decode()
+    lines = dict(re.findall(r'<li id="line-(\d+)">([^<]*)</li>', html))
+    assert (lines["5"][:24], lines["16"], lines["18"]) == (
+        "Maria Gonzalez sent you ",
+        "Quantity    2",
+        "Sec 114 | Row 12 | Seats 5, 6",
+    )
+    picked = {"line_quantity": "5", "line_row": "18", "line_section": "18", "line_event": "8"}
+    html = client.post(url, learn_form(html, do="preview", **picked)).content.decode()
+    assert reads_of(html) | {"accept_link": ""} == {
+        "event": EVENT,
+        "venue": VENUE,
+        "start": reads_of(html)["start"],
+        "section": "114",
+        "row": "12",
+        "seats": "5, 6",
+        "quantity": "—",  # the seller's sentence: no label to anchor on
+        "accept_link": "",
+    }
+    assert "pick the line where the platform labels it" in html
+    html = client.post(url, learn_form(html, do="preview", line_quantity="16")).content.decode()
+    assert reads_of(html)["quantity"] == "2"
+    assert PlatformTemplateVersion.objects.filter(platform=PLATFORM).count() == 1  # previews save nothing

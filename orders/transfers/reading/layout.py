@@ -1,0 +1,212 @@
+"""Where a value stands on a platform's mail, and the pattern that reads it by the platform's own words
+(docs/staff-guide.md "Make a template"): a table's header above the value's cell, the label before the value
+on its line (matched as words, whatever separates them: a colon, a tab, spaces, a bar), or the line above
+when the value stands alone. Text holding the order's values (the seller's sentence, the event, the seats…)
+is never a label: a pattern anchored on it would read only this order's mail.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+import regex
+
+DELIMITERS = re.compile(r"\s*(?:[,;|·•]|\s-\s|\s–\s)\s*")
+LINK = re.compile(r"https://[^\s<>\"'()\[\]]+")
+# The words a platform labels each field with (a picked line's label, a table's header).
+KEYWORDS = {
+    "event": ("event", "show", "performance", "game"),
+    "venue": ("venue", "location", "where"),
+    "start": ("date", "time", "when", "starts?"),
+    "section": ("section", "sect", "sec"),
+    "row": ("row",),
+    "seats": ("seats?",),
+    "quantity": ("quantity", "qty", "tickets?", "number of tickets"),
+}
+NO_LABEL = (
+    "found only next to this order's own values (a sentence, the seller's name): pick the line where the "
+    "platform labels it"
+)
+_PART = re.compile(r"[^|·•]+")  # the parts of a line between bars
+_LABEL_VALUE = re.compile(
+    r"^(?P<label>\s*[^\d:\t|]*?[^\W\d][^\d:\t|]*?)(?:\s*:\s*|\t\s*|[ ]{2,})(?P<value>\S.*)$"
+)
+MAX_COLUMNS = (
+    8  # a wider "table" is no table a pattern should spell out (a pattern is at most 1000 characters)
+)
+_CELL_TEXT = r"\S+(?: \S+)*"
+_CELL = re.compile(
+    _CELL_TEXT
+)  # a table's cell: words apart by single spaces (cells are apart by more, or a tab)
+_SELLER = re.compile(
+    r"(?:^|(?<=[.!?][ \t]))(?P<name>[A-Z][\w'’.-]*(?:[ \t]+[A-Z][\w'’.-]*){0,3})[ \t]+"
+    r"(?:has[ \t]+|just[ \t]+)?(?:sent|transferred|is[ \t]+sending|forwarded|gave)[ \t]+you\b",
+    re.MULTILINE,
+)
+
+
+def esc(text: str) -> str:
+    return regex.escape(text, special_only=True, literal_spaces=True).replace(" ", "[ \\t]*") if text else ""
+
+
+def seller_name(text: str) -> str:
+    """The name of whoever sent the tickets, where the mail says so ("Maria Gonzalez sent you …"): it changes
+    with every mail, so nothing anchors on it."""
+    found = _SELLER.search(text)
+    return found.group("name").strip() if found else ""
+
+
+def _holds(text: str, avoid: tuple[str, ...]) -> bool:
+    return any(
+        re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE)
+        for value in avoid
+        if value.strip()
+    )
+
+
+def _label_fit(label: str, avoid: tuple[str, ...]) -> bool:
+    """Whether ``label`` is the platform's own words: short, no digits, none of the order's values (a sentence
+    such as "Maria Gonzalez sent you 2 tickets to" is not a label)."""
+    text = label.strip()
+    colon = text.endswith(":")
+    text = text.rstrip(":").strip()
+    if not text or len(text) > 40 or re.search(r"\d", text) or len(text.split()) > (5 if colon else 3):
+        return False
+    return not _holds(text, avoid)
+
+
+def _word(text: str) -> str:
+    """``text`` escaped, at a word boundary on each side where it starts or ends with a letter or digit."""
+    escaped = esc(text)
+    head = "(?<!\\w)" if text[:1].isalnum() else ""
+    tail = "(?!\\w)" if text[-1:].isalnum() else ""
+    return f"{head}{escaped}{tail}"
+
+
+def _anchor_above(lines: list[str], index: int, avoid: tuple[str, ...]) -> int | None:
+    """The nearest line above ``index`` (within 4 lines) fit to anchor on: the platform's own words (no digits,
+    none of the order's values — those change from mail to mail)."""
+    for i in range(index - 1, max(-1, index - 5), -1):
+        line = lines[i].strip()
+        if line and len(line.split()) <= 6 and not re.search(r"\d", line) and not _holds(line, avoid):
+            return i
+    return None
+
+
+def _cells(line: str) -> list[tuple[int, int]]:
+    """The (start, end) of a table line's cells: text separated by a tab or two spaces or more."""
+    return [(m.start(), m.end()) for m in _CELL.finditer(line)]
+
+
+def _table_pattern(lines: list[str], index: int, start: int, end: int, value: str, avoid) -> str:
+    """A pattern reading the cell ``start:end`` of a table row by the header line above it, if there is one."""
+    cells = _cells(lines[index])
+    if index == 0 or not 2 <= len(cells) <= MAX_COLUMNS or (start, end) not in cells:
+        return ""
+    header = lines[index - 1]
+    heads = _cells(header)
+    if len(heads) != len(cells) or not all(_label_fit(header[a:b], avoid) for a, b in heads):
+        return ""
+    column = cells.index((start, end))
+    skip = f"(?:{_CELL_TEXT}(?:\\t|[ ]{{2,}})[ \\t]*){{{column}}}" if column else ""
+    head = "[ \\t]+".join(esc(header[a:b]) for a, b in heads)
+    return f"^{head}[ \\t]*\\n{skip}(?P<value>{value if value != '.+?' else _CELL_TEXT})"
+
+
+def label_pattern(
+    lines: list[str], index: int, start: int, end: int, *, value: str = ".+?", avoid: tuple[str, ...] = ()
+) -> str:
+    """A pattern reading line ``index``'s characters ``start:end``: as a table's cell by its header, by the
+    label before them on the line (back to the previous delimiter, matched as words), or by a line above when
+    nothing precedes them. "" when the only text before them is not a label (a sentence, the order's values)."""
+    table = _table_pattern(lines, index, start, end, value, avoid)
+    if table:
+        return table
+    line = lines[index]
+    before, after = line[:start], line[end:]
+    pieces = DELIMITERS.split(before)
+    label = pieces[-1] if pieces else ""
+    anchored_at_start = label.strip() == before.strip()
+    tail = ""
+    delimiter = DELIMITERS.match(after)
+    if after.strip() and delimiter:
+        tail = f"(?={regex.escape(delimiter.group(0).strip())}|$)"
+    elif after.strip():
+        tail = f"(?=[ \\t]*{esc(after.strip()[:20])})"
+    else:
+        tail = "[ \\t]*$"
+    if label.strip():
+        if not _label_fit(label, avoid):
+            return ""
+        head = ("^" if anchored_at_start else "") + _word(label.strip()) + "[ \\t]*"
+        return f"{head}(?P<value>{value}){tail}"
+    above = _anchor_above(lines, index, avoid)
+    if above is not None:
+        between = index - above - 1
+        skip = f"(?:[^\\n]*\\n){{{between}}}" if between else ""
+        return f"^{esc(lines[above].strip())}[ \\t]*\\n{skip}(?P<value>{value}){tail}"
+    return ""
+
+
+def _value_span(line: str, field_name: str) -> tuple[int, int]:
+    """Where the value of ``field_name`` stands on a line staff picked: after its label in the part of the line
+    that names the field ("Sec 114 | Row 12 | Seats 5, 6"), the label ended by a colon, a tab, spaces or a
+    bar; the whole line when no label is found."""
+    words = KEYWORDS.get(field_name, ())
+    parts = [(m.start(), m.end()) for m in _PART.finditer(line)] or [(0, len(line))]
+    named = (
+        [(a, b) for a, b in parts if re.match(rf"\s*(?:{'|'.join(words)})\b", line[a:b], re.IGNORECASE)]
+        if words
+        else []
+    )
+    a, b = (named or parts)[0] if (named or len(parts) == 1) else (0, len(line))
+    part = line[a:b]
+    split = _LABEL_VALUE.match(part)
+    if split is None and named:
+        split = re.match(
+            rf"^(?P<label>\s*(?:{'|'.join(words)})\b\.?)\s*(?P<value>\S.*)$", part, re.IGNORECASE
+        )
+    if split is None:
+        return a + len(part) - len(part.lstrip()), a + len(part.rstrip())
+    return a + split.start("value"), a + len(part.rstrip())
+
+
+def pattern_for_line(
+    lines: list[str], number: int, field_name: str, *, avoid: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(the pattern, a note) for a line staff picked: the value after its label (``Label: value``,
+    ``Label    value``, ``Label<tab>value``, ``… | Label value | …``), a table row's cell under its header,
+    or the whole line read by the line above it."""
+    index = number - 1
+    line = lines[index]
+    if field_name == "accept_link":
+        link = LINK.search(line)
+        host = urlsplit(link.group(0)).hostname if link else ""
+        pattern = f"(?P<value>https://{regex.escape(host or '')}/[^\\s<>\"'()\\[\\]]+)" if host else ""
+        return pattern, "" if pattern else "no https link on this line"
+    value = "\\d+" if field_name == "quantity" else ".+?"
+    column = column_of(lines, index, field_name)
+    start, end = column or _value_span(line, field_name)
+    if field_name == "quantity":
+        digits = re.search(r"\d+", line[start:end])
+        if digits is None:
+            return "", "no number on this line"
+        start, end = start + digits.start(), start + digits.end()
+    pattern = label_pattern(lines, index, start, end, value=value, avoid=avoid)
+    return pattern, "" if pattern else NO_LABEL
+
+
+def column_of(lines: list[str], index: int, field_name: str) -> tuple[int, int] | None:
+    """The cell of a table row under the header naming ``field_name`` (the header is the line above)."""
+    words = KEYWORDS.get(field_name, ())
+    cells = _cells(lines[index])
+    if index == 0 or not 2 <= len(cells) <= MAX_COLUMNS or not words:
+        return None
+    heads = _cells(lines[index - 1])
+    if len(heads) != len(cells) or re.search(r"\d", lines[index - 1]):
+        return None
+    for (a, b), (ha, hb) in zip(cells, heads, strict=True):
+        if re.fullmatch(rf"(?:{'|'.join(words)})\.?", lines[index - 1][ha:hb].strip(), re.IGNORECASE):
+            return a, b
+    return None
