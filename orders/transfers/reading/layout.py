@@ -76,10 +76,11 @@ def _label_fit(label: str, avoid: tuple[str, ...]) -> bool:
     return not _holds(text, avoid)
 
 
-def _word(text: str) -> str:
-    """``text`` escaped, at a word boundary on each side where it starts or ends with a letter or digit."""
+def _word(text: str, *, line_start: bool = False) -> str:
+    """``text`` escaped, at a word boundary on each side where it starts or ends with a letter or digit (at the
+    start of a line, ``^`` is the boundary)."""
     escaped = esc(text)
-    head = "(?<!\\w)" if text[:1].isalnum() else ""
+    head = "^" if line_start else "(?<!\\w)" if text[:1].isalnum() else ""
     tail = "(?!\\w)" if text[-1:].isalnum() else ""
     return f"{head}{escaped}{tail}"
 
@@ -139,7 +140,7 @@ def label_pattern(
     if label.strip():
         if not _label_fit(label, avoid):
             return ""
-        head = ("^" if anchored_at_start else "") + _word(label.strip()) + "[ \\t]*"
+        head = _word(label.strip(), line_start=anchored_at_start) + "[ \\t]*"
         return f"{head}(?P<value>{value}){tail}"
     above = _anchor_above(lines, index, avoid)
     if above is not None:
