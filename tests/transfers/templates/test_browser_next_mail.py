@@ -19,20 +19,28 @@ from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (
 
 from .bleacherbox import EVENT, VENUE
 from .conftest import staff
-from .test_browser import _shots, activate, eventually, fits_the_width, sign_in
+from .test_browser import _shots, activate, eventually, fits_the_width, save_draft, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 V = PlatformTemplateVersion
+
+
+@pytest.fixture
+def two_members():
+    """Alice makes and tests templates (and resolves cases); Bob, another staff member, activates."""
+    return (
+        staff("alice@service.example", "manage_platform_templates", "resolve_transfer_case"),
+        staff("bob@service.example", "manage_platform_templates"),
+    )
 
 
 def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
     live_server,  # noqa: F811
     browser_page,  # noqa: F811
     bleacherbox,
+    two_members,
 ):
     page, base, shots = browser_page, live_server.url, _shots()
-    staff("alice@service.example", "manage_platform_templates", "resolve_transfer_case")
-    staff("bob@service.example", "manage_platform_templates")
     first = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
     case = bleacherbox.unparsed(first)
 
@@ -57,9 +65,7 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
     page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
     assert fits_the_width(page)
 
-    page.fill("#id_reason", f"BleacherBox transfer offers, from case #{case.pk}")
-    page.click("button[value=save]")
-    page.wait_for_url(re.compile(r".*/platformtemplateversion/\d+/test/$"))
+    save_draft(page, f"BleacherBox transfer offers, from case #{case.pk}")
     draft = V.objects.get(platform="bleacherbox", state="draft")
     summary = page.inner_text("[data-testid=trial-summary]")
     assert "1 would be received automatically" in summary
