@@ -32,18 +32,21 @@ _PART = re.compile(r"[^|·•]+")  # the parts of a line between bars
 _LABEL_VALUE = re.compile(
     r"^(?P<label>\s*[^\d:\t|]*?[^\W\d][^\d:\t|]*?)(?:\s*:\s*|\t\s*|[ ]{2,})(?P<value>\S.*)$"
 )
-MAX_COLUMNS = (
-    8  # a wider "table" is no table a pattern should spell out (a pattern is at most 1000 characters)
-)
+# A wider "table" is none a pattern should spell out (a pattern is at most 1000 characters).
+MAX_COLUMNS = 8
+# A table's cell: words apart by single spaces (cells are apart by more, or by a tab).
 _CELL_TEXT = r"\S+(?: \S+)*"
-_CELL = re.compile(
-    _CELL_TEXT
-)  # a table's cell: words apart by single spaces (cells are apart by more, or a tab)
+_CELL = re.compile(_CELL_TEXT)
+_NAME = r"[A-Z][\w'’.-]*"
 _SELLER = re.compile(
-    r"(?:^|(?<=[.!?][ \t]))(?P<name>[A-Z][\w'’.-]*(?:[ \t]+[A-Z][\w'’.-]*){0,3})[ \t]+"
-    r"(?:has[ \t]+|just[ \t]+)?(?:sent|transferred|is[ \t]+sending|forwarded|gave)[ \t]+you\b",
+    # "Maria Gonzalez sent you …", "Maria has transferred you …", "… tickets from Maria Gonzalez".
+    rf"(?:^|(?<=[.!?][ \t]))(?P<name>{_NAME}(?:[ \t]+{_NAME}){{0,3}})[ \t]+"
+    r"(?:has[ \t]+|just[ \t]+)?(?:sent|transferred|is[ \t]+sending|forwarded|gave)[ \t]+you\b"
+    rf"|\bfrom[ \t]+(?P<sender>{_NAME}(?:[ \t]+{_NAME}){{1,3}})",
     re.MULTILINE,
 )
+# Text that is no label: a sentence's end, an address, a link.
+_NOT_A_LABEL = re.compile(r"[.!?]$|@|://|\d")
 
 
 def esc(text: str) -> str:
@@ -54,7 +57,7 @@ def seller_name(text: str) -> str:
     """The name of whoever sent the tickets, where the mail says so ("Maria Gonzalez sent you …"): it changes
     with every mail, so nothing anchors on it."""
     found = _SELLER.search(text)
-    return found.group("name").strip() if found else ""
+    return (found.group("name") or found.group("sender")).strip().rstrip(".") if found else ""
 
 
 def _holds(text: str, avoid: tuple[str, ...]) -> bool:
@@ -66,12 +69,12 @@ def _holds(text: str, avoid: tuple[str, ...]) -> bool:
 
 
 def _label_fit(label: str, avoid: tuple[str, ...]) -> bool:
-    """Whether ``label`` is the platform's own words: short, no digits, none of the order's values (a sentence
-    such as "Maria Gonzalez sent you 2 tickets to" is not a label)."""
+    """Whether ``label`` is the platform's own words: short, no digits, no address, none of the order's values
+    (a sentence such as "Maria Gonzalez sent you 2 tickets to" is not a label)."""
     text = label.strip()
     colon = text.endswith(":")
     text = text.rstrip(":").strip()
-    if not text or len(text) > 40 or re.search(r"\d", text) or len(text.split()) > (5 if colon else 3):
+    if not text or len(text) > 40 or _NOT_A_LABEL.search(text) or len(text.split()) > (5 if colon else 3):
         return False
     return not _holds(text, avoid)
 
@@ -86,13 +89,34 @@ def _word(text: str, *, line_start: bool = False) -> str:
 
 
 def _anchor_above(lines: list[str], index: int, avoid: tuple[str, ...]) -> int | None:
-    """The nearest line above ``index`` (within 4 lines) fit to anchor on: the platform's own words (no digits,
-    none of the order's values — those change from mail to mail)."""
+    """The nearest line above ``index`` (within 4 lines) fit to anchor on: a heading of the platform's own words
+    (no digits, no sentence, no address, none of the order's values — those change from mail to mail). Only
+    blank lines and lines that are another of the order's values (the event's name above its venue) are
+    skipped: a sentence between (the seller's, whose length changes with the seller) stops the search."""
     for i in range(index - 1, max(-1, index - 5), -1):
         line = lines[i].strip()
-        if line and len(line.split()) <= 6 and not re.search(r"\d", line) and not _holds(line, avoid):
+        if not line:
+            continue
+        if len(line.split()) <= 6 and not _NOT_A_LABEL.search(line) and not _holds(line, avoid):
             return i
+        if not _value_line(line, avoid):
+            return None
     return None
+
+
+def _value_line(line: str, avoid: tuple[str, ...]) -> bool:
+    """A line that is one of the order's values, with at most a few words after it ("GEHA Field, Kansas City, MO";
+    "Sun, Dec 27, 2026 3:40 PM" — a start holds digits and no sentence)."""
+    if re.fullmatch(r"[\w ,:/.-]{1,40}", line) and re.search(r"\d", line) and not re.search(r"[.!?]$", line):
+        return True
+    lower = line.lower()
+    return any(
+        lower.startswith(value.lower())
+        and len(line[len(value) :].split()) <= 4
+        and not line.endswith((".", "!"))
+        for value in avoid
+        if len(value) >= 3
+    )
 
 
 def _cells(line: str) -> list[tuple[int, int]]:

@@ -68,6 +68,9 @@ START_FORMATS = (
     "%d/%m/%Y %H:%M",
     "%d.%m.%Y %H:%M",
 )
+# The places of one value tried for a proposal, those the platform labels first (a mail is hostile: it may
+# repeat a value thousands of times, and each try reads the whole mail).
+MAX_TRIES = 20
 _SEATS_LABEL = re.compile(r"^(?P<label>.*?\bseats?\b[^\w]*)(?P<value>\S.*)$", re.IGNORECASE)
 _QUANTITY_WORDS = re.compile(r"\b(tickets?|quantity|qty)\b", re.IGNORECASE)
 
@@ -214,10 +217,13 @@ def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...
                 name, None, "", expected=expected, note=note or "not found in the mail"
             )
             return
-        for index, start, end in sorted(found_at, key=lambda where: _labelled_first(lines, name, where)):
+        ranked = sorted(found_at, key=lambda where: _labelled_first(lines, name, where))
+        for index, start, end in ranked[:MAX_TRIES]:
             pattern = label_pattern(lines, index, start, end, value=value, avoid=avoid)
+            if not pattern:
+                continue
             found, problem = read_with(pattern, text)
-            if pattern and not problem and normalise(found) == normalise(lines[index][start:end]):
+            if not problem and normalise(found) == normalise(lines[index][start:end]):
                 proposals[name] = Proposal(name, index + 1, pattern, found, expected, note)
                 return
         proposals[name] = Proposal(name, found_at[0][0] + 1, "", expected=expected, note=NO_LABEL)

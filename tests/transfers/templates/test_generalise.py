@@ -15,7 +15,7 @@ from django.utils import timezone
 from orders.models import Order
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import platforms
-from orders.transfers.reading.layout import NO_LABEL, pattern_for_line
+from orders.transfers.reading.layout import NO_LABEL, label_pattern, pattern_for_line
 from orders.transfers.reading.learn import kind_data, learn, own_values, read_with
 from orders.transfers.reading.services import Refused, version_activate, version_create
 from orders.transfers.reading.templates_store import data_validate
@@ -220,3 +220,42 @@ def test_staff_pick_lines_without_a_colon_on_the_learn_page_and_no_pattern_is_ty
     html = client.post(url, learn_form(html, do="preview", line_quantity="16")).content.decode()
     assert reads_of(html)["quantity"] == "2"
     assert PlatformTemplateVersion.objects.filter(platform=PLATFORM).count() == 1  # previews save nothing
+
+
+SENTENCE = "Maria Gonzalez sent you 2 tickets to Chiefs vs Raiders. Accept them before the event to add them to your "
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "Tickets from Maria Gonzalez\nChiefs vs Raiders",  # the seller named after "from"
+        "From maria.gonzalez@example.com: Chiefs vs Raiders",  # the seller's address as a label
+        "A gift for you!\nChiefs vs Raiders",  # a sentence above the value
+    ],
+)
+def test_no_proposal_anchors_on_the_sellers_name_address_or_a_sentence(opening):
+    order = an_order()
+    mail = platforms.mail_text(bleacherbox_mail(order))
+    text = mail.text.replace(SENTENCE + "BleacherBox wallet.", opening)
+    proposal = learn(text=text, subject=mail.subject, order=order).proposals["event"]
+    assert proposal.pattern.startswith("^EVENT[ \\t]*DETAILS"), proposal.pattern
+    assert read_with(proposal.pattern, text) == (EVENT, "")
+
+
+def test_a_value_repeated_without_end_is_tried_a_bounded_number_of_times(monkeypatch):
+    from orders.transfers.reading import learn as learning
+
+    order = an_order()
+    mail = platforms.mail_text(bleacherbox_mail(order))
+    text = mail.text.replace(SENTENCE, (SENTENCE[:56] + "\n") * 500 + SENTENCE)
+    tried = []
+
+    def tracked(lines, index, *args, **kwargs):
+        tried.append(index)
+        return label_pattern(lines, index, *args, **kwargs)
+
+    monkeypatch.setattr(learning, "label_pattern", tracked)
+    proposal = learn(text=text, subject=mail.subject, order=order).proposals["event"]
+    assert (proposal.pattern, proposal.note) == ("", NO_LABEL)  # the labelled place is past the bound
+    lines = text.split("\n")
+    assert len([i for i in tried if "Chiefs" in lines[i]]) == learning.MAX_TRIES
