@@ -75,7 +75,9 @@ _HEAD, _TAIL = r"(?<![\w/@.:-])", r"(?![\w/@:-])"  # a token: not part of a word
 
 
 def _token(value: str) -> str:
-    return f"{_HEAD}{re.escape(value)}{_TAIL}"
+    """``value`` as a token of the text, its spaces any run of spaces (the version reads values with their
+    whitespace folded)."""
+    return _HEAD + r"[ \t]+".join(re.escape(word) for word in value.split()) + _TAIL
 
 
 @dataclass(frozen=True)

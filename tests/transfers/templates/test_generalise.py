@@ -259,3 +259,17 @@ def test_a_value_repeated_without_end_is_tried_a_bounded_number_of_times(monkeyp
     assert (proposal.pattern, proposal.note) == ("", NO_LABEL)  # the labelled place is past the bound
     lines = text.split("\n")
     assert len([i for i in tried if "Chiefs" in lines[i]]) == learning.MAX_TRIES
+
+
+def test_a_variant_replaces_a_value_the_mail_writes_with_more_spaces_than_the_version_reads():
+    mail, first = learned(an_order())
+    template = data_validate(
+        template_of({name: p.pattern for name, p in first.proposals.items()}, first.subject_pattern),
+        platform=PLATFORM,
+    )
+    spaced = platforms.MailText(
+        mail.subject, mail.from_addresses, mail.text.replace("Chiefs vs", "Chiefs    vs")
+    )
+    parsed = platforms.parse_text(template, spaced)
+    assert parsed.event_name == EVENT
+    assert [v.wrong for v in variants_read(template, spaced, parsed)] == [[], []]
