@@ -36,9 +36,13 @@ class VariantRead:
 
     changes: list[str]
     reads: dict = field(default_factory=dict)
-    wrong: list[str] = field(
-        default_factory=list
-    )  # fields read wrong or not at all ("no kind" for the subject)
+    # The fields read wrong or not at all ("no kind (the subject)" when the subject is not recognised).
+    wrong: list[str] = field(default_factory=list)
+
+    @property
+    def wrong_text(self) -> str:
+        """Each field read wrong and what it read: "event (read: nothing)"."""
+        return ", ".join(f"{name} (read: {self.reads.get(name) or 'nothing'})" for name in self.wrong)
 
 
 def _other(value: str, step: int = 13) -> str:
@@ -200,10 +204,13 @@ def variants_read(template: platforms.Platform, mail: MailText, parsed: ParsedMa
         if read is not None:
             reads = {
                 "event": read.event_name,
+                "venue": read.venue_name,
+                "start": read.starts_at_local,
                 "section": read.section,
                 "row": read.row,
                 "seats": ", ".join(read.seats),
                 "quantity": read.quantity,
+                "accept_link": read.accept_link,
             }
         results.append(VariantRead(changes=changes, reads=reads, wrong=_wrong(read, expected)))
     return results

@@ -3,10 +3,11 @@ DKIM key and selector; a multipart mail whose values sit in the seller's sentenc
 padded table without colons and a ticket line with labels mid-line) from the first order's mail, keeping every
 proposal and typing no pattern; the test reads the stored mail and its variants; a second staff member
 activates the version. The first order is received by the re-processing, and the next order's mail — another
-seller, other seats, section and row — reaches ``ticket_received`` with no staff step.
+seller, other seats, section and row — reaches ``ticket_received`` with no staff step. A template fitted to
+that one mail (the event read from the seller's sentence) shows its variants read wrong, and no Activate.
 
 Screenshots at 1280 px go to ``ADMIN_SCREENSHOTS`` (default /tmp/admin-shots); docs/staff-guide/ keeps smaller
-copies of the learn page and of the test with its variants.
+copies of the learn page and of the tests with their variants.
 """
 
 import re
@@ -15,11 +16,15 @@ import pytest
 
 from orders.models import Order
 from orders.transfers.models import PlatformTemplateVersion
+from orders.transfers.reading import platforms
+from orders.transfers.reading.learn import learn
+from orders.transfers.reading.services import version_create
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
 
-from .bleacherbox import EVENT, VENUE
+from .bleacherbox import ACCEPT_HOST, DOMAIN, EVENT, VENUE, bleacherbox_mail
 from .conftest import staff
 from .test_browser import _shots, activate, eventually, fits_the_width, save_draft, sign_in
+from .test_generalise import FITTED_EVENT, template_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 V = PlatformTemplateVersion
@@ -103,3 +108,41 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
         "email",
     )
     assert following.status_history.filter(to_status="ticket_received").count() == 1
+
+
+def test_a_template_fitted_to_one_mail_shows_its_variants_read_wrong_and_no_activate(
+    live_server,  # noqa: F811
+    browser_page,  # noqa: F811
+    bleacherbox,
+    two_members,
+):
+    page, base, shots = browser_page, live_server.url, _shots()
+    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
+    bleacherbox.unparsed(order)
+    text = platforms.mail_text(bleacherbox_mail(order))
+    learned = learn(text=text.text, subject=text.subject, order=order, accept_hosts=(ACCEPT_HOST,))
+    patterns = {name: p.pattern for name, p in learned.proposals.items()}
+    fitted = version_create(
+        platform="bleacherbox",
+        data={
+            **template_of({**patterns, "event": FITTED_EVENT}, learned.subject_pattern),
+            "sender_domains": [DOMAIN],
+        },
+        actor="staff:alice@service.example",
+        reason="The event from the seller's sentence",
+    )
+    sign_in(page, base, "alice@service.example")
+    page.goto(f"{base}/admin/transfers/platformtemplateversion/{fitted.pk}/test/")
+    assert "0 would be received automatically against a different staff outcome" in page.inner_text(
+        "[data-testid=trial-summary]"
+    )
+    assert "2 read wrong or not at all" in page.inner_text("[data-testid=variants-summary]")
+    wrong = page.locator("[data-testid=variants] div.bad")
+    assert wrong.count() == 2 and "reads wrong: event (read: nothing)" in wrong.first.inner_text()
+    assert "seller Maria Gonzalez → Devon Brooks" in wrong.first.inner_text()
+    assert page.locator("[data-testid=cannot-activate]").count() == 1
+    assert page.locator("button:has-text('Activate this version')").count() == 0
+    page.screenshot(path=str(shots / "template-test-variants-wrong-1280.png"), full_page=True)
+    assert fits_the_width(page)
+    fitted.refresh_from_db()
+    assert fitted.state == "draft" and Order.objects.get(pk=order.pk).status == "awaiting_transfer"
