@@ -39,15 +39,21 @@ def two_members():
     )
 
 
-def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
-    live_server,  # noqa: F811
-    browser_page,  # noqa: F811
-    bleacherbox,
-    two_members,
-):
-    page, base, shots = browser_page, live_server.url, _shots()
-    first = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
-    case = bleacherbox.unparsed(first)
+@pytest.fixture
+def admin_page(live_server, browser_page):  # noqa: F811
+    """The browser's page, the live server's address and the screenshots' folder."""
+    return browser_page, live_server.url, _shots()
+
+
+@pytest.fixture
+def first_case(bleacherbox, two_members):
+    """BleacherBox's first order (Maria Gonzalez's seats 5 and 6) and the unparsed case its mail opened."""
+    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
+    return order, bleacherbox.unparsed(order)
+
+
+def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(admin_page, bleacherbox, first_case):
+    (page, base, shots), (first, case) = admin_page, first_case
 
     sign_in(page, base, "alice@service.example")
     page.goto(f"{base}/admin/transfers/transfercase/{case.pk}/change/")
@@ -110,15 +116,8 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(
     assert following.status_history.filter(to_status="ticket_received").count() == 1
 
 
-def test_a_template_fitted_to_one_mail_shows_its_variants_read_wrong_and_no_activate(
-    live_server,  # noqa: F811
-    browser_page,  # noqa: F811
-    bleacherbox,
-    two_members,
-):
-    page, base, shots = browser_page, live_server.url, _shots()
-    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
-    bleacherbox.unparsed(order)
+def test_a_template_fitted_to_one_mail_shows_its_variants_read_wrong_and_no_activate(admin_page, first_case):
+    (page, base, shots), (order, _) = admin_page, first_case
     text = platforms.mail_text(bleacherbox_mail(order))
     learned = learn(text=text.text, subject=text.subject, order=order, accept_hosts=(ACCEPT_HOST,))
     patterns = {name: p.pattern for name, p in learned.proposals.items()}
