@@ -31,9 +31,10 @@ VENUE = "GEHA Field at Arrowhead Stadium"
 
 
 def bleacherbox_mail(
-    order: Order, *, seller: str = "Maria Gonzalez", seats: list[str] | None = None
+    order: Order, *, seller: str = "Maria Gonzalez", seats: list[str] | None = None, repeats: int = 1
 ) -> bytes:
-    """BleacherBox's transfer e-mail to ``order`` (unsigned): text and HTML alternatives."""
+    """BleacherBox's transfer e-mail to ``order`` (unsigned): text and HTML alternatives; ``repeats``: how many
+    times the seller's sentence stands (a hostile mail repeats it without end)."""
     event = order.event
     starts = event.venue_starts_at
     when = f"{starts:%a, %b} {starts.day}, {starts:%Y} {int(starts.strftime('%I'))}:{starts:%M %p}"
@@ -48,6 +49,7 @@ def bleacherbox_mail(
             "",
             "Hello,",
             "",
+            *[f"{seller} sent you {order.quantity} tickets to {event.name}."] * (repeats - 1),
             f"{seller} sent you {order.quantity} tickets to {event.name}. Accept them before the event to add "
             "them to your BleacherBox wallet.",
             "",

@@ -6,6 +6,7 @@ refuses a template fitted to one order (BleacherBox, ``bleacherbox.py``)."""
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -273,3 +274,23 @@ def test_a_variant_replaces_a_value_the_mail_writes_with_more_spaces_than_the_ve
     parsed = platforms.parse_text(template, spaced)
     assert parsed.event_name == EVENT
     assert [v.wrong for v in variants_read(template, spaced, parsed)] == [[], []]
+
+
+def test_a_table_wider_than_its_bound_is_read_by_no_header():
+    wide = ["A    B    C    D    E    F    G    H    Seats", "1    2    3    4    5    6    7    8    5, 6"]
+    assert pattern_for_line(wide, 2, "seats")[0] == ""
+    narrow = [line.split("    ", 1)[1] for line in wide]  # 8 columns
+    assert read_with(pattern_for_line(narrow, 2, "seats")[0], "\n".join(narrow)) == ("5, 6", "")
+
+
+@pytest.mark.django_db
+def test_the_learn_page_tries_a_bounded_number_of_places_of_a_mail_that_repeats_a_value(bleacherbox):
+    order = bleacherbox.order(section="114", row="12", section__event__venue__name=VENUE, event=EVENT)
+    case = bleacherbox.unparsed(order, repeats=1500)  # about 85 000 characters, within what is read of a mail
+    client = signed_in(staff("alice@service.example", "manage_platform_templates"))
+    started = time.monotonic()
+    html = client.get(f"/admin/transfers/platformtemplateversion/learn/{case.pk}/").content.decode()
+    assert time.monotonic() - started < 20
+    assert reads_of(html)["event"] == "—"  # the labelled place is past the bound: staff pick it
+    assert "pick the line where the platform labels it" in html
+    assert reads_of(html)["quantity"] == "2"  # a labelled place is tried first
