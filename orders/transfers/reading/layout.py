@@ -29,6 +29,10 @@ NO_LABEL = (
     "platform labels it"
 )
 _PART = re.compile(r"[^|·•]+")  # the parts of a line between bars
+# The label of a ticket field further on a line ("Row A Seats 1, 2"): where a picked value ends.
+_NUMBER = re.compile(r"\d+")
+_TICKET_LABEL = re.compile(r"(?<!\w)(?:section|sect|sec|row|seats?|quantity|qty)\.?:?[ \t]*$", re.IGNORECASE)
+_OTHER_LABEL = re.compile(r"[ \t]+(?=(?:section|sect|sec|row|seats?|quantity|qty)\b)", re.IGNORECASE)
 _LABEL_VALUE = re.compile(
     r"^(?P<label>\s*[^\d:\t|]*?[^\W\d][^\d:\t|]*?)(?:\s*:\s*|\t\s*|[ ]{2,})(?P<value>\S.*)$"
 )
@@ -66,6 +70,18 @@ def _holds(text: str, avoid: tuple[str, ...]) -> bool:
         for value in avoid
         if value.strip()
     )
+
+
+def _platform_words(text: str, avoid: tuple[str, ...], most: int = 20) -> str:
+    """The start of ``text`` (at most ``most`` characters) before any digit or value of the order: the platform's
+    words that follow a value ("Seat" in "Row 12 Seat 5")."""
+    cut = min(most, len(text))
+    digit = re.search(r"\d", text)
+    cut = min(cut, digit.start()) if digit else cut
+    for value in avoid:
+        found = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.IGNORECASE) if value.strip() else None
+        cut = min(cut, found.start()) if found else cut
+    return text[:cut].strip()
 
 
 def _label_fit(label: str, avoid: tuple[str, ...]) -> bool:
@@ -158,12 +174,21 @@ def label_pattern(
     if after.strip() and delimiter:
         tail = f"(?={regex.escape(delimiter.group(0).strip())}|$)"
     elif after.strip():
-        tail = f"(?=[ \\t]*{esc(after.strip()[:20])})"
+        following = _platform_words(after.strip(), avoid)
+        if re.search(r"\w", following):
+            tail = f"(?=[ \\t]*{esc(following)})"
+        elif value == ".+?":  # free text ended only by this order's values (", sent by Maria …"): not here
+            return ""
+        # else: a value of its own shape (a number, a date) needs no end
     else:
         tail = "[ \\t]*$"
-    if label.strip():
-        if not _label_fit(label, avoid):
+    if label.strip() and not _label_fit(label, avoid):
+        # "Section 114 Row 12": the label of a ticket field after the previous value, without a delimiter.
+        last = _TICKET_LABEL.search(label)
+        if last is None:
             return ""
+        label, anchored_at_start = last.group(0), False
+    if label.strip():
         head = _word(label.strip(), line_start=anchored_at_start) + "[ \\t]*"
         return f"{head}(?P<value>{value}){tail}"
     above = _anchor_above(lines, index, avoid)
@@ -175,26 +200,22 @@ def label_pattern(
 
 
 def _value_span(line: str, field_name: str) -> tuple[int, int]:
-    """Where the value of ``field_name`` stands on a line staff picked: after its label in the part of the line
-    that names the field ("Sec 114 | Row 12 | Seats 5, 6"), the label ended by a colon, a tab, spaces or a
-    bar; the whole line when no label is found."""
+    """Where the value of ``field_name`` stands on a line staff picked: after the label naming the field (in its
+    part of the line between bars, "Sec 114 | Row 12 | Seats 5, 6"; up to the next label of a ticket field,
+    "Row A Seats 1, 2"), else after a label ended by a colon, a tab or spaces; the whole line when there is no
+    label."""
     words = KEYWORDS.get(field_name, ())
-    parts = [(m.start(), m.end()) for m in _PART.finditer(line)] or [(0, len(line))]
-    named = (
-        [(a, b) for a, b in parts if re.match(rf"\s*(?:{'|'.join(words)})\b", line[a:b], re.IGNORECASE)]
-        if words
-        else []
-    )
-    a, b = (named or parts)[0] if (named or len(parts) == 1) else (0, len(line))
-    part = line[a:b]
-    split = _LABEL_VALUE.match(part)
-    if split is None and named:
-        split = re.match(
-            rf"^(?P<label>\s*(?:{'|'.join(words)})\b\.?)\s*(?P<value>\S.*)$", part, re.IGNORECASE
-        )
-    if split is None:
-        return a + len(part) - len(part.lstrip()), a + len(part.rstrip())
-    return a + split.start("value"), a + len(part.rstrip())
+    for found in _PART.finditer(line) if words else ():
+        part_end = found.start() + len(found.group(0).rstrip())
+        named = re.compile(rf"(?<!\w)(?:{'|'.join(words)})\b\.?[ \t]*:?[ \t]*", re.IGNORECASE)
+        label = named.search(line, found.start(), part_end)
+        if label and label.end() < part_end:
+            other = _OTHER_LABEL.search(line, label.end(), part_end)
+            return label.end(), other.start() if other else part_end
+    split = _LABEL_VALUE.match(line)
+    if split is not None:
+        return split.start("value"), len(line.rstrip())
+    return len(line) - len(line.lstrip()), len(line.rstrip())
 
 
 def pattern_for_line(
@@ -214,10 +235,11 @@ def pattern_for_line(
     column = column_of(lines, index, field_name)
     start, end = column or _value_span(line, field_name)
     if field_name == "quantity":
-        digits = re.search(r"\d+", line[start:end])
+        # The number after the label, else the line's first (a sentence's, which no pattern anchors on).
+        digits = _NUMBER.search(line, start, end) or _NUMBER.search(line)
         if digits is None:
             return "", "no number on this line"
-        start, end = start + digits.start(), start + digits.end()
+        start, end = digits.span()
     pattern = label_pattern(lines, index, start, end, value=value, avoid=avoid)
     return pattern, "" if pattern else NO_LABEL
 

@@ -294,3 +294,30 @@ def test_the_learn_page_tries_a_bounded_number_of_places_of_a_mail_that_repeats_
     assert reads_of(html)["event"] == "—"  # the labelled place is past the bound: staff pick it
     assert "pick the line where the platform labels it" in html
     assert reads_of(html)["quantity"] == "2"  # a labelled place is tried first
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "reads", "next_mail"),
+    [
+        ("Row 12 Seat 5, 6", "row", "12", ("Row 7 Seat 17, 18", "7")),
+        ("Section 114 Row 12 Seats 5, 6", "row", "12", ("Section 221 Row 7 Seats 17, 18", "7")),
+        ("Section 114 Row 12 Seats 5, 6", "section", "114", ("Section 221 Row 7 Seats 17, 18", "221")),
+        ("Sec 114 Row 12 Seats 5, 6", "seats", "5, 6", ("Sec 221 Row 7 Seats 17, 18", "17, 18")),
+    ],
+)
+def test_a_value_ended_by_the_next_label_or_the_venue_reads_the_next_mail(line, field, reads, next_mail):
+    avoid = (*own_values(an_order()), "GEHA Field")
+    pattern, note = pattern_for_line([line], 1, field, avoid=avoid)
+    assert read_with(pattern, line) == (reads, "") and note == ""
+    assert read_with(pattern, next_mail[0]) == (next_mail[1], "")
+
+
+def test_a_value_followed_by_the_orders_values_ends_at_the_platforms_words_before_them():
+    line = "Event: Chiefs vs Raiders at GEHA Field at Arrowhead Stadium"
+    start = line.index("Chiefs")
+    avoid = own_values(an_order())
+    pattern = label_pattern([line], 0, start, start + len(EVENT), avoid=avoid)
+    assert "GEHA" not in pattern and read_with(pattern, line) == (EVENT, "")
+    assert read_with(pattern, "Event: Harbour Lights Gala at Union Hall") == ("Harbour Lights Gala", "")
+    ended_by_the_seller = "Event: Chiefs vs Raiders Maria Gonzalez"
+    assert label_pattern([ended_by_the_seller], 0, start, start + len(EVENT), avoid=("Maria Gonzalez",)) == ""
