@@ -73,7 +73,7 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(admin_page, ble
     assert reads["accept_link"].startswith("https://claim.bleacherbox-tickets.com/t/")
     assert not any("Maria" in p or "Gonzalez" in p or "Chiefs" in p for p in patterns)
     assert "Maria" not in page.input_value("#id_subject_pattern")
-    page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
+    page.screenshot(path=str(shots / "template-learn-bleacherbox-1280.png"), full_page=True)
     assert fits_the_width(page)
 
     save_draft(page, f"BleacherBox transfer offers, from case #{case.pk}")
@@ -81,7 +81,7 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(admin_page, ble
     summary = page.inner_text("[data-testid=trial-summary]")
     assert "1 would be received automatically" in summary
     assert "2 variants of the mail it would receive" in summary and "0 read wrong or not at all" in summary
-    page.screenshot(path=str(shots / "template-test-passes-1280.png"), full_page=True)
+    page.screenshot(path=str(shots / "template-test-variants-1280.png"), full_page=True)
     assert fits_the_width(page)
     page.reload()  # read-only
     assert V.objects.filter(platform="bleacherbox").count() == 2
