@@ -2,12 +2,17 @@
 
 The order (known from the transfer address the mail was sent to) says what the mail must contain: its event
 and venue names, its start in venue time, its section, row and ticket count. Each value is looked for in the
-mail's text; where it is found, the proposal is a label-anchored pattern — the text before the value on its
-line (or the line above, when the value stands alone) followed by a ``value`` group — so the same template
-reads the platform's next mail for another order. Seats are proposed from a line labelled "Seat(s)", the
-accept link from the mail's https links. Staff correct a proposal by picking another line (the pattern is made
-again from that line) or by editing the pattern; the proposals are only regular expressions and the template
-format's own rules, checked by the start-up's validator, and every pattern runs with a time limit.
+mail's text, and each place it is found is tried in turn, those whose label names the field first: the
+proposal is a pattern anchored on the platform's own words — a table's header above the value's cell, the
+label before the value on its line (matched as words: "Row" never matches inside "Arrowhead"), or the line
+above when the value stands alone — and never on this order's own values (the seller's name or its sentence,
+the event, the venue, the section, the row, the ticket count, the order's address), which change with every
+mail. Where the value sits only among them, no pattern is proposed and the note asks staff for a line. Seats
+are proposed from a line labelled "Seat(s)" or a "Seats" column, the accept link from the mail's https links.
+Staff correct a proposal by picking another line — its label and value apart by a colon, a tab, spaces or a
+bar, a table row under its header, or a value on the line after its label — or by editing the pattern; the
+proposals are only regular expressions and the template format's own rules, checked by the start-up's
+validator, and every pattern runs with a time limit.
 """
 
 from __future__ import annotations
@@ -21,6 +26,16 @@ import regex
 
 from orders.transfers.models import Order
 from orders.transfers.reading import platforms
+from orders.transfers.reading.layout import (
+    DELIMITERS,
+    KEYWORDS,
+    LINK,
+    NO_LABEL,
+    column_of,
+    esc,
+    label_pattern,
+    seller_name,
+)
 from orders.transfers.reading.matching import normalise
 
 FIELDS = ("event", "venue", "start", "section", "row", "seats", "quantity", "accept_link")
@@ -53,8 +68,9 @@ START_FORMATS = (
     "%d/%m/%Y %H:%M",
     "%d.%m.%Y %H:%M",
 )
-_DELIMITERS = re.compile(r"\s*(?:[,;|·•]|\s-\s|\s–\s)\s*")
-_LINK = re.compile(r"https://[^\s<>\"'()\[\]]+")
+# The places of one value tried for a proposal, those the platform labels first (a mail is hostile: it may
+# repeat a value thousands of times, and each try reads the whole mail).
+MAX_TRIES = 20
 _SEATS_LABEL = re.compile(r"^(?P<label>.*?\bseats?\b[^\w]*)(?P<value>\S.*)$", re.IGNORECASE)
 _QUANTITY_WORDS = re.compile(r"\b(tickets?|quantity|qty)\b", re.IGNORECASE)
 
@@ -83,78 +99,27 @@ class Learned:
     problems: list[str] = field(default_factory=list)
 
 
-def _esc(text: str) -> str:
-    return regex.escape(text, special_only=True, literal_spaces=True).replace(" ", "[ \\t]*") if text else ""
+def own_values(order: Order, text: str = "") -> tuple[str, ...]:
+    """The order's own values as a mail writes them (and the seller's name): a label holding one of them would
+    read only this order's mail."""
+    event = order.event
+    values = [event.name, event.venue.name, order.transfer_address, seller_name(text)]
+    if not order.general_admission:
+        values += [order.section_name, order.row_name]
+    return tuple(v for v in values if v)
 
 
-def _anchor_above(lines: list[str], index: int, avoid: tuple[str, ...]) -> int | None:
-    """The nearest line above ``index`` (within 4 lines) fit to anchor on: no digits, none of the order's own
-    values (those change from mail to mail)."""
-    avoid_lower = [a.lower() for a in avoid if a]
-    for i in range(index - 1, max(-1, index - 5), -1):
-        line = lines[i].strip()
-        if line and not re.search(r"\d", line) and not any(a in line.lower() for a in avoid_lower):
-            return i
-    return None
-
-
-def _label_pattern(
-    lines: list[str], index: int, start: int, end: int, *, value: str = ".+?", avoid: tuple[str, ...] = ()
-) -> str:
-    """A pattern reading line ``index``'s characters ``start:end`` by the text before them on the line (back to
-    the previous delimiter), or by a line above when nothing precedes them."""
-    line = lines[index]
-    before, after = line[:start], line[end:]
-    pieces = _DELIMITERS.split(before)
-    label = pieces[-1] if pieces else ""
-    anchored_at_start = label.strip() == before.strip()
-    tail = ""
-    delimiter = _DELIMITERS.match(after)
-    if after.strip() and delimiter:
-        tail = f"(?={regex.escape(delimiter.group(0).strip())}|$)"
-    elif after.strip():
-        tail = f"(?=[ \\t]*{_esc(after.strip()[:20])})"
-    else:
-        tail = "[ \\t]*$"
-    if label.strip():
-        head = ("^" if anchored_at_start else "") + _esc(label.rstrip()) + "[ \\t]*"
-        return f"{head}(?P<value>{value}){tail}"
-    above = _anchor_above(lines, index, avoid)
-    if above is not None:
-        between = index - above - 1
-        skip = f"(?:[^\\n]*\\n){{{between}}}" if between else ""
-        return f"^{_esc(lines[above].strip())}[ \\t]*\\n{skip}(?P<value>{value}){tail}"
-    return f"^(?P<value>{value}){tail}"
-
-
-def pattern_for_line(lines: list[str], number: int, field_name: str, *, avoid: tuple[str, ...] = ()) -> str:
-    """The pattern for a line staff picked: the value after its label (``Label: value``), or the whole line
-    read by the line above it."""
-    index = number - 1
-    line = lines[index]
-    if field_name == "accept_link":
-        link = _LINK.search(line)
-        host = urlsplit(link.group(0)).hostname if link else ""
-        return f"(?P<value>https://{regex.escape(host or '')}/[^\\s<>\"'()\\[\\]]+)" if host else ""
-    label = re.match(r"^(?P<label>[^:]{1,60}:)\s*(?P<value>\S.*)$", line)
-    value = "\\d+" if field_name == "quantity" else ".+?"
-    if label:
-        return _label_pattern(lines, index, label.start("value"), len(line), value=value, avoid=avoid)
-    return _label_pattern(lines, index, 0, len(line), value=value, avoid=avoid)
-
-
-def _find(lines: list[str], wanted: list[str], *, words: bool = True) -> tuple[int, int, int] | None:
-    """(line index, start, end) of the first occurrence of one of ``wanted`` (case-insensitive)."""
+def _find(lines: list[str], wanted: list[str], *, words: bool = True) -> list[tuple[int, int, int]]:
+    """(line index, start, end) of every occurrence of the first of ``wanted`` found (case-insensitive)."""
     for candidate in (w for w in wanted if w):
         pattern = re.compile(
             (r"(?<![\w])" if words else "") + re.escape(candidate) + (r"(?![\w])" if words else ""),
             re.IGNORECASE,
         )
-        for index, line in enumerate(lines):
-            found = pattern.search(line)
-            if found:
-                return index, found.start(), found.end()
-    return None
+        found = [(i, m.start(), m.end()) for i, line in enumerate(lines) for m in pattern.finditer(line)]
+        if found:
+            return found
+    return []
 
 
 def _start_renderings(start: datetime) -> list[tuple[str, str]]:
@@ -195,11 +160,12 @@ def line_of(pattern: str, text: str) -> int | None:
     return text.count("\n", 0, found.start("value")) + 1 if found and "value" in found.re.groupindex else None
 
 
-def subject_proposal(subject: str, order: Order) -> str:
-    """The subject with the order's own words (event, venue, ticket count) made wildcards, anchored."""
-    pattern = _esc(subject)
-    for value in (order.event.name, order.event.venue.name):
-        escaped = _esc(value)
+def subject_proposal(subject: str, order: Order, *, seller: str = "") -> str:
+    """The subject with the order's own words (event, venue, the seller's name, ticket count) made wildcards,
+    anchored."""
+    pattern = esc(subject)
+    for value in (order.event.name, order.event.venue.name, seller):
+        escaped = esc(value)
         if escaped and escaped in pattern:
             pattern = pattern.replace(escaped, ".+")
     pattern = re.sub(rf"(?<![\w\\]){order.quantity}(?!\w)", r"\\d+", pattern)
@@ -224,7 +190,16 @@ _SHAPES = {
 def start_shape(fmt: str) -> str:
     """A pattern reading any start written in ``fmt`` (not only this order's)."""
     parts = re.split(r"(%[aAbBdmYHIMp])", fmt)
-    return "".join(_SHAPES.get(part) or _esc(part) for part in parts)
+    return "".join(_SHAPES.get(part) or esc(part) for part in parts)
+
+
+def _labelled_first(lines: list[str], field_name: str, where: tuple[int, int, int]) -> tuple[int, int]:
+    """Occurrences whose label names the field first (a "Row" before "Dec 12, 2026"'s "Dec"), then in order."""
+    index, start, _ = where
+    before = DELIMITERS.split(lines[index][:start])[-1]
+    words = KEYWORDS.get(field_name, ())
+    named = bool(words) and re.search(rf"\b(?:{'|'.join(words)})\b", before, re.IGNORECASE)
+    return (0 if named else 1, index)
 
 
 def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...] = ()) -> Learned:
@@ -232,67 +207,79 @@ def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...
     lines = text.split("\n")
     proposals: dict[str, Proposal] = {}
     event = order.event
-    avoid = (event.name, event.venue.name)
+    avoid = own_values(order, text)
 
-    def propose(name: str, where, expected: str, *, value: str = ".+?", note: str = "") -> None:
-        if where is None:
+    def propose(name: str, found_at: list, expected: str, *, value: str = ".+?", note: str = "") -> None:
+        """The first occurrence the platform labels: a pattern that reads it, anchored on no value of this
+        order; none when every occurrence sits among this order's values."""
+        if not found_at:
             proposals[name] = Proposal(
                 name, None, "", expected=expected, note=note or "not found in the mail"
             )
             return
-        index, start, end = where
-        pattern = _label_pattern(lines, index, start, end, value=value, avoid=avoid)
-        found, problem = read_with(pattern, text)
-        proposals[name] = Proposal(name, index + 1, pattern, found, expected, problem or note)
+        ranked = sorted(found_at, key=lambda where: _labelled_first(lines, name, where))
+        for index, start, end in ranked[:MAX_TRIES]:
+            pattern = label_pattern(lines, index, start, end, value=value, avoid=avoid)
+            if not pattern:
+                continue
+            found, problem = read_with(pattern, text)
+            if not problem and normalise(found) == normalise(lines[index][start:end]):
+                proposals[name] = Proposal(name, index + 1, pattern, found, expected, note)
+                return
+        proposals[name] = Proposal(name, found_at[0][0] + 1, "", expected=expected, note=NO_LABEL)
 
     propose("event", _find(lines, [event.name]), event.name)
     propose("venue", _find(lines, [event.venue.name]), event.venue.name)
     starts = event.venue_starts_at.replace(tzinfo=None)
     start_format = ""
     for rendered, fmt in _start_renderings(starts):
-        where = _find(lines, [rendered], words=False)
-        if where is not None:
+        found_at = _find(lines, [rendered], words=False)
+        if found_at:
             start_format = fmt
             propose(
                 "start",
-                where,
+                found_at,
                 starts.strftime("%Y-%m-%d %H:%M"),
                 value=start_shape(fmt),
                 note=f"read as {fmt}",
             )
             break
     else:
-        propose("start", None, starts.strftime("%Y-%m-%d %H:%M"))
+        propose("start", [], starts.strftime("%Y-%m-%d %H:%M"))
     if not order.general_admission:
         for name, values in (
             ("section", [order.section_name_display, order.section_name]),
             ("row", [order.row_name_display, order.row_name]),
         ):
-            where = _find(lines, values)
-            if where is not None:
+            found_at = []
+            for where in _find(lines, values):
                 # The bare value after a "Section"/"Row" label rather than the value with its prefix.
                 shown = lines[where[0]][where[1] : where[2]]
                 bare = normalise(shown, prefixes=True)
                 offset = lines[where[0]].lower().find(bare, where[1]) if bare else -1
                 if offset >= 0 and bare != shown.lower():
                     where = (where[0], offset, offset + len(bare))
-            propose(name, where, values[-1])
-        seats = next(((i, m) for i, line in enumerate(lines) if (m := _SEATS_LABEL.match(line))), None)
-        if seats is None:
-            propose("seats", None, f"{order.quantity} seats")
-        else:
-            index, found = seats
-            propose("seats", (index, found.start("value"), len(lines[index])), f"{order.quantity} seats")
+                found_at.append(where)
+            propose(name, found_at, values[-1])
+        seats = [
+            (i, m.start("value"), len(line))
+            for i, line in enumerate(lines)
+            if (m := _SEATS_LABEL.match(line)) and re.search(r"\d", m.group("value"))
+        ]
+        seats += [
+            (i, *cell)
+            for i in range(1, len(lines))
+            if (cell := column_of(lines, i, "seats")) and re.search(r"\d", lines[i][cell[0] : cell[1]])
+        ]
+        propose("seats", seats, f"{order.quantity} seats")
     counts = [
         (i, m.start(), m.end())
         for i, line in enumerate(lines)
-        if _QUANTITY_WORDS.search(line)
+        if _QUANTITY_WORDS.search(line) or column_of(lines, i, "quantity")
         for m in re.finditer(rf"(?<![\w.]){order.quantity}(?![\w.])", line)
     ]
-    # A count after a "Label:" first (a sentence around it names the seller, who changes with every mail).
-    counts.sort(key=lambda where: not lines[where[0]][: where[1]].rstrip().endswith(":"))
-    propose("quantity", counts[0] if counts else None, str(order.quantity), value="\\d+")
-    links = [(i, m) for i, line in enumerate(lines) for m in _LINK.finditer(line)]
+    propose("quantity", counts, str(order.quantity), value="\\d+")
+    links = [(i, m) for i, line in enumerate(lines) for m in LINK.finditer(line)]
     listed = [(i, m) for i, m in links if (urlsplit(m.group(0)).hostname or "").lower() in accept_hosts]
     chosen = (listed or links or [None])[0]
     if chosen is None:
@@ -309,7 +296,7 @@ def learn(*, text: str, subject: str, order: Order, accept_hosts: tuple[str, ...
         proposals["accept_link"] = Proposal("accept_link", index + 1, pattern, link.group(0), "", note)
     return Learned(
         subject=subject,
-        subject_pattern=subject_proposal(subject, order),
+        subject_pattern=subject_proposal(subject, order, seller=seller_name(text)),
         lines=lines,
         proposals=proposals,
         start_format=start_format,

@@ -5,7 +5,8 @@ file as version 1, ``versions_seed``) and put in force (docs/staff-guide.md "Act
   only once a second staff member, not its author, approved it (``version_approve``; the admin asks for
   ``transfers.approve_platform_registry``). Extraction changes alone need ``manage_platform_templates``.
 - Activation tries the version against the stored mail again (``trial.template_trial``) and is refused while a
-  single message would be received automatically against a different staff outcome.
+  single message would be received automatically against a different staff outcome, or while a variant of a
+  stored mail (its order's values replaced by others) is read wrong or not at all.
 - The version in force becomes ``superseded``, this one ``active``; after the commit the platform's open
   ``unparsed`` cases are processed again (``orders.transfers.tasks.platform_cases_reprocess``).
 Every move goes through the template machine and its history (the platform's history).
@@ -159,6 +160,13 @@ def version_activate(*, version_pk: int, actor: str, reason: str) -> V:
             raise Refused(
                 f"{len(trial.disagreeing)} stored message(s) would be received automatically against a different "
                 f"staff outcome (inbound messages {pks}): correct the template and test again."
+            )
+        if trial.variants_wrong:
+            pks = ", ".join(str(row.message.pk) for row in trial.variants_wrong)
+            raise Refused(
+                f"It reads a variant of {len(trial.variants_wrong)} stored message(s) wrong or not at all (inbound "
+                f"messages {pks}): it reads only the order it was made from. Anchor its patterns on the "
+                "platform's labels and test again."
             )
         versions_seed(platform=version.platform)
         current = (

@@ -6,7 +6,9 @@ For each message whose raw bytes the receiver kept: what the version would read,
 ``recall`` or ``unparsed`` — beside what staff decided for that message (the resolution of its case, when a
 staff member resolved one) and what the service did. A message the version would receive automatically while
 staff decided otherwise (dismissed, forged, asked the seller…) *disagrees*: a version is activated only when
-none does. Nothing is written: no order, message, case or evidence changes.
+none does. Each message the version would receive automatically is read again in variants, its order's values
+replaced by other plausible ones (``variants``): a version that reads a variant wrong or not at all — a template
+fitted to one mail — is not activated either. Nothing is written: no order, message, case or evidence changes.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.reading import platforms
 from orders.transfers.reading.matching import match
+from orders.transfers.reading.variants import VariantRead, variants_read
 
 R = TransferCase.Resolution
 MAX_MESSAGES = 500
@@ -36,6 +39,11 @@ class TrialRow:
     staff_outcome: str
     service_outcome: str
     problems: list[str] = field(default_factory=list)
+    variants: list[VariantRead] = field(default_factory=list)
+
+    @property
+    def variants_wrong(self) -> list[VariantRead]:
+        return [variant for variant in self.variants if variant.wrong]
 
     @property
     def disagrees(self) -> bool:
@@ -58,15 +66,25 @@ class Trial:
         return [row for row in self.rows if row.disagrees]
 
     @property
+    def variants_wrong(self) -> list[TrialRow]:
+        """The messages a variant of which the version reads wrong or not at all."""
+        return [row for row in self.rows if row.variants_wrong]
+
+    @property
     def counts(self) -> dict[str, int]:
-        counts = {"messages": len(self.rows), "disagree": len(self.disagreeing)}
+        counts = {
+            "messages": len(self.rows),
+            "disagree": len(self.disagreeing),
+            "variants": sum(len(row.variants) for row in self.rows),
+            "variants_wrong": sum(len(row.variants_wrong) for row in self.rows),
+        }
         for row in self.rows:
             counts[row.would] = counts.get(row.would, 0) + 1
         return counts
 
     @property
     def passes(self) -> bool:
-        return not self.disagreeing and not self.stopped
+        return not self.disagreeing and not self.variants_wrong and not self.stopped
 
 
 def staff_outcome(message: InboundMessage) -> str:
@@ -116,7 +134,8 @@ def template_trial(*, platform: str, data: dict) -> Trial:
         if raw is None:
             trial.skipped += 1
             continue
-        parsed = platforms.parse_with(template, raw)
+        mail = platforms.mail_text(raw)
+        parsed = platforms.parse_text(template, mail)
         would, problems = _would(parsed, message.order)
         extracted = {}
         if parsed is not None:
@@ -134,6 +153,7 @@ def template_trial(*, platform: str, data: dict) -> Trial:
                 staff_outcome=staff_outcome(message),
                 service_outcome=message.get_outcome_display(),
                 problems=problems,
+                variants=variants_read(template, mail, parsed) if would in AUTOMATIC else [],
             )
         )
     return trial

@@ -17,6 +17,7 @@ from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import learn as learning
 from orders.transfers.reading import platforms
+from orders.transfers.reading.layout import pattern_for_line
 from orders.transfers.reading.selectors import data_in_force, version_in_force
 from orders.transfers.reading.services import version_create
 from orders.transfers.reading.templates_store import TemplateInvalid, data_dump, data_load, registry_part
@@ -49,7 +50,7 @@ class TemplateWriting:
             order=order,
             accept_hosts=tuple(registry_part(base)["accept_link_hosts"]),
         )
-        avoid = (order.event.name, order.event.venue.name)
+        avoid = learning.own_values(order, mail.text)
         kind = request.POST.get("kind", "transfer_offer")
         kind = kind if kind in platforms.KINDS else "transfer_offer"
         subject_pattern = request.POST.get("subject_pattern", learned.subject_pattern)[:MAX_PATTERN]
@@ -59,7 +60,7 @@ class TemplateWriting:
             if name in ("section", "row", "seats") and order.general_admission:
                 continue
             proposal = learned.proposals.get(name) or learning.Proposal(name, None, "")
-            pattern, line = proposal.pattern, proposal.line
+            pattern, line, note = proposal.pattern, proposal.line, ""
             if request.method == "POST":
                 pattern = request.POST.get(f"pattern_{name}", "")[:MAX_PATTERN].strip()
                 picked, line_text = (
@@ -72,10 +73,11 @@ class TemplateWriting:
                     else None
                 )
                 if line is not None and line_text != picked:  # staff picked another line: read it instead
-                    pattern = learning.pattern_for_line(learned.lines, line, name, avoid=avoid)
+                    pattern, note = pattern_for_line(learned.lines, line, name, avoid=avoid)
                 elif pattern:
                     line = learning.line_of(pattern, mail.text)
             found, problem = learning.read_with(pattern, mail.text)
+            problem = problem if pattern else note
             chosen[name] = pattern
             rows.append(
                 {"proposal": proposal, "pattern": pattern, "line": line, "found": found, "problem": problem}

@@ -5,6 +5,7 @@ template yet, so its authentic mail opens ``unparsed`` cases; live orders of it 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -22,6 +23,7 @@ from tests.testmode.conftest import api_order, client_for, make_partner_with_bot
 from tests.transfers.e2e.conftest import deliver
 from tests.transfers.mailkit import DkimKey, make_key, resolver_for, sign
 from tests.transfers.staff.stagepass import PLATFORM, REGISTRY, stagepass_mail
+from tests.transfers.templates import bleacherbox as bleacherbox_mail_module
 
 STAFF_PASSWORD = "a long staff pass 2026"
 
@@ -64,17 +66,28 @@ class Shop:
     live: object
     capture: object
     key: DkimKey
+    platform: str = PLATFORM
+    compose: Callable[..., bytes] = stagepass_mail
 
-    def order(self, *, quantity: int = 2, event: str = "Skyline Festival") -> Order:
-        """A live StagePass order made through the API and confirmed (``awaiting_transfer``)."""
+    def order(
+        self,
+        *,
+        quantity: int = 2,
+        event: str = "Skyline Festival",
+        section: str = "101",
+        row: str = "A",
+        **more,
+    ) -> Order:
+        """A live order of the shop's platform made through the API and confirmed (``awaiting_transfer``)."""
         row = RowFactory(
-            name="A",
-            name_display="Row A",
+            name=row,
+            name_display=f"Row {row}",
             available_quantity=50,
-            section__name="101",
-            section__name_display="Section 101",
-            section__event__primary_site=PLATFORM,
+            section__name=section,
+            section__name_display=f"Section {section}",
+            section__event__primary_site=self.platform,
             section__event__name=event,
+            **more,
         )
         with self.capture(execute=True):
             data = api_order(self.live, row, quantity=quantity)
@@ -83,8 +96,8 @@ class Shop:
         return order
 
     def mail(self, order: Order, **kwargs) -> InboundMessage:
-        """StagePass's signed mail to ``order`` through the intake, processed after its commit."""
-        return deliver(sign(stagepass_mail(order, **kwargs), self.key), order, self.capture)
+        """The platform's signed mail to ``order`` through the intake, processed after its commit."""
+        return deliver(sign(self.compose(order, **kwargs), self.key), order, self.capture)
 
     def unparsed(self, order: Order, **kwargs) -> TransferCase:
         message = self.mail(order, **kwargs)
@@ -116,3 +129,31 @@ def stagepass_template(order) -> dict:
         "start_formats": ["%Y-%m-%d %H:%M", learned.start_format],
         "kinds": {"transfer_offer": offer},
     }
+
+
+@pytest.fixture
+def bleacherbox(db, django_capture_on_commit_callbacks, settings) -> Shop:
+    """BleacherBox (``bleacherbox.py``): its own DKIM key and selector published by a test resolver, its registry
+    entry proposed by Alice, approved by Bob and in force, with no template yet."""
+    key = make_key(bleacherbox_mail_module.DOMAIN, bleacherbox_mail_module.SELECTOR)
+    proposed = version_create(
+        platform=bleacherbox_mail_module.PLATFORM,
+        data=bleacherbox_mail_module.REGISTRY,
+        actor="staff:alice@service.example",
+        reason="BleacherBox goes live",
+    )
+    version_approve(
+        version_pk=proposed.pk, actor="staff:bob@service.example", reason="checked its DKIM domain"
+    )
+    version_activate(version_pk=proposed.pk, actor="staff:alice@service.example", reason="in force")
+    settings.PAYMENT_PLATFORM = "sandbox"
+    pairs = make_partner_with_both_pairs(name="Midwest Seat Exchange")
+    with use_resolver(resolver_for(key)):
+        yield Shop(
+            pairs.partner,
+            client_for(pairs.live),
+            django_capture_on_commit_callbacks,
+            key,
+            platform=bleacherbox_mail_module.PLATFORM,
+            compose=bleacherbox_mail_module.bleacherbox_mail,
+        )

@@ -48,6 +48,25 @@ def confirm(page, reason: str, submit: str) -> None:
     page.click(f"input[value='{submit}']")
 
 
+def save_draft(page, reason: str) -> None:
+    """The learn page's "Save as a draft version" with ``reason``: the draft's test opens."""
+    page.fill("#id_reason", reason)
+    page.click("button[value=save]")
+    page.wait_for_url(re.compile(r".*/platformtemplateversion/\d+/test/$"))
+
+
+def activate(page, base: str, pk: int, *, button: str, reason: str) -> str:
+    """Press ``button`` (an Activate) and confirm with ``reason``: the message on the version's page, which a
+    reload no longer shows (nothing happens twice)."""
+    page.click(f"button:has-text('{button}')")
+    confirm(page, reason, "Yes, activate")
+    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{pk}/change/")
+    said = page.inner_text("ul.messagelist")
+    page.reload()
+    assert page.locator("ul.messagelist").count() == 0
+    return said
+
+
 def fits_the_width(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -100,9 +119,7 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
     page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
     assert fits_the_width(page)
 
-    page.fill("#id_reason", f"StagePass transfer offers, from case #{case.pk}")
-    page.click("button[value=save]")
-    page.wait_for_url(re.compile(r".*/platformtemplateversion/\d+/test/$"))
+    save_draft(page, f"StagePass transfer offers, from case #{case.pk}")
     first = V.objects.get(platform="stagepass", state="draft")
     assert "1 would be received automatically against a different staff outcome" in page.inner_text(
         "[data-testid=trial-summary]"
@@ -117,12 +134,8 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
 
     # The version page's Activate: confirmed with a reason, refused, and nothing is in force.
     page.goto(f"{base}/admin/transfers/platformtemplateversion/{first.pk}/change/")
-    page.click("button:has-text('Activate')")
-    confirm(page, "Try it", "Yes, activate")
-    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{first.pk}/change/")
-    assert "against a different staff outcome" in page.inner_text("ul.messagelist")
-    page.reload()
-    assert page.locator("ul.messagelist").count() == 0
+    said = activate(page, base, first.pk, button="Activate", reason="Try it")
+    assert "against a different staff outcome" in said
     first.refresh_from_db()
     assert first.state == "draft" and Order.objects.get(pk=learned_order.pk).status == "awaiting_transfer"
 
@@ -132,9 +145,7 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
     page.fill("#id_subject_pattern", FIXED_SUBJECT)
     page.click("button[value=preview]")
     assert "recognises this subject" in page.content()
-    page.fill("#id_reason", "An offer's subject ends with the event, never with “canceled”")
-    page.click("button[value=save]")
-    page.wait_for_url(re.compile(r".*/platformtemplateversion/\d+/test/$"))
+    save_draft(page, "An offer's subject ends with the event, never with “canceled”")
     second = V.objects.get(platform="stagepass", state="draft", version=first.version + 1)
     assert "0 would be received automatically" in page.inner_text("[data-testid=trial-summary]")
     assert (

@@ -34,7 +34,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
 from orders.transfers.decision.verdicts import ParsedMail
-from orders.transfers.reading.platforms.text import mail_text
+from orders.transfers.reading.platforms.text import MailText, mail_text
 
 SANDBOX = "sandbox"
 KINDS = ("transfer_offer", "transfer_accepted", "transfer_canceled")
@@ -307,7 +307,11 @@ def parse(raw: bytes, platform: str) -> ParsedMail | None:
 
 def parse_with(template: Platform, raw: bytes) -> ParsedMail | None:
     """``parse`` with a given template (a draft under test, or the one in force)."""
-    mail = mail_text(raw)
+    return parse_text(template, mail_text(raw))
+
+
+def parse_text(template: Platform, mail: MailText) -> ParsedMail | None:
+    """``parse_with`` of a mail already read as text (a stored mail's variant under test)."""
     kind = template.kind_for(mail.subject)
     if kind is None:
         return None
@@ -358,6 +362,7 @@ __all__ = [
     "mail_text",
     "order_platforms",
     "parse",
+    "parse_text",
     "parse_with",
     "pattern_search",
     "platform_for_domain",
