@@ -24,7 +24,7 @@ from config.core.admin_permissions import require, staff_may
 from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnly, StatusHistoryInline
 from orders.transfers.models import PlatformTemplateHistory, PlatformTemplateVersion, TransferCase
-from orders.transfers.reading.selectors import data_in_force
+from orders.transfers.reading.selectors import approval_holds, data_in_force, registry_changes
 from orders.transfers.reading.services import Refused, version_activate, version_approve, version_discard
 from orders.transfers.reading.templates_store import data_dump, registry_part
 from orders.transfers.reading.trial import template_trial
@@ -146,7 +146,7 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
             )
         note = (
             format_html('<p class="errornote" data-testid="registry-change">{}</p>', self._registry_note(obj))
-            if obj.registry_change
+            if registry_changes(obj)
             else ""
         )
         return format_html(
@@ -156,9 +156,18 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
         )
 
     def _registry_note(self, obj: V) -> str:
+        if obj.state != V.State.DRAFT or approval_holds(obj):
+            return f"Changes what makes a mail authentic: approved by {obj.approved_by or '—'}."
         if obj.approved_by:
-            return f"Changes what makes a mail authentic: approved by {obj.approved_by}."
-        return "Changes what makes a mail authentic: a second staff member must approve it before activation."
+            return (
+                f"Changes what makes a mail authentic: approved by {obj.approved_by} against other sender domains "
+                "or accept-link hosts than those in force now; a second staff member must approve it again "
+                "before activation."
+            )
+        return (
+            "Changes what makes a mail authentic: a second staff member (not its author, "
+            f"{obj.created_by}) must approve it before activation."
+        )
 
     @admin.display(description="Made from the mail of")
     def learned_case(self, obj: V):
@@ -191,13 +200,22 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
+    def waits_for_approval(self, obj: V) -> bool:
+        """A draft that changes the registry in force now without an approval against it."""
+        return obj.state == V.State.DRAFT and registry_changes(obj) and not approval_holds(obj)
+
     def buttons(self, request: HttpRequest, obj: V) -> list[tuple[str, str, str]]:
-        """(label, URL, kind) of each step staff may take on the version now."""
+        """(label, URL, kind) of each step staff may take on the version now: none its service would refuse
+        for who they are or what is in force (the author never sees "Approve", nobody sees "Activate" while
+        the registry change waits for its approval)."""
         shown = []
+        waiting = self.waits_for_approval(obj)
         for name, step in STEPS.items():
             if obj.state != V.State.DRAFT or not staff_may(request, step.permission):
                 continue
-            if name == "approve" and (not obj.registry_change or obj.approved_by):
+            if name == "approve" and (not waiting or staff_actor(request) == obj.created_by):
+                continue
+            if name == "activate" and waiting:
                 continue
             shown.append(
                 (
@@ -220,8 +238,11 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
                 "Edit as a new version",
                 reverse("admin:transfers_platformtemplateversion_edit") + f"?from={obj.pk}",
             ),
-            ("Export the file", reverse("admin:transfers_platformtemplateversion_export", args=[obj.pk])),
-        ]
+        ] + (
+            [("Export the file", reverse("admin:transfers_platformtemplateversion_export", args=[obj.pk]))]
+            if obj.state == V.State.ACTIVE
+            else []
+        )
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -252,11 +273,7 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
         version = get_object_or_404(V, pk=pk)
         trial = template_trial(platform=version.platform, data=version.data)
         activate = ""
-        if (
-            version.state == V.State.DRAFT
-            and trial.passes
-            and not (version.registry_change and not version.approved_by)
-        ):
+        if version.state == V.State.DRAFT and trial.passes and not self.waits_for_approval(version):
             activate = reverse("admin:transfers_platformtemplateversion_activate", args=[pk])
         context = self._context(
             request,
@@ -265,13 +282,16 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
             trial=trial,
             counts=trial.counts,
             activate_url=activate,
+            waits_for_approval=self.waits_for_approval(version),
             back_url=reverse("admin:transfers_platformtemplateversion_change", args=[pk]),
         )
         return TemplateResponse(request, "admin/transfers/platformtemplateversion/test.html", context)
 
     def export_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The version in force as its file. A draft or a discarded version never: the file would load as
+        the platform's version 1 with no approval."""
         require(request, MANAGE)
-        version = get_object_or_404(V, pk=pk)
+        version = get_object_or_404(V, pk=pk, state=V.State.ACTIVE)
         response = HttpResponse(data_dump(version.data), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{version.platform}.yaml"'
         return response
