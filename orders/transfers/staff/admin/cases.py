@@ -187,6 +187,7 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["case_actions"] = self.case_actions(request, obj) if obj is not None else []
         context["learn_url"] = platform_admin.learn_link(request, obj) if obj is not None else ""
+        context["new_platform"] = platform_admin.new_platform_link(request, obj) if obj is not None else None
         if obj is not None:
             order = f" · order {obj.order.order_id}" if obj.order else ""
             context.update(

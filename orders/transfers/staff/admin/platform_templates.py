@@ -358,3 +358,21 @@ def learn_link(request: HttpRequest, case: TransferCase) -> str:
     ):
         return ""
     return reverse("admin:transfers_platformtemplateversion_learn", args=[case.pk])
+
+
+def new_platform_link(request: HttpRequest, case: TransferCase) -> tuple[str, str] | None:
+    """The case page's link to the registry entry of the platform whose first mail opened an open
+    ``unverified`` case (its sender no platform's): "A new platform" pre-filled from the mail, or a new
+    version of the order's platform with the sender added when it has an entry."""
+    found = case.details.get("new_platform") if isinstance(case.details, dict) else None
+    if (
+        not found
+        or case.kind != TransferCase.Kind.UNVERIFIED
+        or case.state not in TransferCase.OPEN_STATES
+        or not staff_may(request, MANAGE)
+    ):
+        return None
+    url = reverse("admin:transfers_platformtemplateversion_edit") + f"?case={case.pk}"
+    if data_in_force(found.get("platform", "")) is not None:
+        return f"Add this sender to {found['platform']}", url
+    return "A new platform", url
