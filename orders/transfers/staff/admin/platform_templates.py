@@ -100,7 +100,7 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
     list_display = (
         "version_link",
         "state",
-        "registry_change",
+        "registry_column",
         "created_by",
         "created_at",
         "reason",
@@ -127,6 +127,18 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
     @admin.display(description="Version", ordering="version")
     def version_link(self, obj: V) -> str:
         return f"{obj.platform} v{obj.version}"
+
+    @admin.display(description="Sender domains, link hosts", ordering="registry_change")
+    def registry_column(self, obj: V):
+        """Whether the version changes what makes a mail authentic (a draft: against what is in force now), in
+        words; "no change" is no fault."""
+        if not registry_changes(obj):
+            return format_html('<span class="quiet">{}</span>', "no change")
+        if obj.state != V.State.DRAFT:
+            return f"changed, approved by {obj.approved_by or '—'}"
+        if approval_holds(obj):
+            return f"changes, approved by {obj.approved_by}"
+        return format_html('<strong class="bad">{}</strong>', "changes: waits for a second approval")
 
     @admin.display(description="Sender domains and accept-link hosts")
     def registry(self, obj: V):
