@@ -116,3 +116,16 @@ def stagepass_template(order) -> dict:
         "start_formats": ["%Y-%m-%d %H:%M", learned.start_format],
         "kinds": {"transfer_offer": offer},
     }
+
+
+def template_activated(shop: Shop, order) -> PlatformTemplateVersion:
+    """StagePass's template learned from ``order``'s mail, saved and activated by Alice; the activation's
+    re-processing runs."""
+    made = version_create(
+        platform=PLATFORM,
+        data=stagepass_template(order),
+        actor="staff:alice@service.example",
+        reason="offers",
+    )
+    with shop.capture(execute=True):
+        return version_activate(version_pk=made.pk, actor="staff:alice@service.example", reason="in force")

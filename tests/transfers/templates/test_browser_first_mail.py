@@ -19,6 +19,7 @@ import pytest
 
 from orders.models import Order
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
+from orders.transfers.reading.templates_store import KEY_ORDER
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
 from tests.transfers.staff.stagepass import DOMAIN, PLATFORM
 
@@ -48,6 +49,16 @@ def guide_shot(page, name: str, height: int = 760, at: str = "", width: int = 12
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
+def version_step(page, base: str, version, button: str, submit: str) -> None:
+    """Press ``button`` on the version's page, confirm with a reason, and reload the page it returns to."""
+    url = f"{base}/admin/transfers/platformtemplateversion/{version.pk}/change/"
+    page.goto(url)
+    page.click(f"button:has-text('{button}')")
+    confirm(page, f"{button}: checked with StagePass", submit)
+    page.wait_for_url(url)
+    page.reload()
+
+
 def crumbs(page) -> str:
     return page.inner_text("div.breadcrumbs")
 
@@ -70,14 +81,7 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     assert "Platform templates" in crumbs(page)
     page.click("text=A new platform")
     skeleton = page.input_value("#id_yaml")
-    for key in (
-        "platform",
-        "sender_domains",
-        "accept_link_hosts",
-        "static_barcodes",
-        "start_formats",
-        "kinds",
-    ):
+    for key in KEY_ORDER:
         assert re.search(rf"^{key}:", skeleton, re.M), key
     assert skeleton.count("\n# ") >= 6
     page.screenshot(path=str(shots / "template-new-platform-1280.png"), full_page=True)
@@ -111,19 +115,10 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     guide_shot(page, "template-waits-approval", 720)
 
     as_member(page, base, "bob@service.example")
-    page.goto(f"{base}/admin/transfers/platformtemplateversion/{entry.pk}/change/")
-    page.click("button:has-text('Approve registry change')")
-    confirm(page, "Checked the domain and its DKIM key with StagePass", "Yes, approve")
-    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{entry.pk}/change/")
-    page.reload()
+    version_step(page, base, entry, "Approve registry change", "Yes, approve")
     assert V.objects.get(pk=entry.pk).history.filter(reason__startswith="Approved").count() == 1
-
     as_member(page, base, "alice@service.example")
-    page.goto(f"{base}/admin/transfers/platformtemplateversion/{entry.pk}/change/")
-    page.click("button:has-text('Activate')")
-    confirm(page, "StagePass's entry", "Yes, activate")
-    page.wait_for_url(f"{base}/admin/transfers/platformtemplateversion/{entry.pk}/change/")
-    page.reload()
+    version_step(page, base, entry, "Activate", "Yes, activate")
     eventually(lambda: TransferCase.objects.get(pk=case.pk).state == "resolved")
     unparsed = TransferCase.objects.get(message=message, kind="unparsed", state="open")
     page.goto(case_url)

@@ -13,13 +13,12 @@ import pytest
 from orders.models import Order
 from orders.transfers.authenticity.dns import use_resolver
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
-from orders.transfers.reading.services import version_activate, version_create
 from tests.testmode.conftest import client_for, make_partner_with_both_pairs
 from tests.transfers.e2e.conftest import deliver
 from tests.transfers.mailkit import make_key, resolver_for, sign
 from tests.transfers.staff.stagepass import ACCEPT_HOST, DOMAIN, PLATFORM, stagepass_mail
 
-from .conftest import Shop, staff, stagepass_template
+from .conftest import Shop, staff, template_activated
 from .test_four_eyes import CONFIRMED, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -87,14 +86,7 @@ def test_the_first_mail_of_an_unknown_platform_leads_to_its_entry_and_the_order_
     assert f"unparsed case #{unparsed.pk}" in case.resolution_reason
     assert Order.objects.get(pk=order.pk).status == "awaiting_transfer"
 
-    template = version_create(
-        platform=PLATFORM,
-        data=stagepass_template(order),
-        actor="staff:alice@service.example",
-        reason="offers",
-    )
-    with newcomer.capture(execute=True):
-        version_activate(version_pk=template.pk, actor="staff:alice@service.example", reason="in force")
+    template_activated(newcomer, order)
     assert Order.objects.get(pk=order.pk).status == "ticket_received"
     unparsed.refresh_from_db()
     assert unparsed.state == "resolved"
