@@ -15,7 +15,16 @@ from urllib.parse import urlsplit
 MAX_HOSTS = 10
 MAX_SIGNATURES = 5
 _LINK = re.compile(r"https://[^\s<>\"'()\[\]]{1,2000}")
-_HOST = re.compile(r"^[a-z0-9]([a-z0-9-]{0,62}\.)+[a-z]{2,63}$")
+_HOST = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,62}\.)+[a-z]{2,63}$")
+_SELECTOR = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+_PLATFORM = re.compile(r"^[a-z0-9_-]{1,32}$")
+
+
+def _kept(pattern: re.Pattern, value) -> str:
+    """``value`` (lowercase) when it is a plain name ``pattern`` accepts, else "": the mail is hostile, and
+    what it says goes into the YAML staff start from."""
+    value = str(value or "").strip().rstrip(".").lower()
+    return value if pattern.match(value) else ""
 
 
 def link_hosts(text: str) -> list[str]:
@@ -37,16 +46,16 @@ def facts(*, auth: dict, text: str, platform: str) -> dict:
     """What the first mail of an unknown platform says about it (``auth``: the authentication verdict as
     stored): the order's platform name, the From domain, each DKIM signature's d= and selector, the link
     hosts."""
-    address = email.utils.parseaddr(auth.get("header_from") or "")[1]
+    address = email.utils.parseaddr(str(auth.get("header_from") or "")[:1000])[1]
     signatures = [
-        {"d": str(s.get("domain") or "")[:253], "s": str(s.get("selector") or "")[:63]}
+        {"d": _kept(_HOST, s.get("domain")), "s": _kept(_SELECTOR, s.get("selector"))}
         for s in ((auth.get("dkim") or {}).get("signatures") or [])[:MAX_SIGNATURES]
-        if s.get("domain")
+        if isinstance(s, dict)
     ]
     return {
-        "platform": platform[:32],
-        "from_domain": address.rpartition("@")[2].strip().rstrip(".").lower()[:253],
-        "dkim": signatures,
+        "platform": _kept(_PLATFORM, platform) or "new-platform",
+        "from_domain": _kept(_HOST, address.rpartition("@")[2]),
+        "dkim": [s for s in signatures if s["d"] and s["s"]],
         "link_hosts": link_hosts(text),
     }
 

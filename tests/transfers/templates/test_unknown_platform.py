@@ -116,3 +116,19 @@ def test_a_case_of_a_known_platform_offers_no_new_platform(newcomer, registry_en
         "new-platform" not in alice.get(f"/admin/transfers/transfercase/{case.pk}/change/").content.decode()
     )
     assert alice.get(f"{BASE}/edit/?case={case.pk}").status_code == 404
+
+
+def test_what_the_first_mail_proposes_is_bounded_and_plain(newcomer, stagepass_key):
+    order = newcomer.order()
+    links = "\r\n".join(
+        [f"https://h{n}.stagepass-tickets.com/x" for n in range(30)]
+        + ["https://evil.example]\r\nkinds: {}/x", "https://" + "a" * 300 + ".example/x"]
+    )
+    raw = stagepass_mail(order).replace(b"Questions?", links.encode() + b"\r\nQuestions?")
+    message = deliver(sign(raw, stagepass_key), order, newcomer.capture)
+    found = TransferCase.objects.get(message=message, kind="unverified").details["new_platform"]
+    assert found["link_hosts"] == [ACCEPT_HOST] + [f"h{n}.stagepass-tickets.com" for n in range(9)]
+    case = TransferCase.objects.get(message=message, kind="unverified")
+    alice = signed_in(staff("alice@service.example", "manage_platform_templates"))
+    text = textarea(alice.get(f"{BASE}/edit/?case={case.pk}").content.decode())
+    assert text.count("kinds:") == 1 and "evil" not in text
