@@ -9,7 +9,8 @@ file as version 1, ``versions_seed``) and put in force (docs/staff-guide.md "Act
 - Activation tries the version against the stored mail again (``trial.template_trial``) and is refused while a
   single message would be received automatically against a different staff outcome.
 - The version in force becomes ``superseded``, this one ``active``; after the commit the platform's open
-  ``unparsed`` cases are processed again (``orders.transfers.tasks.platform_cases_reprocess``).
+  ``unparsed`` cases, and the ``unverified`` ones of its first mail when the service did not know it yet, are
+  processed again (``orders.transfers.tasks.platform_cases_reprocess``).
 Every move goes through the template machine and its history (the platform's history).
 """
 
@@ -123,9 +124,9 @@ def _locked_draft(version_pk: int) -> V:
 def _locked_platform(version: V) -> dict:
     """Lock the platform's versions against another approval or activation and return the registry in force.
 
-    Race: a draft approved or activated while another version of the platform is activated — the platform's
-    first version row is locked (after the draft's own, always in that order), so the registry compared is the
-    one in force when the step commits."""
+    The platform's first version row is locked after the draft's own, always in that order, so the registry
+    compared is the one in force when the step commits."""
+    # Race: a draft approved or activated while another version of the platform is activated.
     V.objects.select_for_update().filter(platform=version.platform).order_by("version").first()
     return registry_in_force(version.platform)
 

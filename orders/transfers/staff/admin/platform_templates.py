@@ -72,7 +72,8 @@ STEPS = {
                 "it is tested again against every stored authentic message of the platform: activation is refused "
                 "if one would be received automatically against a different staff outcome;",
                 "the version in force now is superseded; every new message is read with this one;",
-                "the platform's open unparsed cases are processed again (authentication, reading, matching): an "
+                "the platform's open unparsed cases (and those of its first mail from an unknown sender) are "
+                "processed again (authentication, reading, matching): an "
                 "order moves only when everything holds, and each case records the version that decided it.",
             ),
             "Yes, activate",
