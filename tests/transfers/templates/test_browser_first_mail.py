@@ -136,6 +136,11 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     )
     field = page.eval_on_selector("[data-testid=proposals]", "e => e.getBoundingClientRect().width")
     assert widths and min(widths) > 0.9 * field, (widths, field)
+    clipped = page.eval_on_selector_all(
+        "[data-testid=proposals] input[name^=pattern_]",
+        "els => els.filter(e => e.value.length <= 100 && e.scrollWidth > e.clientWidth).map(e => e.name)",
+    )
+    assert clipped == []  # a pattern of up to 100 characters is shown whole at 1280 px
     assert fits_the_width(page)
     page.fill("#id_reason", f"StagePass transfer offers, from case #{unparsed.pk}")
     page.click("button[value=save]")
