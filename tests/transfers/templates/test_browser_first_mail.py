@@ -36,16 +36,21 @@ def as_member(page, base: str, username: str) -> None:
     sign_in(page, base, username)
 
 
-def guide_shot(page, name: str, height: int = 760, at: str = "", width: int = 1280) -> None:
-    """The staff guide's copy of the page (``width`` px wide, ``height`` px from its top or from ``at``), when
-    asked for."""
+def guide_shot(page, name: str, height: int = 900, at: str = "") -> None:
+    """The staff guide's copy of the page, when asked for: ``height`` px of it at 1280 px (from its top or from
+    ``at``), scaled to 900 px wide as the guide's other pictures."""
     folder = os.getenv("STAFF_GUIDE_SCREENSHOTS")
     if not folder:
         return
-    page.set_viewport_size({"width": width, "height": height})
+    from PIL import Image
+
+    page.set_viewport_size({"width": 1280, "height": height})
     if at:
         page.eval_on_selector(at, "e => e.scrollIntoView()")
-    page.screenshot(path=str(Path(folder) / f"{name}.png"))
+    path = Path(folder) / f"{name}.png"
+    page.screenshot(path=str(path))
+    picture = Image.open(path)
+    picture.resize((900, round(picture.height * 900 / 1280)), Image.LANCZOS).save(path, optimize=True)
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -92,7 +97,7 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     assert "the sender is not a known platform" in page.content()
     assert "Its sender is not a known platform" in page.inner_text("[data-testid=unknown-sender]")
     page.screenshot(path=str(shots / "template-unknown-sender-1280.png"), full_page=True)
-    guide_shot(page, "template-unknown-sender", 560)
+    guide_shot(page, "template-unknown-sender", 600)
     assert fits_the_width(page)
     page.click("[data-testid=new-platform]")
     assert page.input_value("#id_platform") == PLATFORM
@@ -130,6 +135,7 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     page.click("[data-testid=learn-template]")
     page.wait_for_url(re.compile(r".*/learn/\d+/$"))
     page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
+    guide_shot(page, "template-learn", 1000)
     widths = page.eval_on_selector_all(
         "[data-testid=proposals] input[name^=pattern_]",
         "els => els.map(e => e.getBoundingClientRect().width)",
@@ -158,9 +164,7 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     assert "the transfer matched the order (the order is ticket received)" in resolution
     assert "Dismissed" not in resolution
     page.screenshot(path=str(shots / "case-closed-by-service-1280.png"), full_page=True)
-    guide_shot(
-        page, "template-case-closed-by-service", 300, width=900, at="fieldset:has(div.field-resolution_shown)"
-    )
+    guide_shot(page, "template-case-closed-by-service", 330, at="fieldset:has(div.field-resolution_shown)")
 
     page.goto(f"{base}/admin/transfers/platformtemplateversion/?platform={PLATFORM}")
     listing = page.inner_text("#result_list")
