@@ -12,8 +12,9 @@ import email.utils
 import re
 from urllib.parse import urlsplit
 
+from orders.transfers.intake.bounds import MAX_DKIM_SIGNATURES
+
 MAX_HOSTS = 10
-MAX_SIGNATURES = 5
 _LINK = re.compile(r"https://[^\s<>\"'()\[\]]{1,2000}")
 _HOST = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,62}\.)+[a-z]{2,63}$")
 _SELECTOR = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
@@ -49,7 +50,7 @@ def facts(*, auth: dict, text: str, platform: str) -> dict:
     address = email.utils.parseaddr(str(auth.get("header_from") or "")[:1000])[1]
     signatures = [
         {"d": _kept(_HOST, s.get("domain")), "s": _kept(_SELECTOR, s.get("selector"))}
-        for s in ((auth.get("dkim") or {}).get("signatures") or [])[:MAX_SIGNATURES]
+        for s in ((auth.get("dkim") or {}).get("signatures") or [])[:MAX_DKIM_SIGNATURES]
         if isinstance(s, dict)
     ]
     return {
