@@ -40,6 +40,7 @@ from config.settings_parts.environment import (  # noqa: F401 (read by Django)
 from config.settings_parts.inbound import (  # noqa: F401 (read by Django)
     ANYMAIL,
     INBOUND_CHANNELS,
+    INBOUND_DNS_NAMESERVERS,
     INBOUND_DNS_TIMEOUT_SECONDS,
     INBOUND_MAX_BYTES,
     INBOUND_RAW_RETENTION_DAYS,

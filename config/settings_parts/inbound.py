@@ -1,6 +1,8 @@
 """Transfer detection's settings (docs/operations/receiving-mail.md "Transfer detection"): where the service receives the
 sellers' transfer e-mails, which channels hand them over, and how long the evidence is kept."""
 
+import ipaddress
+
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
@@ -24,6 +26,41 @@ TRANSFER_FILE_PAYOUT_HOLD_HOURS = env.int("TRANSFER_FILE_PAYOUT_HOLD_HOURS", def
 # The largest message the receiver takes (SMTP SIZE), and the DNS bound of the DKIM key lookups.
 INBOUND_MAX_BYTES = 10 * 1024 * 1024
 INBOUND_DNS_TIMEOUT_SECONDS = env.float("INBOUND_DNS_TIMEOUT_SECONDS", default=5.0)
+
+
+def dns_nameservers(value: str) -> tuple[tuple[str, int], ...]:
+    """``INBOUND_DNS_NAMESERVERS`` ("192.0.2.53, 192.0.2.54:5353, [2001:db8::53]:53") as (address, port)
+    pairs; empty: the system's resolver (``/etc/resolv.conf``)."""
+    servers = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        host, port = item, "53"
+        if item.startswith("["):
+            host, bracket, rest = item[1:].partition("]")
+            port = (
+                rest.removeprefix(":")
+                if bracket and rest.startswith(":")
+                else ("53" if bracket and not rest else "")
+            )
+        elif item.count(":") == 1:
+            host, _, port = item.partition(":")
+        try:
+            address = str(ipaddress.ip_address(host))
+            number = int(port)
+        except ValueError:
+            address, number = "", 0
+        if not address or not 0 < number < 65536:
+            raise ImproperlyConfigured(
+                f"INBOUND_DNS_NAMESERVERS: {item!r} is not an IP address with an optional :port "
+                "(e.g. 192.0.2.53, 192.0.2.53:5353, [2001:db8::53]:53)"
+            )
+        servers.append((address, number))
+    return tuple(servers)
+
+
+# The nameservers the DKIM, ARC and SPF lookups ask (comma-separated address[:port]); empty: the system's.
+INBOUND_DNS_NAMESERVERS = dns_nameservers(env.str("INBOUND_DNS_NAMESERVERS", default=""))
 # Amazon SES's S3 action: the bucket the raw messages land in (the sweeper lists it).
 INBOUND_SES_BUCKET = env.str("INBOUND_SES_BUCKET", default="")
 INBOUND_SES_PREFIX = env.str("INBOUND_SES_PREFIX", default="")

@@ -322,6 +322,12 @@ class PlatformTemplateVersion(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     approved_by = models.CharField(max_length=200, blank=True)
     approved_at = models.DateTimeField(null=True, blank=True)
+    approved_registry = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The sender domains and accept-link hosts in force when it was approved: the approval holds "
+        "only while they are still in force.",
+    )
     activated_by = models.CharField(max_length=200, blank=True)
     activated_at = models.DateTimeField(null=True, blank=True)
     trial = models.JSONField(default=dict, blank=True, help_text="The last test against the stored mail.")
@@ -329,6 +335,7 @@ class PlatformTemplateVersion(models.Model):
     class Meta:
         ordering = ["platform", "-version"]
         verbose_name = "platform template version"
+        verbose_name_plural = "platform templates"  # one name in every breadcrumb and the admin's index
         permissions = [
             ("manage_platform_templates", "Can make, test and activate platform templates"),
             ("approve_platform_registry", "Can approve a platform's sender domains and accept-link hosts"),

@@ -218,9 +218,20 @@ def _check_platform(verdict: AuthVerdict, from_domain: str, order: Order) -> Non
     if from_domain in platform_sender_domains(order.primary_site):
         verdict.platform = order.primary_site
         return
-    verdict.failures.append(
+    failure = (
         f"The From domain {from_domain} is not a sender domain of the order's platform {order.primary_site!r}"
     )
+    if platforms.platform_for_domain(from_domain) is None:
+        # The first mail of a platform the service does not know: the case offers its registry entry.
+        verdict.unknown_sender = True
+        entry = (
+            "has no registry entry yet" if platforms.registry().get(order.primary_site) is None else "exists"
+        )
+        failure += (
+            f": the sender is not a known platform (no platform's registry entry lists {from_domain}; "
+            f"{order.primary_site!r} {entry})"
+        )
+    verdict.failures.append(failure)
 
 
 def _check_to_and_date(

@@ -3,7 +3,8 @@ and SPF (docs/operations/receiving-mail.md "Transfer detection").
 
 Every lookup goes through ``get_resolver()``: the service's own layer first, which answers the sandbox
 platform's DKIM key (``sandbox._domainkey.sandbox.invalid``) from the key kept in the database and never asks
-DNS for a name under ``sandbox.invalid``; everything else goes to the process resolver, dnspython bounded by
+DNS for a name under ``sandbox.invalid``; everything else goes to the process resolver, dnspython asking the
+nameservers of ``INBOUND_DNS_NAMESERVERS`` (else the system's, ``/etc/resolv.conf``), bounded by
 ``INBOUND_DNS_TIMEOUT_SECONDS`` (5 s) per lookup. Tests install a ``StaticResolver`` with ``use_resolver``.
 
 A resolver answers ``txt(name)`` with the TXT records of ``name`` (each record's strings joined), raises
@@ -14,7 +15,7 @@ for now (timeout, SERVFAIL, no nameserver): the message is then processed again 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Protocol, runtime_checkable
 
@@ -48,28 +49,36 @@ def normalise_name(name: str | bytes) -> str:
 
 
 class DnsPythonResolver:
-    """The process resolver: dnspython with the system's nameservers (or ``nameservers``/``port``), each
-    lookup bounded by ``timeout`` seconds (``INBOUND_DNS_TIMEOUT_SECONDS``)."""
+    """The process resolver: dnspython with the system's nameservers (or ``nameservers``: addresses asked on
+    ``port``, or (address, port) pairs), each lookup bounded by ``timeout`` seconds
+    (``INBOUND_DNS_TIMEOUT_SECONDS``)."""
 
-    def __init__(self, *, timeout: float, nameservers: list[str] | None = None, port: int = 53) -> None:
+    def __init__(
+        self, *, timeout: float, nameservers: Sequence[str | tuple[str, int]] | None = None, port: int = 53
+    ) -> None:
         self.timeout = timeout
-        self._nameservers = nameservers
+        self.nameservers = tuple(nameservers) if nameservers is not None else None
         self._port = port
         self._resolver = None
         self._lock = threading.Lock()
 
     def _get(self):
+        import dns.nameserver
         import dns.resolver
 
         with self._lock:
             if self._resolver is None:
                 try:
-                    resolver = dns.resolver.Resolver(configure=self._nameservers is None)
+                    resolver = dns.resolver.Resolver(configure=self.nameservers is None)
                 except dns.resolver.NoResolverConfiguration as exc:
                     raise DnsTempError(f"no DNS configuration: {exc}") from exc
-                if self._nameservers is not None:
-                    resolver.nameservers = list(self._nameservers)
-                    resolver.port = self._port
+                if self.nameservers is not None:
+                    resolver.nameservers = [
+                        dns.nameserver.Do53Nameserver(*server)
+                        if isinstance(server, tuple)
+                        else dns.nameserver.Do53Nameserver(server, self._port)
+                        for server in self.nameservers
+                    ]
                 resolver.timeout = self.timeout
                 resolver.lifetime = self.timeout
                 self._resolver = resolver
@@ -175,16 +184,20 @@ class ServiceResolver:
 
 # The process resolver (made on first use) and the one tests installed in its place. A plain global, not a
 # thread-local: the SMTP receiver's and the workers' threads must see the resolver a test installed.
-_production: Resolver | None = None
+_production: DnsPythonResolver | None = None
 _override: Resolver | None = None
 _lock = threading.Lock()
 
 
 def production_resolver() -> Resolver:
+    """The process resolver of the settings (``INBOUND_DNS_NAMESERVERS``, ``INBOUND_DNS_TIMEOUT_SECONDS``), made
+    again when they change."""
     global _production
+    timeout = float(settings.INBOUND_DNS_TIMEOUT_SECONDS)
+    servers = tuple(settings.INBOUND_DNS_NAMESERVERS)
     with _lock:
-        if _production is None:
-            _production = DnsPythonResolver(timeout=float(settings.INBOUND_DNS_TIMEOUT_SECONDS))
+        if _production is None or (_production.timeout, _production.nameservers or ()) != (timeout, servers):
+            _production = DnsPythonResolver(timeout=timeout, nameservers=servers or None)
         return _production
 
 

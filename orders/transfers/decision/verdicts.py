@@ -35,6 +35,8 @@ class AuthVerdict:
     message_id: str = ""
     sandbox: bool = False  # signed by the sandbox platform's key (accepted for test orders only)
     replay_of: list[int] = field(default_factory=list)  # the earlier InboundMessage pks of a suspected replay
+    # The From domain is no platform's sender domain: the first mail of a platform the service does not know.
+    unknown_sender: bool = False
 
     def as_json(self) -> dict:
         return asdict(self)

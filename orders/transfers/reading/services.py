@@ -3,12 +3,15 @@ file as version 1, ``versions_seed``) and put in force (docs/staff-guide.md "Act
 
 - A version that changes the sender domains or accept-link hosts (what makes a mail authentic) is activated
   only once a second staff member, not its author, approved it (``version_approve``; the admin asks for
-  ``transfers.approve_platform_registry``). Extraction changes alone need ``manage_platform_templates``.
+  ``transfers.approve_platform_registry``). The change is measured against what is in force when the version
+  is approved and again when it is activated: an approval given against other sender domains or hosts than
+  those in force at activation no longer counts. Extraction changes alone need ``manage_platform_templates``.
 - Activation tries the version against the stored mail again (``trial.template_trial``) and is refused while a
   single message would be received automatically against a different staff outcome, or while a variant of a
   stored mail (its order's values replaced by others) is read wrong or not at all.
 - The version in force becomes ``superseded``, this one ``active``; after the commit the platform's open
-  ``unparsed`` cases are processed again (``orders.transfers.tasks.platform_cases_reprocess``).
+  ``unparsed`` cases, and the ``unverified`` ones of its first mail when the service did not know it yet, are
+  processed again (``orders.transfers.tasks.platform_cases_reprocess``).
 Every move goes through the template machine and its history (the platform's history).
 """
 
@@ -20,7 +23,7 @@ from django.utils import timezone
 
 from config.core.publish import publish_on_commit
 from orders.transfers.models import PlatformTemplateVersion
-from orders.transfers.reading.selectors import data_in_force
+from orders.transfers.reading.selectors import data_in_force, registry_in_force
 from orders.transfers.reading.templates_store import (
     SHIPPED_ACTOR,
     TEMPLATE_MACHINE,
@@ -119,18 +122,31 @@ def _locked_draft(version_pk: int) -> V:
     return version
 
 
+def _locked_platform(version: V) -> dict:
+    """Lock the platform's versions against another approval or activation and return the registry in force.
+
+    The platform's first version row is locked after the draft's own, always in that order, so the registry
+    compared is the one in force when the step commits."""
+    # Race: a draft approved or activated while another version of the platform is activated.
+    V.objects.select_for_update().filter(platform=version.platform).order_by("version").first()
+    return registry_in_force(version.platform)
+
+
 def version_approve(*, version_pk: int, actor: str, reason: str) -> V:
-    """The second pair of eyes on a registry change: anyone but its author."""
+    """The second pair of eyes on a registry change: anyone but its author. The approval covers the change
+    against the sender domains and accept-link hosts in force now (``approved_registry``)."""
     with transaction.atomic():
         version = _locked_draft(version_pk)
-        if not version.registry_change:
+        in_force = _locked_platform(version)
+        if registry_part(version.data) == in_force:
             raise Refused("This version does not change the sender domains or accept-link hosts.")
-        if version.approved_by:
+        if version.approved_by and version.approved_registry == in_force:
             raise Refused(f"Already approved by {version.approved_by}.")
         if actor == version.created_by:
             raise Refused("A registry change needs a second staff member: its author cannot approve it.")
         version.approved_by, version.approved_at = actor, timezone.now()
-        version.save(update_fields=["approved_by", "approved_at"])
+        version.approved_registry, version.registry_change = in_force, True
+        version.save(update_fields=["approved_by", "approved_at", "approved_registry", "registry_change"])
         TEMPLATE_MACHINE.record(
             obj=version,
             from_state=version.state,
@@ -145,10 +161,19 @@ def version_activate(*, version_pk: int, actor: str, reason: str) -> V:
     """Put the version in force; ``Refused`` says why not."""
     with transaction.atomic():
         version = _locked_draft(version_pk)
+        in_force = _locked_platform(version)
         data_validate(version.data, platform=version.platform)
+        # Compared with what is in force now, not when the draft was made or approved: a draft made before
+        # another version changed the registry would otherwise undo that change unapproved.
+        version.registry_change = registry_part(version.data) != in_force
         if version.registry_change and not version.approved_by:
             raise Refused(
                 "It changes the sender domains or accept-link hosts: a second staff member must approve it first."
+            )
+        if version.registry_change and version.approved_registry != in_force:
+            raise Refused(
+                "The sender domains or accept-link hosts in force changed since it was approved: a second staff "
+                "member must approve it again."
             )
         trial = template_trial(platform=version.platform, data=version.data)
         if trial.stopped:
@@ -187,6 +212,7 @@ def version_activate(*, version_pk: int, actor: str, reason: str) -> V:
             changes={
                 "activated_by": actor,
                 "activated_at": timezone.now(),
+                "registry_change": version.registry_change,
                 "trial": {
                     "messages": len(trial.rows),
                     "counts": trial.counts,

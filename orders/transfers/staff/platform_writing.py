@@ -16,7 +16,7 @@ from config.core.confirmation import staff_actor
 from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
 from orders.transfers.reading import learn as learning
-from orders.transfers.reading import platforms
+from orders.transfers.reading import new_platform, platforms
 from orders.transfers.reading.layout import pattern_for_line
 from orders.transfers.reading.selectors import data_in_force, version_in_force
 from orders.transfers.reading.services import version_create
@@ -153,12 +153,23 @@ class TemplateWriting:
         require(request, MANAGE)
         source = request.GET.get("from") or request.POST.get("from", "")
         platform = (request.POST.get("platform") or request.GET.get("platform") or "").strip().lower()[:32]
+        case_pk = (request.GET.get("case") or request.POST.get("case", ""))[:12]
+        case, found = None, None
+        if case_pk.isdigit():
+            case = get_object_or_404(TransferCase, pk=int(case_pk))
+            found = case.details.get("new_platform") if isinstance(case.details, dict) else None
+            if not found:
+                raise Http404("The case holds no first mail of a platform the service does not know.")
         text, based_on = "", None
         if source.isdigit():
             version = get_object_or_404(V, pk=int(source))
             platform, text, based_on = version.platform, data_dump(version.data), version.version
+        elif found is not None:
+            platform, text = found.get("platform", "")[:32], first_mail_entry(found)
         elif platform and data_in_force(platform) is not None:
             text = data_dump(data_in_force(platform))
+        elif not platform:
+            text = new_platform.skeleton()
         error = ""
         if request.method == "POST":
             text = request.POST.get("yaml", "")[:64_001]
@@ -170,7 +181,12 @@ class TemplateWriting:
                 if data is None:
                     raise TemplateInvalid("The template is empty.")
                 created = version_create(
-                    platform=platform, data=data, actor=staff_actor(request), reason=reason, based_on=based_on
+                    platform=platform,
+                    data=data,
+                    actor=staff_actor(request),
+                    reason=reason,
+                    based_on=based_on,
+                    learned_from=case,
                 )
             except TemplateInvalid as exc:
                 error = str(exc)
@@ -189,9 +205,13 @@ class TemplateWriting:
                 )
         context = self._context(
             request,
-            title=f"New version of {platform}" if platform else "A new platform",
+            title=f"New version of {platform}"
+            if platform and data_in_force(platform) is not None
+            else "A new platform",
             platform=platform,
             source=source,
+            case=case,
+            found=found,
             text=text,
             reason=request.POST.get("reason", ""),
             error=error,
@@ -200,3 +220,19 @@ class TemplateWriting:
         return TemplateResponse(request, "admin/transfers/platformtemplateversion/edit.html", context)
 
     # --- test, export -----------------------------------------------------------------------------------------------
+
+
+def first_mail_entry(found: dict) -> str:
+    """The editor's text for the first mail of a platform the service does not know (``new_platform.facts``):
+    the commented skeleton filled from the mail, or, when the order's platform has an entry, the version in
+    force with the mail's sender domain and link hosts added."""
+    in_force = data_in_force(found.get("platform", ""))
+    if in_force is None:
+        return new_platform.skeleton(found)
+    merged = {**in_force}
+    for key, extra in (
+        ("sender_domains", [found.get("from_domain")]),
+        ("accept_link_hosts", found.get("link_hosts")),
+    ):
+        merged[key] = list(dict.fromkeys([*(in_force.get(key) or []), *[v for v in extra or [] if v]]))
+    return data_dump(merged)

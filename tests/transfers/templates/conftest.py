@@ -157,3 +157,16 @@ def bleacherbox(db, django_capture_on_commit_callbacks, settings) -> Shop:
             platform=bleacherbox_mail_module.PLATFORM,
             compose=bleacherbox_mail_module.bleacherbox_mail,
         )
+
+
+def template_activated(shop: Shop, order) -> PlatformTemplateVersion:
+    """StagePass's template learned from ``order``'s mail, saved and activated by Alice; the activation's
+    re-processing runs."""
+    made = version_create(
+        platform=PLATFORM,
+        data=stagepass_template(order),
+        actor="staff:alice@service.example",
+        reason="offers",
+    )
+    with shop.capture(execute=True):
+        return version_activate(version_pk=made.pk, actor="staff:alice@service.example", reason="in force")

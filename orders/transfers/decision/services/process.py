@@ -42,7 +42,7 @@ from orders.transfers.files import services as files
 from orders.transfers.intake.bounds import header_section, mime_shape, no_nul
 from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferCase
-from orders.transfers.reading import platforms
+from orders.transfers.reading import new_platform, platforms
 
 logger = logging.getLogger(__name__)
 
@@ -266,11 +266,16 @@ def _run(message: InboundMessage, raw: bytes | None, verdict: AuthVerdict | None
         message.verdicts["auth"] = verdict.as_json()
     if not verdict.authentic:
         kind = verdict.case_kind if verdict.case_kind in Kind.values else Kind.UNVERIFIED
+        text = platforms.mail_text(raw).text
+        details = {"failures": verdict.failures, "text": text}
+        if verdict.unknown_sender and kind == Kind.UNVERIFIED:
+            # Staff start the platform's registry entry from it; its activation processes the case again.
+            details["new_platform"] = new_platform.facts(auth=verdict.as_json(), text=text, platform=platform)
         return case(
             message,
             kind,
             "Not authentic: " + ("; ".join(verdict.failures) or "authentication failed"),
-            {"failures": verdict.failures, "text": platforms.mail_text(raw).text},
+            details,
         )
     if order.delivery_type == order.DeliveryType.MOBILE_QR:
         # The QR codes of a mobile_qr order arrive as the mail's attachments: they are the evidence.

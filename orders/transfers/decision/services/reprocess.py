@@ -1,5 +1,5 @@
-"""The open ``unparsed`` cases of a platform processed again once a new template version is in force
-(docs/staff-guide.md "Re-processing").
+"""The open ``unparsed`` cases of a platform, and the ``unverified`` first mail of a platform the service did
+not know, processed again once a new template version is in force (docs/staff-guide.md "Re-processing").
 
 Each case's message goes through the whole processing again — authentication, parsing, matching and the
 decision (``orders.transfers.decision.services.process``) — so an order moves only when everything holds, through the same
@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from orders.transfers.decision import state
@@ -29,14 +30,32 @@ CS, Kind = TransferCase.State, TransferCase.Kind
 ACTOR = "system:transfers"
 
 
+# The cases a version in force processes again: unparsed mail, and the first mail of a platform the service
+# did not know (``unverified``, its sender no platform's), whose registry entry the version may now hold.
+AWAITING_TEMPLATE = Q(kind=Kind.UNPARSED) | Q(kind=Kind.UNVERIFIED, details__has_key="new_platform")
+
+
+def awaits_template(case: TransferCase) -> bool:
+    return case.kind == Kind.UNPARSED or (case.kind == Kind.UNVERIFIED and "new_platform" in case.details)
+
+
 def platform_open_unparsed(platform: str) -> list[int]:
     return list(
         TransferCase.objects.filter(
-            kind=Kind.UNPARSED, state__in=TransferCase.OPEN_STATES, message__platform=platform
+            AWAITING_TEMPLATE, state__in=TransferCase.OPEN_STATES, message__platform=platform
         )
         .order_by("created_at", "pk")
         .values_list("pk", flat=True)
     )
+
+
+def _tried(case: TransferCase, version: int | None, result: str) -> str:
+    """Note on the case that ``version`` could not decide it yet; returns ``result``."""
+    tried = list(case.details.get("reprocessed", []))
+    tried.append({"template_version": version, "at": timezone.now().isoformat(), "result": result})
+    case.details = {**case.details, "reprocessed": tried[-20:]}
+    case.save(update_fields=["details", "updated_at"])
+    return result
 
 
 def _authenticated_beforehand(case_pk: int):
@@ -60,11 +79,7 @@ def case_reprocess(*, case_pk: int) -> str:
     with transaction.atomic():
         # Race: the task delivered twice, or staff resolving the case meanwhile — the case is decided once.
         case = TransferCase.objects.select_for_update().get(pk=case_pk)
-        if (
-            case.state not in TransferCase.OPEN_STATES
-            or case.kind != Kind.UNPARSED
-            or case.message_id is None
-        ):
+        if case.state not in TransferCase.OPEN_STATES or not awaits_template(case) or case.message_id is None:
             return "skipped"
         message = (
             InboundMessage.objects.select_for_update(of=("self",))
@@ -73,15 +88,15 @@ def case_reprocess(*, case_pk: int) -> str:
         )
         entry = platforms.registry().get(message.platform)
         version = entry.version if entry is not None else None
-        parsed = platforms.parse_with(entry, raw) if entry is not None and raw is not None else None
-        if parsed is None or parsed.missing:
-            tried = list(case.details.get("reprocessed", []))
-            tried.append(
-                {"template_version": version, "at": timezone.now().isoformat(), "result": "unparsed"}
-            )
-            case.details = {**case.details, "reprocessed": tried[-20:]}
-            case.save(update_fields=["details", "updated_at"])
-            return "unparsed"
+        if case.kind == Kind.UNVERIFIED:
+            # The platform's entry now in force may make the mail authentic; read or not, it is then decided
+            # as a new message would be (an unparsed case of its own when no template reads it yet).
+            if verdict is None or not verdict.authentic:
+                return _tried(case, version, "unverified")
+        else:
+            parsed = platforms.parse_with(entry, raw) if entry is not None and raw is not None else None
+            if parsed is None or parsed.missing:
+                return _tried(case, version, "unparsed")
         previous = {
             k: message.verdicts.get(k) for k in ("auth", "parse", "decision") if k in message.verdicts
         }
@@ -91,9 +106,8 @@ def case_reprocess(*, case_pk: int) -> str:
         decided = message.verdicts.get("decision", {})
         if decided.get("case") == Kind.UNPARSED and decided.get("case_pk") == case.pk:
             return "unparsed"
-        summary = (
-            f"Processed again with the {message.platform} template version {version}: {outcome or 'waiting'}"
-        )
+        opened = f" ({decided['case']} case #{decided['case_pk']})" if decided.get("case_pk") else ""
+        summary = f"Processed again with the {message.platform} template version {version}: {outcome or 'waiting'}{opened}"
         case.details = {
             **case.details,
             "decided_by": {"platform": message.platform, "template_version": version, "outcome": outcome},
@@ -131,7 +145,7 @@ def platform_cases_reprocess_due() -> int:
     )
     for version in versions:
         cases = TransferCase.objects.filter(
-            kind=Kind.UNPARSED,
+            AWAITING_TEMPLATE,
             state__in=TransferCase.OPEN_STATES,
             message__platform=version.platform,
             created_at__lt=version.activated_at,

@@ -1,6 +1,7 @@
 """``python manage.py export_platform_template PLATFORM [--template-version N] [--output FILE]``: a platform's template
-version as its YAML file (docs/staff-guide.md "Ship a template in the repository"). Without ``--template-version``, the
-version in force; without ``--output``, the file goes to standard output. The file loads as that platform's
+version as its YAML file (docs/staff-guide.md "Ship a template in the repository"). Only the version in force is
+exported (``--template-version`` names it, else it is taken): a draft, superseded or discarded version would load
+as the platform's version 1 with no approval. Without ``--output``, the file goes to standard output. The file loads as that platform's
 shipped default (version 1) wherever it is put in the platforms folder or a ``TRANSFER_PLATFORM_DIRS`` folder."""
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("platform", help="the platform (primary_site)")
         parser.add_argument(
-            "--template-version", type=int, help="the version number (default: the one in force)"
+            "--template-version",
+            type=int,
+            help="the version number, which must be in force (default: the one in force)",
         )
         parser.add_argument("--output", help="the file to write (default: standard output)")
 
@@ -32,6 +35,11 @@ class Command(BaseCommand):
             ).first()
             if found is None:
                 raise CommandError(f"{platform} has no version {options['template_version']}.")
+            if found.state != PlatformTemplateVersion.State.ACTIVE:
+                raise CommandError(
+                    f"{platform} version {found.version} is {found.get_state_display().lower()}: only the version "
+                    "in force is exported (a file loads as version 1, with no approval)."
+                )
             data = found.data
         else:
             data = data_in_force(platform)

@@ -99,7 +99,7 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
         ("The mail, as text", {"fields": ("mail",)}),
         ("Authentication", {"fields": ("authentication",)}),
         ("Evidence against the order", {"fields": ("evidence", "order_transfer", "accept_links")}),
-        ("Resolution", {"fields": ("resolution", "resolved_by", "resolved_at", "resolution_reason")}),
+        ("Resolution", {"fields": ("resolution_shown", "resolved_by", "resolved_at", "resolution_reason")}),
     )
 
     def get_readonly_fields(self, request, obj=None):
@@ -117,7 +117,13 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="State", ordering="state")
     def state_shown(self, obj: TransferCase) -> str:
-        return obj.get_resolution_display() if obj.state == CS.RESOLVED else obj.get_state_display()
+        if obj.state != CS.RESOLVED:
+            return obj.get_state_display()
+        return "Closed by the service" if obj.details.get("decided_by") else obj.get_resolution_display()
+
+    @admin.display(description="Resolution")
+    def resolution_shown(self, obj: TransferCase) -> str:
+        return show.resolution(obj)
 
     @admin.display(description="Order", ordering="order__order_id")
     def order_link(self, obj: TransferCase) -> str:
@@ -187,6 +193,7 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         context["case_actions"] = self.case_actions(request, obj) if obj is not None else []
         context["learn_url"] = platform_admin.learn_link(request, obj) if obj is not None else ""
+        context["new_platform"] = platform_admin.new_platform_link(request, obj) if obj is not None else None
         if obj is not None:
             order = f" · order {obj.order.order_id}" if obj.order else ""
             context.update(

@@ -186,3 +186,33 @@ def age(created_at) -> str:
     if seconds < 2 * 86400:
         return f"{seconds // 3600} h"
     return f"{seconds // 86400} d"
+
+
+# What the service's own processing did with a case's mail, in words (``details["decided_by"]["outcome"]``).
+PROCESSED_OUTCOMES = {
+    "matched": "the transfer matched the order",
+    "partial": "part of the tickets matched the order",
+    "accepted": "the transfer was recorded as accepted",
+    "recalled": "the transfer was recalled",
+    "case": "it opened a case of its own",
+    "duplicate": "it repeated a message already processed",
+    "ignored": "it was ignored",
+}
+
+
+def resolution(case: TransferCase) -> str:
+    """The case's resolution as staff read it: a case the service closed itself by processing its mail again
+    says what the mail did (its stored resolution stays ``dismissed``), not "Dismissed"."""
+    if case.state != TransferCase.State.RESOLVED:
+        return "—"
+    decided = case.details.get("decided_by") if isinstance(case.details, dict) else None
+    if not decided or case.resolved_by.startswith("staff:"):
+        return case.get_resolution_display()
+    outcome = PROCESSED_OUTCOMES.get(
+        decided.get("outcome") or "", "it is waiting for the order's confirmation"
+    )
+    order = f" (the order is {case.order.get_status_display().lower()})" if case.order is not None else ""
+    return (
+        f"Closed by the service: the mail was read again with the {decided.get('platform')} template version "
+        f"{decided.get('template_version')} and {outcome}{order}"
+    )

@@ -24,7 +24,7 @@ from config.core.admin_permissions import require, staff_may
 from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnly, StatusHistoryInline
 from orders.transfers.models import PlatformTemplateHistory, PlatformTemplateVersion, TransferCase
-from orders.transfers.reading.selectors import data_in_force
+from orders.transfers.reading.selectors import approval_holds, data_in_force, registry_changes
 from orders.transfers.reading.services import Refused, version_activate, version_approve, version_discard
 from orders.transfers.reading.templates_store import data_dump, registry_part
 from orders.transfers.reading.trial import template_trial
@@ -72,7 +72,8 @@ STEPS = {
                 "it is tested again against every stored authentic message of the platform: activation is refused "
                 "if one would be received automatically against a different staff outcome;",
                 "the version in force now is superseded; every new message is read with this one;",
-                "the platform's open unparsed cases are processed again (authentication, reading, matching): an "
+                "the platform's open unparsed cases (and those of its first mail from an unknown sender) are "
+                "processed again (authentication, reading, matching): an "
                 "order moves only when everything holds, and each case records the version that decided it.",
             ),
             "Yes, activate",
@@ -100,7 +101,7 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
     list_display = (
         "version_link",
         "state",
-        "registry_change",
+        "registry_column",
         "created_by",
         "created_at",
         "reason",
@@ -128,6 +129,18 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
     def version_link(self, obj: V) -> str:
         return f"{obj.platform} v{obj.version}"
 
+    @admin.display(description="Sender domains, link hosts", ordering="registry_change")
+    def registry_column(self, obj: V):
+        """Whether the version changes what makes a mail authentic (a draft: against what is in force now), in
+        words; "no change" is no fault."""
+        if not registry_changes(obj):
+            return format_html('<span class="quiet">{}</span>', "no change")
+        if obj.state != V.State.DRAFT:
+            return f"changed, approved by {obj.approved_by or '—'}"
+        if approval_holds(obj):
+            return f"changes, approved by {obj.approved_by}"
+        return format_html('<strong class="bad">{}</strong>', "changes: waits for a second approval")
+
     @admin.display(description="Sender domains and accept-link hosts")
     def registry(self, obj: V):
         mine = registry_part(obj.data)
@@ -146,7 +159,7 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
             )
         note = (
             format_html('<p class="errornote" data-testid="registry-change">{}</p>', self._registry_note(obj))
-            if obj.registry_change
+            if registry_changes(obj)
             else ""
         )
         return format_html(
@@ -156,9 +169,18 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
         )
 
     def _registry_note(self, obj: V) -> str:
+        if obj.state != V.State.DRAFT or approval_holds(obj):
+            return f"Changes what makes a mail authentic: approved by {obj.approved_by or '—'}."
         if obj.approved_by:
-            return f"Changes what makes a mail authentic: approved by {obj.approved_by}."
-        return "Changes what makes a mail authentic: a second staff member must approve it before activation."
+            return (
+                f"Changes what makes a mail authentic: approved by {obj.approved_by} against other sender domains "
+                "or accept-link hosts than those in force now; a second staff member must approve it again "
+                "before activation."
+            )
+        return (
+            "Changes what makes a mail authentic: a second staff member (not its author, "
+            f"{obj.created_by}) must approve it before activation."
+        )
 
     @admin.display(description="Made from the mail of")
     def learned_case(self, obj: V):
@@ -191,13 +213,22 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
+    def waits_for_approval(self, obj: V) -> bool:
+        """A draft that changes the registry in force now without an approval against it."""
+        return obj.state == V.State.DRAFT and registry_changes(obj) and not approval_holds(obj)
+
     def buttons(self, request: HttpRequest, obj: V) -> list[tuple[str, str, str]]:
-        """(label, URL, kind) of each step staff may take on the version now."""
+        """(label, URL, kind) of each step staff may take on the version now: none its service would refuse
+        for who they are or what is in force (the author never sees "Approve", nobody sees "Activate" while
+        the registry change waits for its approval)."""
         shown = []
+        waiting = self.waits_for_approval(obj)
         for name, step in STEPS.items():
             if obj.state != V.State.DRAFT or not staff_may(request, step.permission):
                 continue
-            if name == "approve" and (not obj.registry_change or obj.approved_by):
+            if name == "approve" and (not waiting or staff_actor(request) == obj.created_by):
+                continue
+            if name == "activate" and waiting:
                 continue
             shown.append(
                 (
@@ -220,8 +251,11 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
                 "Edit as a new version",
                 reverse("admin:transfers_platformtemplateversion_edit") + f"?from={obj.pk}",
             ),
-            ("Export the file", reverse("admin:transfers_platformtemplateversion_export", args=[obj.pk])),
-        ]
+        ] + (
+            [("Export the file", reverse("admin:transfers_platformtemplateversion_export", args=[obj.pk]))]
+            if obj.state == V.State.ACTIVE
+            else []
+        )
 
     def get_urls(self):
         view = self.admin_site.admin_view
@@ -252,11 +286,7 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
         version = get_object_or_404(V, pk=pk)
         trial = template_trial(platform=version.platform, data=version.data)
         activate = ""
-        if (
-            version.state == V.State.DRAFT
-            and trial.passes
-            and not (version.registry_change and not version.approved_by)
-        ):
+        if version.state == V.State.DRAFT and trial.passes and not self.waits_for_approval(version):
             activate = reverse("admin:transfers_platformtemplateversion_activate", args=[pk])
         context = self._context(
             request,
@@ -265,13 +295,16 @@ class PlatformTemplateVersionAdmin(TemplateWriting, ReadOnly, admin.ModelAdmin):
             trial=trial,
             counts=trial.counts,
             activate_url=activate,
+            waits_for_approval=self.waits_for_approval(version),
             back_url=reverse("admin:transfers_platformtemplateversion_change", args=[pk]),
         )
         return TemplateResponse(request, "admin/transfers/platformtemplateversion/test.html", context)
 
     def export_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """The version in force as its file. A draft or a discarded version never: the file would load as
+        the platform's version 1 with no approval."""
         require(request, MANAGE)
-        version = get_object_or_404(V, pk=pk)
+        version = get_object_or_404(V, pk=pk, state=V.State.ACTIVE)
         response = HttpResponse(data_dump(version.data), content_type="application/yaml; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{version.platform}.yaml"'
         return response
@@ -338,3 +371,21 @@ def learn_link(request: HttpRequest, case: TransferCase) -> str:
     ):
         return ""
     return reverse("admin:transfers_platformtemplateversion_learn", args=[case.pk])
+
+
+def new_platform_link(request: HttpRequest, case: TransferCase) -> tuple[str, str] | None:
+    """The case page's link to the registry entry of the platform whose first mail opened an open
+    ``unverified`` case (its sender no platform's): "A new platform" pre-filled from the mail, or a new
+    version of the order's platform with the sender added when it has an entry."""
+    found = case.details.get("new_platform") if isinstance(case.details, dict) else None
+    if (
+        not found
+        or case.kind != TransferCase.Kind.UNVERIFIED
+        or case.state not in TransferCase.OPEN_STATES
+        or not staff_may(request, MANAGE)
+    ):
+        return None
+    url = reverse("admin:transfers_platformtemplateversion_edit") + f"?case={case.pk}"
+    if data_in_force(found.get("platform", "")) is not None:
+        return f"Add this sender to {found['platform']}", url
+    return "A new platform", url
