@@ -18,6 +18,7 @@ from orders.transfers.reading import platforms
 from orders.transfers.reading.selectors import data_in_force
 from orders.transfers.reading.services import versions_seed
 from orders.transfers.reading.templates_store import data_dump
+from tests.confirming import post_confirmed
 from tests.transfers.staff.stagepass import ACCEPT_HOST, PLATFORM
 
 from .conftest import staff
@@ -63,7 +64,7 @@ def draft(client: Client, **changes) -> V:
 
 
 def step(client: Client, version: V, name: str) -> int:
-    return client.post(f"{BASE}/{version.pk}/{name}/", CONFIRMED).status_code
+    return post_confirmed(client, f"{BASE}/{version.pk}/{name}/", CONFIRMED).status_code
 
 
 def page(client: Client, version: V) -> str:

@@ -13,6 +13,7 @@ import pytest
 from orders.models import Order
 from orders.transfers.authenticity.dns import use_resolver
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
+from tests.confirming import post_confirmed
 from tests.testmode.conftest import client_for, make_partner_with_both_pairs
 from tests.transfers.e2e.conftest import deliver
 from tests.transfers.mailkit import make_key, resolver_for, sign
@@ -73,9 +74,9 @@ def test_the_first_mail_of_an_unknown_platform_leads_to_its_entry_and_the_order_
     assert response.status_code == 302
     entry = V.objects.get(platform=PLATFORM)
     assert entry.learned_from_id == case.pk and entry.registry_change is True
-    assert bob.post(f"{BASE}/{entry.pk}/approve/", CONFIRMED).status_code == 302
+    assert post_confirmed(bob, f"{BASE}/{entry.pk}/approve/", CONFIRMED).status_code == 302
     with newcomer.capture(execute=True):
-        assert alice.post(f"{BASE}/{entry.pk}/activate/", CONFIRMED).status_code == 302
+        assert post_confirmed(alice, f"{BASE}/{entry.pk}/activate/", CONFIRMED).status_code == 302
     assert V.objects.get(pk=entry.pk).state == "active"
 
     case.refresh_from_db()
