@@ -44,7 +44,10 @@ class EventFactory(factory.django.DjangoModelFactory):
     @factory.post_generation
     def performers(self, create, extracted, **kwargs):
         if create and extracted:
-            self.performers.set(extracted)
+            # One at a time: the API lists performers in the order they were linked, and a single add() of
+            # several writes them in the order of a set of primary keys (7 and 8 come out as 8, 7).
+            for performer in extracted:
+                self.performers.add(performer)
 
 
 class SectionFactory(factory.django.DjangoModelFactory):
