@@ -105,8 +105,7 @@ def notification_dispatch_coalesced(
     publishes another). A lone notification on a quiet system publishes its task at once; a burst publishes a
     few, each taking up to ``DELIVERY_BATCH``.
 
-    Without Redis (the embedded default, tasks in process), or when Redis does not answer, the notification is
-    published alone (``notification_dispatch``). Returns whether it was handed over.
+    When Redis does not answer, the notification is published alone (``notification_dispatch``). Returns whether it was handed over.
 
     Lost on the way: a failed publish takes this notification's on-the-way note off again (the sweep publishes it
     once the grace has passed; a later task still finds it in the list, and its subscribers skip it by their
@@ -120,10 +119,6 @@ def notification_dispatch_coalesced(
         mark_dispatched(notification_pk)
         return True
     backend = redis_backend()
-    if backend is None:
-        return notification_dispatch(
-            notification_pk=notification_pk, notification_type=notification_type, order_status=order_status
-        )
     try:
         noted = _pending_add(backend, notification_pk)
     except Exception:

@@ -19,10 +19,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def redis_backend() -> RedisCache | None:
-    """The default cache when Redis is behind it (None in the embedded default's local memory)."""
-    backend = caches["default"]
-    return backend if isinstance(backend, RedisCache) else None
+def redis_backend() -> RedisCache:
+    """The default cache: Redis, whose client the pending lists use directly."""
+    return caches["default"]
 
 
 class PendingList(Generic[T]):
@@ -46,8 +45,6 @@ class PendingList(Generic[T]):
     def read(self, *, limit: int = 0) -> list[T]:
         """The oldest ``limit`` entries (all of them with 0). Raises if Redis does not answer."""
         backend = redis_backend()
-        if backend is None:
-            return []
         key = backend.make_and_validate_key(self.key)
         raw = backend._cache.get_client(key).lrange(key, 0, limit - 1 if limit else -1)
         return [self.loads(item) for item in raw]
@@ -55,7 +52,7 @@ class PendingList(Generic[T]):
     def drop(self, count: int) -> None:
         """Take the oldest ``count`` entries off the list, once they are in the database."""
         backend = redis_backend()
-        if backend is None or count <= 0:
+        if count <= 0:
             return
         key = backend.make_and_validate_key(self.key)
         backend._cache.get_client(key, write=True).ltrim(key, count, -1)

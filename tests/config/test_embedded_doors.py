@@ -41,7 +41,6 @@ def test_the_first_task_publish_of_the_embedded_default_logs_no_kombu_warning(tm
     assert "kombu" not in output, output
 
 
-@pytest.mark.embedded
 @pytest.mark.django_db
 def test_favicon_is_an_icon_every_page_links(client):
     response = client.get("/favicon.ico")

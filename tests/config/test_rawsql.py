@@ -13,7 +13,7 @@ from config.core import rawsql
 from quotes import services as quote_services
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 COLUMNS = [
     Event._meta.get_field("starts_at"),

@@ -55,7 +55,6 @@ def _statements_of(request) -> list[str]:
     return seen
 
 
-@pytest.mark.production  # quotes kept in Redis first
 def test_an_order_of_a_quote_not_yet_written_costs_two_statements_too(auth_client, partner, published):
     row = order_row(available_quantity=10)
     body = {

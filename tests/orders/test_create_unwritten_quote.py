@@ -19,7 +19,7 @@ from tests.quotes.factories import QuoteFactory
 
 from .conftest import post_order
 
-pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 
 def _unwritten(partner, row) -> Quote:

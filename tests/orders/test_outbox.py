@@ -15,7 +15,7 @@ from orders.services import order_cancel, order_transition, orders_expire_overdu
 
 from .conftest import create_order, order_form, post_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 S = Order.Status
 

@@ -81,7 +81,6 @@ def _later():
 
 # --- the batched delivery -----------------------------------------------------------------------------------
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_subscriber_failing_for_good_in_the_middle_leaves_the_others_delivered_once(
     partner, subscribers, caplog
 ):
@@ -103,7 +102,6 @@ def test_a_subscriber_failing_for_good_in_the_middle_leaves_the_others_delivered
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_transient_error_retries_only_the_notifications_left(partner, subscribers, monkeypatch):
     got, failing = subscribers
     n1, n2, n3 = _created(partner, 3)
@@ -125,7 +123,6 @@ def test_a_transient_error_retries_only_the_notifications_left(partner, subscrib
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_old_one_notification_message_still_delivers(partner, subscribers):
     got, _ = subscribers
     (n1,) = _created(partner, 1)
@@ -136,7 +133,6 @@ def test_the_old_one_notification_message_still_delivers(partner, subscribers):
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_confirmation_batchs_notifications_go_as_one_message(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -160,7 +156,6 @@ def test_the_confirmation_batchs_notifications_go_as_one_message(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_sweep_hands_over_in_batched_messages(partner, subscribers, published, monkeypatch):
     got, _ = subscribers
     monkeypatch.setattr(dispatch, "DELIVERY_BATCH", 2)
@@ -178,7 +173,6 @@ def test_the_sweep_hands_over_in_batched_messages(partner, subscribers, publishe
 
 # --- the notifications written one at a time, coalesced in Redis ------------------------------------------
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_burst_of_orders_publishes_one_task_until_it_starts(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -201,7 +195,6 @@ def test_a_burst_of_orders_publishes_one_task_until_it_starts(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_task_takes_at_most_a_batch_and_publishes_the_next(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -222,7 +215,6 @@ def test_a_task_takes_at_most_a_batch_and_publishes_the_next(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_lone_order_is_delivered_at_once(
     partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -245,7 +237,6 @@ def test_a_lone_order_is_delivered_at_once(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_transient_error_in_a_coalesced_task_retries_the_rest_not_the_list(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -280,7 +271,6 @@ def test_a_transient_error_in_a_coalesced_task_retries_the_rest_not_the_list(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_the_sweep_recovers_a_publish_the_broker_refused(
     partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -303,7 +293,6 @@ def test_the_sweep_recovers_a_publish_the_broker_refused(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_the_sweep_recovers_a_task_lost_with_redis(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -319,7 +308,6 @@ def test_the_sweep_recovers_a_task_lost_with_redis(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -336,7 +324,6 @@ def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_without_redis_each_notification_is_published_alone(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -353,7 +340,6 @@ def test_without_redis_each_notification_is_published_alone(
 
 # --- real threads: producers and tasks at once, on PostgreSQL and Redis --------------------------------------
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_notifications_added_while_tasks_take_the_list_are_each_delivered_once(partner, monkeypatch):
     assert connection.vendor == "postgresql"
     monkeypatch.setattr(signals, "_subscribers", {})
@@ -441,7 +427,6 @@ def _wait_for(predicate, timeout: float = 20.0) -> bool:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_through_a_worker_a_burst_is_delivered_once_and_a_retry_carries_the_rest(
     partner, subscribers, real_broker, monkeypatch
 ):

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from partners.models import Partner, PartnerCredential, TokenSession
 from tests.conftest import issue_token
 
-pytestmark = [pytest.mark.urls("tests.config.urls_probe"), pytest.mark.embedded]
+pytestmark = pytest.mark.urls("tests.config.urls_probe")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from partners.models import Partner, PartnerStatusHistory
 from partners.services import partner_transition
 from tests.conftest import make_partner
 
-pytestmark = [pytest.mark.urls("tests.config.urls_probe"), pytest.mark.embedded]
+pytestmark = pytest.mark.urls("tests.config.urls_probe")
 
 
 def _history(partner) -> list[tuple[str, str, str, str]]:

@@ -13,7 +13,7 @@ from partners import revocation, services, session_services, token_cache
 from partners.models import PartnerCredential, TokenSession
 from tests.conftest import assert_error, issue_token, make_partner
 
-pytestmark = [pytest.mark.production, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)

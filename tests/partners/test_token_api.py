@@ -8,8 +8,6 @@ from partners import services, session_services
 from partners.models import PartnerCredential, TokenSession
 from tests.conftest import assert_error, issue_token, make_partner
 
-pytestmark = pytest.mark.embedded
-
 TOKEN_URL = "/v1/auth/token"
 
 

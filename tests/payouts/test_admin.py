@@ -18,7 +18,7 @@ from payouts.services.progression import payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

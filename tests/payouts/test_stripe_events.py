@@ -22,8 +22,6 @@ from tests.conftest import make_partner
 from tests.orders.factories import make_order
 from tests.payouts import stripe_recording as s
 
-pytestmark = pytest.mark.embedded
-
 URL = "/payments/stripe/events"
 ACCOUNT = "acct_1Harbour"
 
@@ -323,7 +321,6 @@ def test_the_staff_queue_links_the_open_disputes(charged_order, admin_client):
 
 
 # --- two deliveries at once -----------------------------------------------------------------------------------------
-@pytest.mark.production
 @pytest.mark.django_db(transaction=True)
 def test_two_deliveries_at_once_move_the_payout_once(payout_in_flight):
     body = json.dumps(payout_event("payout.failed", "failed", failure_message="Closed.")).encode()

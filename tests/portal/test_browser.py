@@ -142,7 +142,6 @@ def _api(
 
 
 @pytest.mark.browser
-@pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_server, browser_page):
     page = browser_page

@@ -23,7 +23,7 @@ from quotes.codec import MAX_QUOTE_ID_CHARS, QuoteClaims, decode_quote_claims
 from quotes.models import Quote
 from tests.conftest import assert_error, issue_token, make_partner
 
-pytestmark = [pytest.mark.production, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 SELLER = {
     "first_name": "Ada",

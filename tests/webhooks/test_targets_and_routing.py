@@ -18,8 +18,6 @@ from tests.faults.live import ROOT, production_env
 
 from .conftest import Reply, order_notification, register
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.mark.parametrize(
     ("address", "public"),
@@ -116,7 +114,6 @@ def _settings_of(env: dict[str, str]) -> dict:
 
 
 @pytest.mark.django_db
-@pytest.mark.production  # the production shape needs REDIS_URL to start
 def test_production_refuses_http_and_private_targets_by_default():
     assert _settings_of(production_env()) == [False, False, 10.0]
 
@@ -136,7 +133,6 @@ def test_deliveries_are_routed_to_the_webhooks_queue_and_confirmations_are_not()
     assert confirm["queue"].name == celery_app.conf.task_default_queue != "webhooks"
 
 
-@pytest.mark.production  # a real broker
 @pytest.mark.django_db(transaction=True)
 def test_a_slow_endpoint_does_not_hold_up_the_order_side(partner, receiver):
     """The fan-out only publishes to the webhooks queue: with the receiver hanging past the timeout, the

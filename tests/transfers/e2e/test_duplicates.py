@@ -36,7 +36,6 @@ def assert_changed_once(order: Order) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_same_message_delivered_twice_one_after_another_changes_the_order_once(shop):
     order = shop.order()
     raw = genuine(order)
@@ -47,7 +46,6 @@ def test_the_same_message_delivered_twice_one_after_another_changes_the_order_on
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_relayed_copy_with_other_bytes_changes_the_order_once(shop):
     # The same message (same signature, same Message-ID) with a relay's trace header added: new bytes.
     order = shop.order()
@@ -85,7 +83,6 @@ def _at_once(count: int, work) -> list:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_the_same_message_delivered_at_once_changes_the_order_once(shop):
     assert connection.vendor == "postgresql"
     order = shop.order()
@@ -104,7 +101,6 @@ def test_the_same_message_delivered_at_once_changes_the_order_once(shop):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_copies_with_other_bytes_delivered_at_once_change_the_order_once(shop):
     assert connection.vendor == "postgresql"
     order = shop.order()
@@ -124,7 +120,6 @@ def test_copies_with_other_bytes_delivered_at_once_change_the_order_once(shop):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
     # General admission adds up ticket counts by message: two copies of the one-ticket mail (each relay
     # added its own trace header) arriving at once must still count one ticket of two.
@@ -150,7 +145,6 @@ def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_one_message_id_for_two_orders_at_once_moves_one_order_at_most(shop):
     # The platform sends a Message-ID once: the same one on mail to two orders, arriving at once, is a replay
     # the authentication cannot see yet (neither is processed); the decision sees it.

@@ -23,7 +23,7 @@ from orders.transfers.tasks import platform_cases_reprocess_due
 
 from .conftest import staff, stagepass_template
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 V = PlatformTemplateVersion
 
 

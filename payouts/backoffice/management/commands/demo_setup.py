@@ -19,7 +19,7 @@ ADMIN_USERNAME = "admin"
 
 class Command(BaseCommand):
     help = (
-        "Prepare the embedded default for a first look: a demo catalog with the walk-through's event, "
+        "Prepare `make run`'s instance for a first look: a demo catalog with the walk-through's event, "
         "a demo partner with payment methods, an admin and a portal login (created once). Prints both "
         "credential pairs and the passwords when it creates them; a later run changes none of them and says "
         "how to make new ones (a secret is stored as a digest only, so it cannot be shown again)."
@@ -46,7 +46,11 @@ class Command(BaseCommand):
 
         out = self.stdout.write
         out("")
-        out(self.style.SUCCESS("Partner service ready (embedded default: SQLite, tasks in-process)."))
+        out(
+            self.style.SUCCESS(
+                "Partner service ready: every role of the Procfile on its own PostgreSQL and Redis."
+            )
+        )
         out(f"  API docs:   {base}/v1/docs")
         out(f"  Portal:     {base}/portal/")
         out(f"  Admin:      {base}/admin/")
