@@ -216,7 +216,7 @@ bench: $(VENV)/.installed .nginx-installed
 
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
 # Transfer detection: 200 sandbox-signed e-mails through the SMTP receiver, arrival → ticket_received p50/p95, in
-# the production shape (one Celery worker) and the embedded default (bench/README.md "Transfer detection").
+# the service's one shape (one Celery worker; bench/README.md "Transfer detection").
 .PHONY: bench-transfers
 bench-transfers: $(VENV)/.installed
 	$(PY) -m bench.transfers $(BENCH_ARGS)

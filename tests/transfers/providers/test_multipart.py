@@ -1,6 +1,5 @@
 """The multipart reader the Mailgun channel takes ``body-mime`` from: each value exactly the bytes posted."""
 
-
 from orders.transfers.intake.providers import multipart_fields, multipart_parts
 
 from .signed import multipart
