@@ -273,7 +273,7 @@ IDEMPOTENCY_LEASE_SECONDS = env.float("IDEMPOTENCY_LEASE_SECONDS", default=60.0)
 
 # --- Webhooks (docs/partners/notifications-and-webhooks.md "Webhooks") ---------------------------------------------------------
 # Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
-# production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
+# production, allowed in development and tests (whose receivers listen on 127.0.0.1).
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=not PRODUCTION)
 # Each step of an attempt (connect, TLS, sending, each wait for the answer) times out after this...
@@ -323,7 +323,7 @@ RELEASE_COLLECTSTATIC = env.bool("RELEASE_COLLECTSTATIC", default=True)
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=DATA_DIR / "media")
 # Ticket PDFs are private: no MEDIA_URL is served; staff download them through the admin.
 MEDIA_URL = None
-# The embedded default serves static files straight from the apps, no collectstatic step.
+# Outside production static files are served straight from the apps, no collectstatic step (`make run`).
 WHITENOISE_USE_FINDERS = not PRODUCTION
 WHITENOISE_AUTOREFRESH = DEBUG
 # Static files come from the apps until collectstatic has run; silence the missing-root warning.

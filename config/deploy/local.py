@@ -77,9 +77,11 @@ def _server_user() -> str | None:
 
 
 def as_user(user: str | None) -> dict:
-    """``subprocess`` arguments that run a server as ``user``: its own group too, and none of root's (a folder
-    closed to root's group would otherwise stay closed to it)."""
-    return {} if user is None else {"user": user, "group": user, "extra_groups": []}
+    """``subprocess`` arguments that run a server as ``user`` (its own group too, and none of root's: a folder
+    closed to root's group would otherwise stay closed to it), on the machine's real clock (`make test-dates`
+    moves the clock of the test processes only)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FAKETIME")}
+    return {"env": env} if user is None else {"env": env, "user": user, "group": user, "extra_groups": []}
 
 
 def _hand_over(path: Path, user: str | None) -> None:

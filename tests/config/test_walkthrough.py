@@ -265,13 +265,18 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
             for line in result.stdout.splitlines()
             if line.startswith('{"success":true,"data":{"order_id"')
         ]
-        with psycopg.connect(first.services["DATABASE_URL"]) as db:
-            cases = db.execute(
-                "SELECT c.kind, c.state, o.status, o.transfer_state FROM transfers_transfercase c "
-                "JOIN orders_order o ON o.id = c.order_id WHERE o.order_id = %s",
-                (forged_id,),
-            ).fetchall()
-        assert cases == [("unverified", "open", "awaiting_transfer", "none")], result.stdout
+
+        def cases() -> list[tuple]:
+            with psycopg.connect(first.services["DATABASE_URL"]) as db:
+                return db.execute(
+                    "SELECT c.kind, c.state, o.status, o.transfer_state FROM transfers_transfercase c "
+                    "JOIN orders_order o ON o.id = c.order_id WHERE o.order_id = %s",
+                    (forged_id,),
+                ).fetchall()
+
+        # The worker reads the mail within moments of its arrival.
+        expected = [("unverified", "open", "awaiting_transfer", "none")]
+        assert wait_for(lambda: cases() == expected, timeout=60), (cases(), result.stdout)
 
         (walk,) = shell_blocks(INTEGRATING)
         result = bash(export_line, walk)
@@ -315,7 +320,11 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
             assert reply.status == 200, reply.body
         # It names the command that makes a new pair, and how to set new passwords.
         live_id, test_id = pairs["live"][0], pairs["test-mode"][0]
-        rotate = re.search(rf"^\s*(\S+) manage\.py rotate_credentials {test_id} --json$", second.output, re.M)
+        rotate = re.search(
+            rf"^\s*DATA_DIR={data_dir} (\S+) manage\.py rotate_credentials {test_id} --json$",
+            second.output,
+            re.M,
+        )
         assert rotate, second.output
         assert re.search(rf"manage\.py rotate_credentials {live_id} --json$", second.output, flags=re.M)
         assert "manage.py changepassword admin" in second.output

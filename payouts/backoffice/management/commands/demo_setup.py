@@ -3,6 +3,7 @@ import secrets
 import shlex
 import sys
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand
@@ -42,7 +43,13 @@ class Command(BaseCommand):
         test_id = (
             PartnerTestCredential.objects.filter(partner=partner).values_list("client_id", flat=True).first()
         )
-        manage = f"{_python()} manage.py"
+        # In another shell, manage.py reaches this instance's database through its DATA_DIR (config/deploy/local.py).
+        data_dir = (
+            ""
+            if settings.DATA_DIR == settings.BASE_DIR
+            else f"DATA_DIR={shlex.quote(str(settings.DATA_DIR))} "
+        )
+        manage = f"{data_dir}{_python()} manage.py"
 
         out = self.stdout.write
         out("")
