@@ -158,8 +158,9 @@ beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
 
 # One pass: the whole suite, on DATABASE_URL / REDIS_URL when set, else on a PostgreSQL and a Redis started for the
-# run in a temporary directory. The test database is created fresh every run (`--create-db`), whatever PYTEST_ARGS
-# says: CI runs this.
+# run in a temporary directory. Its two halves run side by side (tests/suite.py): the live-process drills (tests/ops,
+# tests/faults, tests/transfers/e2e; a test database `<name>_drills` and the next Redis db) and the rest. The test
+# databases are created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
 TEST_TMP ?= $(or $(TMPDIR),/tmp)
 define with_services
 	@if [ -n "$(TEST_DATABASE_URL)" ]; then \
@@ -173,7 +174,7 @@ define with_services
 endef
 
 test: install
-	$(call with_services,$(PY) -m pytest -q --create-db --durations=15 $(PYTEST_ARGS))
+	$(call with_services,$(PY) -m tests.suite -q --create-db --durations=15 $(PYTEST_ARGS))
 
 # Both passes of `make test` with every process's clock moved to DATE (YYYY-MM-DD, 10:00 UTC) by libfaketime:
 # `make test-dates DATE=2028-01-01`. The preloaded library is the libfaketime build the `libfaketime` package ships
