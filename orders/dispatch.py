@@ -8,7 +8,7 @@ for many notifications:
 - a notification written alone (an order's creation, one transition) joins a list in Redis, and one task is
   published unless one is already on its way, which takes the list when it starts
   (``notification_dispatch_coalesced``): a lone order's task is published at once, a burst's are a few.
-  Without Redis (the embedded default, tasks in process) each is published alone.
+  While Redis does not answer, each is published alone.
 
 ``notifications_dispatch_pending`` (beat) publishes again every row not dispatched past the grace whose message
 is not known to be on the way: one that never reached the broker, and one the broker lost with Redis (the note

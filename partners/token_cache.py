@@ -1,6 +1,6 @@
 """The shared cache's copy of token sessions and of partners' payment readiness: every write to it.
 
-With Redis (``TOKEN_SESSIONS_IN_REDIS``), a token session is created here first: the token request writes
+A token session is created here first: the token request writes
 the session's state and appends the session to a pending list in one round trip, and the batched writer
 (``partners.session_services.token_sessions_flush``, a beat entry every ``TOKEN_SESSION_FLUSH_SECONDS``) copies the
 list to PostgreSQL. Nothing a partner was promised depends on Redis alone: the token proves its partner,

@@ -1,9 +1,9 @@
 """Quote creation, the batched writer of quotes kept in Redis first, and the purge of long-expired quotes.
 
-A quote is named by a self-contained id (``quotes.codec``) and needs no database write when it is made: with
-Redis it is kept there (``quotes.quote_cache``) and the writer copies it to PostgreSQL within
-``QUOTE_FLUSH_SECONDS``; order creation writes it first if the order comes sooner. Without Redis (the
-embedded default) its row is written at once."""
+A quote is named by a self-contained id (``quotes.codec``) and needs no database write when it is made: it is
+kept in Redis (``quotes.quote_cache``) and the writer copies it to PostgreSQL within
+``QUOTE_FLUSH_SECONDS``; order creation writes it first if the order comes sooner. While Redis does not
+answer, its row is written at once."""
 
 import logging
 from datetime import datetime, timedelta
