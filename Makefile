@@ -241,13 +241,14 @@ fuzz: $(VENV)/.installed
 
 # The platform templates against the captured transfer e-mails (docs/operations/receiving-mail.md "Platform templates and the corpus").
 TRANSFER_CORPUS ?= tests/fixtures/transfer_mail
-transfer-corpus: $(VENV)/.installed
-	$(PY) -m orders.transfers.testing.corpus $(TRANSFER_CORPUS)
+transfer-corpus: $(VENV)/.installed .redis-installed
+	$(call with_services,$(PY) -m orders.transfers.testing.corpus $(TRANSFER_CORPUS))
 
 # The OpenAPI document partners diff, import and generate clients from (docs/partners/openapi.json, what /v1/schema
 # serves). tests/schema/test_published_schema.py fails while the file differs from what the code generates.
-schema: $(VENV)/.installed
-	$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/partners/openapi.json
+schema: $(VENV)/.installed .redis-installed
+	$(call with_services,$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn \
+	  --file docs/partners/openapi.json)
 
 lint: $(VENV)/.installed .prometheus-installed
 	$(VENV)/bin/ruff check .
