@@ -145,3 +145,19 @@ def test_production_refuses_local_disk_media_unless_declared_shared(tmp_path):
     # The embedded default keeps its files on disk without being asked.
     local = _setup(_production(tmp_path, DJANGO_ENV=None, MEDIA_SHARED=None), probe)
     assert local.stdout.strip() == "django.core.files.storage.FileSystemStorage", local.stderr
+
+
+def test_no_shape_runs_tasks_in_process(tmp_path):
+    """Every task goes to the broker, for the workers; beat, not the web process, runs the periodic work."""
+    probe = (
+        "from config.celery import app; "
+        "print(app.conf.task_always_eager, settings.CELERY_BEAT_SCHEDULER, settings.CACHES['default']['BACKEND'])"
+    )
+    for shape in ({}, {"DJANGO_ENV": None}):
+        result = _setup(_production(tmp_path, **shape), probe)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == [
+            "False",
+            "config.deploy.beat_leader:LeaderScheduler",
+            "config.deploy.cache.ReusingRedisCache",
+        ]
