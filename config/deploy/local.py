@@ -20,6 +20,7 @@ once, as the wheel's own layer does), and the folders above ``DATA_DIR`` are mad
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -291,6 +292,15 @@ def serve(data_dir: Path, *, host: str, port: str) -> int:
     _stop_on_signals()
     run_dir = data_dir / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
+    # One instance per DATA_DIR: a second would stop the first one's PostgreSQL as one left by a killed run.
+    lock = (run_dir / "lock").open("w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(
+            f"Another `make run` serves {data_dir}: stop it, or set DATA_DIR (and PORT) for a second instance."
+        )
+        return 1
     services_env = run_dir / "services.env"
     with Services(data_dir) as services:
         env = {

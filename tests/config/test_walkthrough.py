@@ -208,6 +208,20 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
         # Two instances side by side, each on its own port, PostgreSQL, Redis and SMTP receiver.
         assert _answers(f"http://127.0.0.1:{beside.port}/readyz")
         assert len({*first.services.values()} & {*beside.services.values()}) == 0
+        # A second `make run` on a DATA_DIR already served stops at once, touching nothing of the first.
+        again = subprocess.run(
+            ["make", "--no-print-directory", "--old-file=.venv/.installed", "run", f"PORT={free_port()}"],
+            cwd=ROOT,
+            env={
+                **{k: v for k, v in os.environ.items() if k not in _NOT_INHERITED},
+                "DATA_DIR": str(data_dir),
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert again.returncode != 0 and f"Another `make run` serves {data_dir}" in again.stdout, again.stdout
+        assert _answers(f"http://127.0.0.1:{first.port}/readyz")
     finally:
         beside.stop()
     assert beside.popen.returncode is not None and not left_running(beside.data_dir)
