@@ -148,7 +148,8 @@ class Postgres:
         ):
             self._run("pg_ctl", "-D", str(data), "-m", "fast", "-w", "stop", stdout=subprocess.DEVNULL)
         self.port = free_port()
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.directory} -c max_connections=200"
+        # TCP on loopback only: no unix socket, whose path a deep DATA_DIR would make too long.
+        options = f"-h 127.0.0.1 -p {self.port} -k '' -c max_connections=200"
         if self.throwaway:
             # A test run's cluster is deleted afterwards: no need to survive a crash of the machine.
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
