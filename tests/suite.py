@@ -1,7 +1,8 @@
 """`make test`'s one pass over the whole suite, as two halves side by side (``python -m tests.suite [PYTEST ARGS]``).
 
-The live-process drills (``tests/ops``, ``tests/faults``, ``tests/transfers/e2e``) start real gunicorn, Celery
-workers, beat and redis-servers and spend most of their time waiting for them; the rest of the suite is mostly
+The live-process drills (``tests/ops``, ``tests/faults``, ``tests/transfers/e2e``, and a few others that start
+processes: ``DRILLS``) start real gunicorn, Celery workers, beat and redis-servers and spend most of their time
+waiting for them; the rest of the suite is mostly
 CPU. Run one after the other they add up; side by side the waits of the first overlap the work of the second. Each
 half has a test database and a Redis database of its own (the drills': ``<name>_drills`` and the next Redis db
 number), so they share nothing; each prints its report when it ends, and the exit status is the first failing
@@ -16,7 +17,17 @@ import sys
 import tempfile
 from urllib.parse import urlsplit, urlunsplit
 
-DRILLS = ("tests/ops", "tests/faults", "tests/transfers/e2e")
+# The drills, and the other tests that mostly wait on processes they start (`make run`, the SMTP receiver, a
+# webhooks worker), which balance the two halves.
+DRILLS = (
+    "tests/ops",
+    "tests/faults",
+    "tests/transfers/e2e",
+    "tests/transfers/smtp",
+    "tests/config/test_walkthrough.py",
+    "tests/webhooks/test_isolation_live.py",
+    "tests/webhooks/test_queue_isolation.py",
+)
 
 
 def database_beside(url: str, suffix: str) -> str:
