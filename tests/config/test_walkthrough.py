@@ -203,7 +203,11 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
     repo_data_before = [path.exists() for path in repo_data]
 
     first = make_run(data_dir)
-    beside = make_run(tmp_path / "beside")
+    try:
+        beside = make_run(tmp_path / "beside")
+    except BaseException:
+        first.stop()
+        raise
     try:
         # Two instances side by side, each on its own port, PostgreSQL, Redis and SMTP receiver.
         assert _answers(f"http://127.0.0.1:{beside.port}/readyz")
