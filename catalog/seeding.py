@@ -258,10 +258,7 @@ def _write(specs: list[tuple], sections: list[list[tuple]], report: SeedReport) 
         for venue, _kind, name, starts_at, performers, site, _pop in specs
     ]
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            seeding_writes.write_postgres(events, sections)
-        else:
-            seeding_writes.write_orm(events, sections)
+        seeding_writes.write_postgres(events, sections)
     report.events += len(events)
     report.sections += sum(len(s) for s in sections)
     report.rows += sum(len(rows) for event_sections in sections for *_, rows in event_sections)
@@ -388,13 +385,10 @@ def catalog_seed(*, events: int, seed: int | None = None) -> SeedReport:
         batch = min(BATCH_EVENTS, remaining)
         _insert(builder, [builder.event_spec() for _ in range(batch)], report)
         remaining -= batch
-    if connection.vendor == "postgresql":
-        # Fresh planner statistics, so the first list queries after a large seed use the indexes.
-        with connection.cursor() as cursor:
-            tables = [
-                m._meta.db_table for m in (Event, Event.performers.through, Section, Row, Venue, Performer)
-            ]
-            cursor.execute(f"ANALYZE {', '.join(tables)}")
+    # Fresh planner statistics, so the first list queries after a large seed use the indexes.
+    with connection.cursor() as cursor:
+        tables = [m._meta.db_table for m in (Event, Event.performers.through, Section, Row, Venue, Performer)]
+        cursor.execute(f"ANALYZE {', '.join(tables)}")
     catalog_cache.bump_version()
     report.seconds = time.monotonic() - started
     return report

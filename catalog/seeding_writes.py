@@ -1,5 +1,5 @@
-"""How a generated catalog reaches the tables (``catalog.seeding``): COPY on PostgreSQL, ``bulk_create``
-elsewhere. Both take the same shapes: ``events`` as ``(event_id, name, venue_pk, starts_at, timezone,
+"""How a generated catalog reaches the tables (``catalog.seeding``): PostgreSQL's COPY. It takes these
+shapes: ``events`` as ``(event_id, name, venue_pk, starts_at, timezone,
 event_date, primary_site, performer_pks)`` and, per event, its sections as ``(name, name_display,
 general_admission, rows)`` with each row in the order of ``_ROW_FIELDS``."""
 
@@ -62,32 +62,3 @@ def write_postgres(events: list[tuple], sections: list[list[tuple]]) -> None:
                     copy.write_row(
                         (section_pk, name, display, qty, offer, face, json.dumps(restrictions), detail)
                     )
-
-
-def write_orm(events: list[tuple], sections: list[list[tuple]]) -> None:
-    """The portable path (SQLite, the embedded default)."""
-    objs = [
-        Event(event_id=eid, name=name, venue_id=venue_pk, starts_at=starts_at, timezone=tz, event_date=day,
-              primary_site=site)
-        for eid, name, venue_pk, starts_at, tz, day, site, _perf in events
-    ]  # fmt: skip
-    Event.objects.bulk_create(objs, batch_size=500)
-    Link = Event.performers.through
-    Link.objects.bulk_create(
-        [Link(event_id=e.pk, performer_id=p) for e, spec in zip(objs, events, strict=True) for p in spec[7]],
-        batch_size=500,
-    )
-    pending = [
-        (Section(event_id=e.pk, name=name, name_display=display, general_admission=ga), rows)
-        for e, event_sections in zip(objs, sections, strict=True)
-        for name, display, ga, rows in event_sections
-    ]
-    Section.objects.bulk_create([s for s, _ in pending], batch_size=500)
-    Row.objects.bulk_create(
-        [
-            Row(section_id=section.pk, **dict(zip(_ROW_FIELDS, row, strict=True)))
-            for section, rows in pending
-            for row in rows
-        ],
-        batch_size=500,
-    )

@@ -1,10 +1,9 @@
 """Settings for the partner service, driven by environment variables.
 
-Two shapes from one module:
-- embedded default (nothing set): SQLite file, local-memory cache, Celery tasks run in-process,
-  e-mail to the console, files on disk;
-- production shape (``DJANGO_ENV=production`` with ``DATABASE_URL`` and ``REDIS_URL``): PostgreSQL through
-  psycopg 3's pool, Redis as cache, rate-limit store and Celery broker.
+One program: PostgreSQL through psycopg 3's pool (``DATABASE_URL``), Redis as cache, rate-limit store and Celery
+broker (``REDIS_URL``), the Celery workers, beat and the inbound receiver as processes of their own. ``make run``
+starts a PostgreSQL and a Redis of its own and every role of the Procfile (config/deploy/local.py);
+``DJANGO_ENV=production`` adds the production safeguards (its own keys, HTTPS, two-factor sign-in).
 
 Every setting is assigned by its name, here or in a module of ``config/settings_parts/`` that this one imports
 by name: the environment and the shape (``environment.py``), the tables no environment variable shapes much
@@ -31,10 +30,12 @@ from config.settings_parts.beat import (
 from config.settings_parts.database import database_config
 from config.settings_parts.environment import (  # noqa: F401 (read by Django)
     BASE_DIR,
+    DATA_DIR,
     DJANGO_ENV,
     DJANGO_ENVIRONMENTS,
     PRODUCTION,
     env,
+    required,
     required_in_production,
 )
 from config.settings_parts.inbound import (  # noqa: F401 (read by Django)
@@ -140,44 +141,34 @@ ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 
 # --- Database -------------------------------------------------------------------------------------
-# The embedded default keeps its files (the SQLite database, uploaded media) in DATA_DIR, the project folder
-# unless set: `DATA_DIR=/tmp/demo make run` serves a separate, throw-away instance.
-DATA_DIR = Path(env.str("DATA_DIR", default="") or BASE_DIR).resolve()
+# `make run` keeps its files (its PostgreSQL and Redis, uploaded media) in DATA_DIR, the project folder unless
+# set: `DATA_DIR=/tmp/demo PORT=9000 make run` serves a separate instance beside the first.
 DATA_DIR.mkdir(parents=True, exist_ok=True)
-# Production names its database and its Redis (below): unset, it would run on a local SQLite file with the
-# tasks in-process and no periodic work, which is the embedded default, not a deployment.
-DATABASE_URL = required_in_production("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}")
+DATABASE_URL = required("DATABASE_URL")
 DATABASES = {"default": database_config(DATABASE_URL)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, rate limits, Celery --------------------------------------------------------------------
-REDIS_URL = required_in_production("REDIS_URL", "")
+REDIS_URL = required("REDIS_URL")
 CACHES = {
-    "default": (
-        {
-            # Django's backend, reusing its redis client instead of building one per call (config/deploy/cache.py).
-            "BACKEND": "config.deploy.cache.ReusingRedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="ps"),
-            # Short timeouts: a dead Redis must degrade a request, never hang it.
-            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5, "retry_on_timeout": False},
-        }
-        if REDIS_URL
-        else {"BACKEND": "config.deploy.cache.MeteredLocMemCache", "LOCATION": "partner-service"}
-    )
+    "default": {
+        # Django's backend, reusing its redis client instead of building one per call (config/deploy/cache.py).
+        "BACKEND": "config.deploy.cache.ReusingRedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="ps"),
+        # Short timeouts: a dead Redis must degrade a request, never hang it.
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5, "retry_on_timeout": False},
+    }
 }
 # Sessions, CSRF, the signed-in user, messages and django-axes run inside config.core.pages.PagesMiddleware (the
 # partner API skips them), where the admin's and django-axes' checks do not look: config.core.pages checks it.
-# The embedded default is one process: its local-memory cache is the shared cache that the sign-in throttling
-# (django-axes) asks for (axes.W001).
 SILENCED_SYSTEM_CHECKS = [
     "admin.E408",
     "admin.E409",
     "admin.E410",
     "axes.W002",
     "security.W003",
-    *([] if REDIS_URL else ["axes.W001"]),
 ]
 
 RATE_LIMIT_PER_MINUTE = env.int("RATE_LIMIT_PER_MINUTE", default=600)
@@ -188,19 +179,11 @@ TOKEN_FAILURES_PER_IP_PER_MINUTE = env.int("TOKEN_FAILURES_PER_IP_PER_MINUTE", d
 # 0 (default): the client IP is REMOTE_ADDR and X-Forwarded-For is ignored.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://localhost/")
-if CELERY_BROKER_URL.rstrip("/") == "memory:":
-    # kombu warns "No hostname was supplied" on the first publish of a host-less URL; the in-memory
-    # transport ignores the host, so name one (Celery reads the variable itself, ahead of this setting).
-    CELERY_BROKER_URL = "memory://localhost/"
-    if "CELERY_BROKER_URL" in os.environ:
-        os.environ["CELERY_BROKER_URL"] = CELERY_BROKER_URL
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 # kombu's Redis transport, reusing its client for every publish (config/deploy/broker.py); otherwise the URL's.
 CELERY_BROKER_TRANSPORT = (
     "config.deploy.broker:Transport" if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None
 )
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
-CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
@@ -233,12 +216,10 @@ CELERY_BEAT_SCHEDULE = {
 # Beat runs on every host; only the one holding a lock in Redis sends (config/deploy/beat_leader.py). A beat
 # whose leader died takes over within this lifetime of the lock plus a few seconds.
 BEAT_LEADER_LOCK_SECONDS = env.float("BEAT_LEADER_LOCK_SECONDS", default=30.0)
-CELERY_BEAT_SCHEDULER = (
-    "config.deploy.beat_leader:LeaderScheduler" if REDIS_URL else "celery.beat:PersistentScheduler"
-)
-# The embedded default runs this schedule in its web process (config/deploy/scheduler.py): the first round
-# starts this many seconds after the process.
-EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS = env.float("EMBEDDED_SCHEDULER_FIRST_DELAY_SECONDS", default=5.0)
+CELERY_BEAT_SCHEDULER = "config.deploy.beat_leader:LeaderScheduler"
+# Where beat keeps the schedule's last runs (celery's default: the working directory); `make run` keeps it in
+# DATA_DIR, so two instances beside each other keep theirs apart.
+CELERY_BEAT_SCHEDULE_FILENAME = env.str("CELERY_BEAT_SCHEDULE_FILENAME", default="celerybeat-schedule")
 
 # --- Partner API ------------------------------------------------------------------------------------
 ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
@@ -246,20 +227,16 @@ ACCESS_TOKEN_TTL_SECONDS = env.int("ACCESS_TOKEN_TTL_SECONDS", default=3600)
 # holds everywhere within this bound even if Redis missed it (partners/revocation.py).
 TOKEN_REVOCATION_POLL_SECONDS = env.float("TOKEN_REVOCATION_POLL_SECONDS", default=2)
 # Token sessions are created in Redis and written to the database by a batched writer at most this many
-# seconds later (partners/token_cache.py); without Redis (the embedded default) each is written when issued.
-TOKEN_SESSIONS_IN_REDIS = env.bool("TOKEN_SESSIONS_IN_REDIS", default=bool(REDIS_URL))
+# seconds later (partners/token_cache.py); each is written when issued while Redis does not answer.
 TOKEN_SESSION_FLUSH_SECONDS = env.float("TOKEN_SESSION_FLUSH_SECONDS", default=2.0)
-CELERY_BEAT_SCHEDULE.update(
-    token_sessions_beat_schedule(flush_seconds=TOKEN_SESSION_FLUSH_SECONDS, enabled=TOKEN_SESSIONS_IN_REDIS)
-)
+CELERY_BEAT_SCHEDULE.update(token_sessions_beat_schedule(flush_seconds=TOKEN_SESSION_FLUSH_SECONDS))
 QUOTE_TTL_SECONDS = env.int("QUOTE_TTL_SECONDS", default=900)
 QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 # Quotes are kept in Redis first and written to the database by a batched writer at most this many seconds
-# later, or by the order that uses them if it comes first (quotes/quote_cache.py); without Redis (the embedded
-# default) each is written when made.
-QUOTES_IN_REDIS = env.bool("QUOTES_IN_REDIS", default=bool(REDIS_URL))
+# later, or by the order that uses them if it comes first (quotes/quote_cache.py); each is written when made
+# while Redis does not answer.
 QUOTE_FLUSH_SECONDS = env.float("QUOTE_FLUSH_SECONDS", default=2.0)
-CELERY_BEAT_SCHEDULE.update(quotes_beat_schedule(flush_seconds=QUOTE_FLUSH_SECONDS, enabled=QUOTES_IN_REDIS))
+CELERY_BEAT_SCHEDULE.update(quotes_beat_schedule(flush_seconds=QUOTE_FLUSH_SECONDS))
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
 # In-process copy of catalog answers, checked against the catalog's versions on every read.
 CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=5)
@@ -297,7 +274,7 @@ IDEMPOTENCY_LEASE_SECONDS = env.float("IDEMPOTENCY_LEASE_SECONDS", default=60.0)
 
 # --- Webhooks (docs/partners/notifications-and-webhooks.md "Webhooks") ---------------------------------------------------------
 # Plain http:// targets and targets in private, loopback or otherwise non-public networks: refused in
-# production, allowed in the embedded default and tests (whose receivers listen on 127.0.0.1).
+# production, allowed in development and tests (whose receivers listen on 127.0.0.1).
 WEBHOOK_ALLOW_HTTP = env.bool("WEBHOOK_ALLOW_HTTP", default=not PRODUCTION)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env.bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=not PRODUCTION)
 # Each step of an attempt (connect, TLS, sending, each wait for the answer) times out after this...
@@ -347,7 +324,7 @@ RELEASE_COLLECTSTATIC = env.bool("RELEASE_COLLECTSTATIC", default=True)
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=DATA_DIR / "media")
 # Ticket PDFs are private: no MEDIA_URL is served; staff download them through the admin.
 MEDIA_URL = None
-# The embedded default serves static files straight from the apps, no collectstatic step.
+# Outside production static files are served straight from the apps, no collectstatic step (`make run`).
 WHITENOISE_USE_FINDERS = not PRODUCTION
 WHITENOISE_AUTOREFRESH = DEBUG
 # Static files come from the apps until collectstatic has run; silence the missing-root warning.

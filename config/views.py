@@ -3,7 +3,6 @@
 import logging
 from pathlib import Path
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -43,7 +42,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
-    """The database (and Redis, when configured) answer; 503 naming the failing component otherwise."""
+    """The database and Redis answer; 503 naming the failing component otherwise."""
     checks: dict[str, str] = {}
     try:
         with connection.cursor() as cursor:
@@ -52,13 +51,12 @@ def readyz(request: HttpRequest) -> JsonResponse:
     except Exception:
         logger.warning("readiness: database not answering", exc_info=True)
         checks["database"] = "unavailable"
-    if settings.REDIS_URL:
-        try:
-            cache.get("readyz:probe")
-            checks["redis"] = "ok"
-        except Exception:
-            logger.warning("readiness: redis not answering", exc_info=True)
-            checks["redis"] = "unavailable"
+    try:
+        cache.get("readyz:probe")
+        checks["redis"] = "ok"
+    except Exception:
+        logger.warning("readiness: redis not answering", exc_info=True)
+        checks["redis"] = "unavailable"
     failing = [name for name, state in checks.items() if state != "ok"]
     if failing:
         return error_json_response(

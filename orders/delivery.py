@@ -33,11 +33,9 @@ logger = logging.getLogger(__name__)
 def notifications_pending_take(*, limit: int | None = None) -> list[int]:
     """Take up to ``limit`` (``DELIVERY_BATCH``) notifications off the list of those waiting for a batched
     delivery, oldest first, after clearing the note that a delivery task is on its way; publishes another task
-    when the list may hold more. Returns their pks; none without Redis, or when it does not answer (the sweep
+    when the list may hold more. Returns their pks; none when Redis does not answer (the sweep
     publishes them once their notes expire)."""
     backend = redis_backend()
-    if backend is None:
-        return []
     limit = limit or dispatch.DELIVERY_BATCH
     # Cleared before the take: a notification added after it publishes a task of its own.
     drain_note_clear()

@@ -8,7 +8,7 @@ for many notifications:
 - a notification written alone (an order's creation, one transition) joins a list in Redis, and one task is
   published unless one is already on its way, which takes the list when it starts
   (``notification_dispatch_coalesced``): a lone order's task is published at once, a burst's are a few.
-  Without Redis (the embedded default, tasks in process) each is published alone.
+  While Redis does not answer, each is published alone.
 
 ``notifications_dispatch_pending`` (beat) publishes again every row not dispatched past the grace whose message
 is not known to be on the way: one that never reached the broker, and one the broker lost with Redis (the note
@@ -105,8 +105,7 @@ def notification_dispatch_coalesced(
     publishes another). A lone notification on a quiet system publishes its task at once; a burst publishes a
     few, each taking up to ``DELIVERY_BATCH``.
 
-    Without Redis (the embedded default, tasks in process), or when Redis does not answer, the notification is
-    published alone (``notification_dispatch``). Returns whether it was handed over.
+    When Redis does not answer, the notification is published alone (``notification_dispatch``). Returns whether it was handed over.
 
     Lost on the way: a failed publish takes this notification's on-the-way note off again (the sweep publishes it
     once the grace has passed; a later task still finds it in the list, and its subscribers skip it by their
@@ -120,10 +119,6 @@ def notification_dispatch_coalesced(
         mark_dispatched(notification_pk)
         return True
     backend = redis_backend()
-    if backend is None:
-        return notification_dispatch(
-            notification_pk=notification_pk, notification_type=notification_type, order_status=order_status
-        )
     try:
         noted = _pending_add(backend, notification_pk)
     except Exception:

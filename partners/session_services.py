@@ -25,7 +25,6 @@ from .token_cache import (
     cache_health,
     pending_list,
     session_pending_add,
-    sessions_in_redis,
     sessions_pending,
 )
 
@@ -46,8 +45,6 @@ def token_generation_advance(*, partner: Partner, livemode: bool | None) -> None
 def pending_sessions_of(*, partner: Partner, livemode: bool | None) -> list[PendingSession]:
     """The partner's sessions still in Redis, not yet written to the database ([] if Redis does not answer:
     the generation, already moved on in the database, revokes them anyway)."""
-    if not sessions_in_redis():
-        return []
     try:
         pending = sessions_pending()
     except Exception:
@@ -80,18 +77,16 @@ FLUSH_AT_PENDING = 1000
 
 def session_create(session: PendingSession) -> None:
     """Create the token session: in Redis, for the batched writer to copy to the database within
-    ``TOKEN_SESSION_FLUSH_SECONDS``; in the database at once without Redis (the embedded default) or when
-    Redis does not answer."""
-    if sessions_in_redis():
-        try:
-            pending = session_pending_add(session)
-        except Exception:
-            logger.warning("token cache unreachable; token session written to the database")
-            cache_health.failed()
-        else:
-            if pending % FLUSH_AT_PENDING == 0:
-                publish("partners.tasks.token_sessions_flush")
-            return
+    ``TOKEN_SESSION_FLUSH_SECONDS``; in the database at once when Redis does not answer."""
+    try:
+        pending = session_pending_add(session)
+    except Exception:
+        logger.warning("token cache unreachable; token session written to the database")
+        cache_health.failed()
+    else:
+        if pending % FLUSH_AT_PENDING == 0:
+            publish("partners.tasks.token_sessions_flush")
+        return
     rawsql.insert(session_rows([session])[0])
 
 
@@ -127,8 +122,6 @@ def token_sessions_flush(*, limit: int = FLUSH_BATCH) -> int:
     suspension) is written revoked; one whose partner was deleted is dropped. Run by beat every
     ``TOKEN_SESSION_FLUSH_SECONDS`` and on demand, by whatever needs the rows (the admin's lists, the
     portal's counts)."""
-    if not sessions_in_redis():
-        return 0
     return pending_list.drain(_sessions_write, limit=limit)
 
 

@@ -1,6 +1,6 @@
 """The shared cache's copy of token sessions and of partners' payment readiness: every write to it.
 
-With Redis (``TOKEN_SESSIONS_IN_REDIS``), a token session is created here first: the token request writes
+A token session is created here first: the token request writes
 the session's state and appends the session to a pending list in one round trip, and the batched writer
 (``partners.session_services.token_sessions_flush``, a beat entry every ``TOKEN_SESSION_FLUSH_SECONDS``) copies the
 list to PostgreSQL. Nothing a partner was promised depends on Redis alone: the token proves its partner,
@@ -332,17 +332,10 @@ class PendingSession:
         )
 
 
-def sessions_in_redis() -> bool:
-    """Are token sessions created in Redis first? Only with Redis behind the cache: the embedded default
-    (local memory, one process, no broker for beat) writes each session's row when the token is issued."""
-    return settings.TOKEN_SESSIONS_IN_REDIS and redis_backend() is not None
-
-
 def session_pending_add(session: PendingSession) -> int:
     """Create ``session`` in Redis: its state ("active", read by every authenticated request) and its entry
     in the pending list, in one round trip. Returns the list's length. Raises if Redis does not answer."""
     backend = redis_backend()
-    assert backend is not None
     ttl = max(1, int((session.expires_at - session.created_at).total_seconds()))
     state_key = backend.make_and_validate_key(session_cache_key(session.session_id))
     state = backend._cache._serializer.dumps((SESSION_ACTIVE, session.partner_pk, session.partner_id))

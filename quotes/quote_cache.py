@@ -13,8 +13,6 @@ and restrictions (rebuilt from the catalog if Redis is lost) and the seller's co
 import json
 import logging
 
-from django.conf import settings
-
 from config.api.ratelimit import pipelined
 from config.core.pending import PendingList, redis_backend
 
@@ -57,12 +55,6 @@ pending_list = PendingList(PENDING_KEY, lock_key=FLUSH_LOCK_KEY, loads=quote_loa
 quotes_pending = pending_list.read
 
 
-def quotes_in_redis() -> bool:
-    """Are quotes made in Redis first? Only with Redis behind the cache: the embedded default (local memory,
-    one process, no beat) writes each quote's row when it is made."""
-    return settings.QUOTES_IN_REDIS and redis_backend() is not None
-
-
 def _copy_key(backend, pk: int) -> str:
     return backend.make_and_validate_key(f"qts:q:{pk}")
 
@@ -71,7 +63,6 @@ def quote_pending_add(quote: Quote) -> int:
     """Keep ``quote`` in Redis: its copy and its entry in the pending list, in one round trip. Returns the
     list's length. Raises if Redis does not answer."""
     backend = redis_backend()
-    assert backend is not None
     raw = quote_dumps(quote)
     copy_key = _copy_key(backend, quote.pk)
     kept = max(1, int((quote.expires_at - quote.created_at).total_seconds())) + COPY_GRACE_SECONDS
@@ -85,8 +76,6 @@ def quote_pending_add(quote: Quote) -> int:
 def quote_copy(pk: int) -> Quote | None:
     """Redis's copy of a quote not yet written (None if there is none, or Redis does not answer)."""
     backend = redis_backend()
-    if backend is None:
-        return None
     key = _copy_key(backend, pk)
     try:
         raw = backend._cache.get_client(key).get(key)

@@ -1,9 +1,9 @@
 """Quote creation, the batched writer of quotes kept in Redis first, and the purge of long-expired quotes.
 
-A quote is named by a self-contained id (``quotes.codec``) and needs no database write when it is made: with
-Redis it is kept there (``quotes.quote_cache``) and the writer copies it to PostgreSQL within
-``QUOTE_FLUSH_SECONDS``; order creation writes it first if the order comes sooner. Without Redis (the
-embedded default) its row is written at once."""
+A quote is named by a self-contained id (``quotes.codec``) and needs no database write when it is made: it is
+kept in Redis (``quotes.quote_cache``) and the writer copies it to PostgreSQL within
+``QUOTE_FLUSH_SECONDS``; order creation writes it first if the order comes sooner. While Redis does not
+answer, its row is written at once."""
 
 import logging
 from datetime import datetime, timedelta
@@ -166,7 +166,7 @@ def _row_in_one_query(
     Plain SQL naming only the columns a quote uses: the ORM's version of this join (27 columns, and the
     four-column ORDER BY the models' default orderings add) spent more time compiling than the database
     spent answering, on every quote. ``rawsql.Select`` gives the values the ORM would (an aware
-    ``starts_at``, ``Decimal`` prices, ``bool`` and decoded JSON) on PostgreSQL and SQLite alike."""
+    ``starts_at``, ``Decimal`` prices, ``bool`` and decoded JSON) on PostgreSQL."""
     best = row_name is None
     query = _BEST_ROW if best else _NAMED_ROW
     found = query.fetchone([event_id, section_name, quantity if best else row_name])
@@ -264,17 +264,15 @@ FLUSH_BATCH = 5000  # quotes a run of the writer copies in one transaction
 
 def _quote_store(quote: Quote) -> None:
     """Keep the new quote: in Redis, for the batched writer to copy to the database within
-    ``QUOTE_FLUSH_SECONDS``; in the database at once without Redis (the embedded default) or when Redis does
-    not answer."""
-    if quote_cache.quotes_in_redis():
-        try:
-            pending = quote_cache.quote_pending_add(quote)
-        except Exception:
-            logger.warning("quote cache unreachable; quote written to the database")
-        else:
-            if pending % FLUSH_AT_PENDING == 0:
-                publish("quotes.tasks.quotes_flush")
-            return
+    ``QUOTE_FLUSH_SECONDS``; in the database at once when Redis does not answer."""
+    try:
+        pending = quote_cache.quote_pending_add(quote)
+    except Exception:
+        logger.warning("quote cache unreachable; quote written to the database")
+    else:
+        if pending % FLUSH_AT_PENDING == 0:
+            publish("quotes.tasks.quotes_flush")
+        return
     rawsql.insert(quote, with_pk=True)
 
 
@@ -286,8 +284,6 @@ def quotes_flush(*, limit: int = FLUSH_BATCH) -> int:
     already written (by it, or by an order that used the quote first). A quote whose partner or row was
     deleted meanwhile is dropped. Run by beat every ``QUOTE_FLUSH_SECONDS`` and on demand by the admin's
     pages."""
-    if not quote_cache.quotes_in_redis():
-        return 0
     return quote_cache.pending_list.drain(_quotes_write, limit=limit)
 
 

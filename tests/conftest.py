@@ -1,8 +1,6 @@
 """Shared fixtures: ``api_client``, ``partner``, ``auth_client`` and friends (docs/development.md "Tests and markers")."""
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 import time_machine
@@ -15,44 +13,22 @@ from config.celery import app as celery_app
 # are tested beside that app's other tests.
 pytest_plugins = ["tests.portal.fixtures"]
 
-# `make test`'s second pass (`make test-embedded`) sets this: the tests marked ``embedded`` then run on the
-# embedded default (SQLite, no Redis, tasks in-process), and nothing else is accepted.
-EMBEDDED_PASS = os.environ.get("EMBEDDED_PASS") == "1"
-
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: starts the service's real processes (`make run`); takes a minute"
     )
-    if not EMBEDDED_PASS:
-        return
-    from django.conf import settings
-
-    engine = settings.DATABASES["default"]["ENGINE"]
-    if not engine.endswith("sqlite3") or settings.REDIS_URL:
-        raise pytest.UsageError(
-            f"EMBEDDED_PASS=1 runs on the embedded default: SQLite and no REDIS_URL (got {engine}, "
-            f"REDIS_URL={settings.REDIS_URL!r})"
-        )
-
-
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
-    """On SQLite the test database is a file beside the configured one (``test_<name>``), not Django's
-    in-memory default: WAL, the write lock taken at BEGIN and concurrent threads then behave as they do
-    under `make run`."""
-    from django.conf import settings
-
-    db = settings.DATABASES["default"]
-    if db["ENGINE"].endswith("sqlite3") and not db.get("TEST", {}).get("NAME"):
-        name = Path(db["NAME"])
-        db.setdefault("TEST", {})["NAME"] = str(name.with_name(f"test_{name.name}"))
 
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(settings, tmp_path):
     """Each test: its own MEDIA_ROOT, an empty shared cache, Celery tasks run in-process, and the settings that
-    make the test process deterministic (the settings' defaults are production's, whoever runs them)."""
+    make the test process deterministic (the settings' defaults are production's, whoever runs them).
+
+    Running tasks in-process is this harness's choice for unit tests, never a mode of the service (which always
+    publishes to the broker): the flows that need the real processes (an order reaching ``paid`` through a
+    worker and beat, notifications delivered by the webhooks worker) are proven by the tests that start them
+    (tests/ops, tests/faults, tests/config/test_walkthrough.py; docs/development.md "Tests and markers")."""
     # Revocations read from the database once an hour, not every 2 s: a query-count test does not meet that
     # read on some runs and not on others. The tests of the bound set it themselves (tests/partners).
     settings.TOKEN_REVOCATION_POLL_SECONDS = 3600

@@ -1,8 +1,8 @@
-"""A trigram index for the case-insensitive substring search on event names (PostgreSQL only).
+"""A trigram index for the case-insensitive substring search on event names .
 
 Django writes ``name__icontains`` as ``UPPER(name::text) LIKE UPPER('%…%')``; a GIN trigram index on the
-same expression answers it without scanning every event. Other databases, or a PostgreSQL role that may not
-create the pg_trgm extension, simply go without the index.
+same expression answers it without scanning every event. A PostgreSQL role that may not create the pg_trgm
+extension simply goes without the index.
 """
 
 import logging
@@ -16,8 +16,6 @@ INDEX = "catalog_event_name_trgm"
 
 def create_index(apps, schema_editor):
     connection = schema_editor.connection
-    if connection.vendor != "postgresql":
-        return
     try:
         with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
             cursor.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
@@ -31,9 +29,8 @@ def create_index(apps, schema_editor):
 
 
 def drop_index(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
+    with schema_editor.connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {INDEX}")
 
 
 class Migration(migrations.Migration):

@@ -8,7 +8,7 @@ scrape time by collectors the top layer registers (``payouts/backoffice/metrics.
 
 Under gunicorn with several processes, ``PROMETHEUS_MULTIPROC_DIR`` names a directory every process writes its
 samples to (prometheus-client's multiprocess mode); a scrape of any process reads them all. Without it (one
-process: the embedded default, the tests) the process's own registry is served.
+process: the tests) the process's own registry is served.
 
 Access (``metrics_allowed``): ``Authorization: Bearer <METRICS_TOKEN>`` when ``METRICS_TOKEN`` is set; otherwise a
 request from loopback that carries no proxy header. Anything else is the site's ordinary 404.

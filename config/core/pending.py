@@ -21,10 +21,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def redis_backend() -> RedisCache | None:
-    """The default cache when Redis is behind it (None in the embedded default's local memory)."""
-    backend = caches["default"]
-    return backend if isinstance(backend, RedisCache) else None
+def redis_backend() -> RedisCache:
+    """The default cache: Redis, whose client the pending lists use directly."""
+    return caches["default"]
 
 
 class PendingList(Generic[T]):
@@ -46,31 +45,28 @@ class PendingList(Generic[T]):
         return [("RPUSH", key, raw), ("EXPIRE", key, ttl)]
 
     def _client(self, *, write: bool = False):
-        """The raw client and this list's stored name, or (None, "") without Redis."""
+        """The raw client and this list's stored name."""
         backend = redis_backend()
-        if backend is None:
-            return None, ""
         key = backend.make_and_validate_key(self.key)
         return backend._cache.get_client(key, write=write), key
 
     def _read_raw(self, limit: int) -> list[bytes]:
         client, key = self._client()
-        return [] if client is None else client.lrange(key, 0, limit - 1 if limit else -1)
+        return client.lrange(key, 0, limit - 1 if limit else -1)
 
     def read(self, *, limit: int = 0) -> list[T]:
         """The oldest ``limit`` entries (all of them with 0). Raises if Redis does not answer."""
         return [self.loads(item) for item in self._read_raw(limit)]
 
     def _lock_name(self) -> str:
-        backend = redis_backend()
-        return backend.make_and_validate_key(self.lock_key) if backend is not None else self.lock_key
+        return redis_backend().make_and_validate_key(self.lock_key)
 
     def lock_take(self) -> str | None:
-        """One writer at a time drains the list. The lock's token, or None while another writer holds it
-        (or without Redis). The token is stored as is, so that the script below can compare it."""
+        """One writer at a time drains the list. The lock's token, or None while another writer holds it.
+        The token is stored as is, so that the script below can compare it."""
         client, _ = self._client(write=True)
         token = uuid.uuid4().hex
-        if client is None or not client.set(self._lock_name(), token, nx=True, ex=self.lock_seconds):
+        if not client.set(self._lock_name(), token, nx=True, ex=self.lock_seconds):
             return None
         return token
 
@@ -80,7 +76,7 @@ class PendingList(Generic[T]):
         it): the entries stay, and the writer that holds the lock now writes them again (its insert skips
         what is already written)."""
         client, key = self._client(write=True)
-        if client is None or not raw:
+        if not raw:
             return 0
         return int(client.eval(_REMOVE_IF_HELD, 2, key, self._lock_name(), token, *raw))
 
@@ -117,8 +113,7 @@ class PendingList(Generic[T]):
     def lock_release(self, token: str) -> None:
         try:
             client, _ = self._client(write=True)
-            if client is not None:
-                client.eval(_RELEASE_IF_HELD, 1, self._lock_name(), token)
+            client.eval(_RELEASE_IF_HELD, 1, self._lock_name(), token)
         except Exception:
             logger.warning("cache unreachable; the lock %s expires by itself", self.lock_key)
 

@@ -21,7 +21,7 @@ def task_named(name: str) -> Any:
     """The task registered under ``name``, its module imported when no one has imported it yet.
 
     Publishing through the registered task (rather than ``send_task``) keeps what the app configures for it:
-    eager mode runs it in-process (the embedded default, with no broker), routes and options apply."""
+    routes and options apply (and a test that runs tasks in-process still runs it)."""
     from config.celery import app
 
     try:

@@ -38,14 +38,13 @@ _statements: dict[tuple[type[Model], str, bool], str] = {}
 
 
 def columns(model: type[Model], *, using: str = "default") -> Columns:
-    """The model's insert columns (built once per model and database vendor)."""
-    vendor = connections[using].vendor
-    found = _columns.get((model, vendor))
+    """The model's insert columns (built once per model and database)."""
+    found = _columns.get((model, using))
     if found is None:
         meta = model._meta
         quote = connections[using].ops.quote_name
         fields = [f for f in meta.local_concrete_fields if f is not meta.auto_field]
-        found = _columns[(model, vendor)] = Columns(
+        found = _columns[(model, using)] = Columns(
             quote(meta.db_table), ", ".join(quote(f.column) for f in fields), fields, quote(meta.pk.column)
         )
     return found
@@ -108,7 +107,7 @@ def insert(obj: Model, *, using: str = "default", with_pk: bool = False) -> Mode
         obj.save(force_insert=True, using=using)
         return obj
     connection = connections[using]
-    sql = _statements.get((model, connection.vendor, with_pk))
+    sql = _statements.get((model, using, with_pk))
     if sql is None:
         table, names, fields, pk = columns(model, using=using)
         if with_pk:
@@ -116,7 +115,7 @@ def insert(obj: Model, *, using: str = "default", with_pk: bool = False) -> Mode
         placeholders = ", ".join(["%s"] * (len(fields) + with_pk))
         # Names from the model's metadata, every value a parameter.
         sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders}) RETURNING {pk}"  # noqa: S608
-        _statements[(model, connection.vendor, with_pk)] = sql
+        _statements[(model, using, with_pk)] = sql
     if with_pk:
         params = [obj.pk, *params]
     with connection.cursor() as cursor:
@@ -128,13 +127,11 @@ def insert(obj: Model, *, using: str = "default", with_pk: bool = False) -> Mode
 class Select:
     """A SELECT written in SQL whose every column is a model field's, answering what the ORM would.
 
-    The database driver alone answers in its own types: SQLite (the embedded default) gives a datetime as
-    a naive value or a string, a decimal as a float or a string, a boolean as 0 or 1, a UUID as hex and
-    JSON as text. Each column goes through the converters the ORM applies to that field on the current
-    backend (the backend's ``get_db_converters`` for the column, then the field's own ``from_db_value``),
-    so both databases answer aware datetimes in UTC, ``Decimal``, ``bool``, ``UUID`` and decoded JSON.
-    The converters are looked up once per statement and backend; a column that needs none (on PostgreSQL,
-    all but JSON) costs nothing per row.
+    The database driver alone answers in its own types (JSON as text, for one). Each column goes through the
+    converters the ORM applies to that field (the backend's ``get_db_converters`` for the column, then the
+    field's own ``from_db_value``), so the rows hold aware datetimes in UTC, ``Decimal``, ``bool``, ``UUID``
+    and decoded JSON. The converters are looked up once per statement and connection; a column that needs
+    none (all but JSON) costs nothing per row.
 
     ``sql`` names the columns in the order of ``fields``; values are passed as parameters.
     """
@@ -144,10 +141,10 @@ class Select:
     def __init__(self, sql: str, fields: Sequence[Field]) -> None:
         self.sql = sql
         self.fields = tuple(fields)
-        self._converters: dict[tuple[str, str], list[tuple[int, list, Any]]] = {}
+        self._converters: dict[str, list[tuple[int, list, Any]]] = {}
 
     def _converters_for(self, connection) -> list[tuple[int, list, Any]]:
-        key = (connection.alias, connection.vendor)
+        key = connection.alias
         found = self._converters.get(key)
         if found is None:
             found = []
@@ -195,16 +192,13 @@ def update_many(objs: Sequence[Model], fields: Sequence[str], *, using: str = "d
     updated.
 
     ``QuerySet.bulk_update`` writes the same thing as ``CASE WHEN pk = … THEN …`` per field and row, whose
-    expressions cost more CPU to build than the database spends on them. On PostgreSQL this is one
-    ``UPDATE … FROM (VALUES …)``, each value prepared by its field and cast to its column's type; elsewhere
-    (SQLite) ``bulk_update``.
+    expressions cost more CPU to build than the database spends on them. This is one
+    ``UPDATE … FROM (VALUES …)``, each value prepared by its field and cast to its column's type.
     """
     if not objs:
         return 0
     model = type(objs[0])
     connection = connections[using]
-    if connection.vendor != "postgresql":
-        return model._default_manager.using(using).bulk_update(objs, fields)
     meta = model._meta
     quote = connection.ops.quote_name
     columns = [meta.pk, *(meta.get_field(name) for name in fields)]

@@ -6,14 +6,12 @@ cached catalog request (py-spy, ``make bench ARGS="--profile events --gil"``). A
 safe to share between threads (each command borrows a connection from the pool), so one per pool is
 kept and reused. Behaviour is otherwise Django's.
 
-Both backends the service uses (this one, and local memory in the embedded default) count their reads for
-``/metrics`` with django-prometheus' cache counters (gets, hits, misses, failures) and time them.
+Its reads are counted for ``/metrics`` with django-prometheus' cache counters (gets, hits, misses, failures) and time them.
 """
 
 import time
 from typing import Any
 
-from django.core.cache.backends.locmem import LocMemCache
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.utils.functional import cached_property
 from django_prometheus.cache.metrics import (
@@ -73,7 +71,3 @@ class ReusingRedisCache(CacheMetricsMixin, RedisCache):
     @cached_property
     def _cache(self) -> ReusingRedisCacheClient:
         return ReusingRedisCacheClient(self._servers, **self._options)
-
-
-class MeteredLocMemCache(CacheMetricsMixin, LocMemCache):
-    metrics_backend = "locmem"

@@ -1,5 +1,5 @@
-"""The periodic work (``CELERY_BEAT_SCHEDULE``): run by ``celery -A config beat`` in production and by the web
-process itself in the embedded default (config/deploy/scheduler.py). Intervals in seconds."""
+"""The periodic work (``CELERY_BEAT_SCHEDULE``): run by ``celery -A config beat`` (the Procfile's ``beat``).
+Intervals in seconds."""
 
 
 def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
@@ -58,11 +58,8 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
     }
 
 
-def token_sessions_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict[str, dict]:
-    """The batched writer of token sessions created in Redis (partners/token_cache.py); none without them
-    (the embedded default writes each session when its token is issued)."""
-    if not enabled:
-        return {}
+def token_sessions_beat_schedule(*, flush_seconds: float) -> dict[str, dict]:
+    """The batched writer of token sessions created in Redis (partners/token_cache.py)."""
     return {
         "partners-flush-token-sessions": {
             "task": "partners.tasks.token_sessions_flush",
@@ -71,11 +68,8 @@ def token_sessions_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict
     }
 
 
-def quotes_beat_schedule(*, flush_seconds: float, enabled: bool) -> dict[str, dict]:
-    """The batched writer of quotes kept in Redis first (quotes/quote_cache.py); none without them (the
-    embedded default writes each quote when it is made)."""
-    if not enabled:
-        return {}
+def quotes_beat_schedule(*, flush_seconds: float) -> dict[str, dict]:
+    """The batched writer of quotes kept in Redis first (quotes/quote_cache.py)."""
     return {"quotes-flush": {"task": "quotes.tasks.quotes_flush", "schedule": flush_seconds}}
 
 

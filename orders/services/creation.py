@@ -5,10 +5,8 @@ self-contained id (quotes/codec.py) may not have its row yet (it is kept in Redi
 writer): the query then reads the event through the quote's row in the catalog, the quote comes from Redis's
 copy (or is rebuilt from its id if Redis lost it), and the write below inserts it. The checks then run on that
 copy in the documented order, the order, its history row and its ``order.created`` notification are built and
-rendered in memory, and everything is written at once:
-
-- on PostgreSQL in **one statement**, a data-modifying ``WITH`` run as its own transaction (under a savepoint
-  when the caller holds one open):
+rendered in memory, and everything is written at once, in **one statement**, a data-modifying ``WITH`` run as
+its own transaction (under a savepoint when the caller holds one open):
   1. ``q`` consumes the quote: ``UPDATE … SET consumed_at WHERE consumed_at IS NULL``; for a quote whose row
      was not written yet, ``INSERT … ON CONFLICT (id) DO UPDATE SET consumed_at … WHERE consumed_at IS NULL``
      (the writer may have written it meanwhile);
@@ -20,8 +18,6 @@ rendered in memory, and everything is written at once:
   quote leaves ``r`` empty: the order's row id is then NULL, its NOT NULL constraint fails the statement, and
   nothing of it stays (the quote is not consumed, nor written). So an order costs two statements, the read
   and the write.
-- elsewhere (SQLite, the embedded default, has no data-modifying ``WITH``) as the same steps, one statement
-  each, in one transaction.
 
 Races: N requests with one quote: the first ``UPDATE`` (or insert) of the quote holds its row (or its key)
 until its transaction ends; the others wait for it, then find the quote consumed (exactly one order). Orders
@@ -37,7 +33,7 @@ from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
-from catalog.services import row_quantity_take, row_quantity_taken, row_take_sql
+from catalog.services import row_quantity_taken, row_take_sql
 from config.api.envelope import utc_iso
 from config.core import metrics, rawsql
 from quotes.codec import QuoteClaims, decode_quote_claims
@@ -220,14 +216,9 @@ def _order_write(*, order: Order, now, actor: str, unwritten: Quote | None) -> N
         rendered=order.detail_output,
     )
     try:
-        if connections["default"].vendor == "postgresql":
-            written = _write_in_one_statement(
-                order=order, history=history, notification=notification, unwritten=unwritten
-            )
-        else:
-            written = _write_step_by_step(
-                order=order, history=history, notification=notification, unwritten=unwritten
-            )
+        written = _write_in_one_statement(
+            order=order, history=history, notification=notification, unwritten=unwritten
+        )
     except IntegrityError as exc:
         # The quote's one-to-one unique index is the last line of defence behind the conditional UPDATE.
         if "quote" in str(exc):
@@ -361,34 +352,3 @@ def _row_id_missing(exc: IntegrityError) -> bool:
         and getattr(diag, "column_name", None) == "row_id"
         and getattr(diag, "table_name", None) == Order._meta.db_table
     )
-
-
-# --- elsewhere: one statement per step, one transaction ----------------------------------------------------
-def _write_step_by_step(
-    *, order: Order, history: OrderStatusHistory, notification: Notification, unwritten: Quote | None
-) -> bool:
-    with transaction.atomic():
-        if unwritten is not None:
-            # The quote's row first, unless the batched writer (or another order) wrote it meanwhile.
-            Quote.objects.bulk_create([unwritten], ignore_conflicts=True)
-        # Race: N requests with one quote — only the UPDATE that finds consumed_at still NULL wins.
-        if not Quote.objects.filter(pk=order.quote_id, consumed_at__isnull=True).update(
-            consumed_at=order.created_at
-        ):
-            return False
-        # The catalog's conditional decrement never oversells and tells the read API on commit. A test order
-        # only checks that the row could take it: it never changes a real row's quantity.
-        if order.livemode:
-            taken = row_quantity_take(
-                row_pk=order.row_id, quantity=order.quantity, event_id=order.event.event_id
-            )
-        else:
-            taken = Row.objects.filter(pk=order.row_id, available_quantity__gte=order.quantity).exists()
-        if not taken:
-            raise _insufficient(order)
-        rawsql.insert(order)
-        history.order_id = order.pk
-        rawsql.insert(history)
-        notification.order_id = order.pk
-        rawsql.insert(notification)
-    return True

@@ -50,8 +50,8 @@ def _broker_client():
 
 
 def task_queue_lengths() -> dict[str, int]:
-    """LLEN of each declared Celery queue. In the embedded default tasks run in-process, so nothing ever
-    waits: every queue is 0 (a sample per queue either way, so dashboards and alerts read the same series)."""
+    """LLEN of each declared Celery queue (0 for each when the broker is not Redis, so dashboards and alerts
+    read the same series)."""
     from config.celery import QUEUES
 
     client = _broker_client()

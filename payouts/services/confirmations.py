@@ -6,7 +6,7 @@ How an order gets here: its ``order.created`` notification reaches the ``payouts
 unless one is already waiting (a note in the cache, cleared by the batch as it starts claiming, so an order
 committed after a batch's claim always nudges a new one). A burst of orders is picked up by a few batches, not a
 task each. A batch claims the waiting orders with ``SELECT … FOR UPDATE SKIP LOCKED`` (concurrent batches take
-disjoint sets; SQLite, with tasks in process, has one writer anyway); a full batch publishes the next one.
+disjoint sets); a full batch publishes the next one.
 
 Every step does what ``order_reactions.order_confirm`` does for one order, with the same idempotency (the
 charge's idempotency key is the order id; the e-mail's claim, hand-over and sent stamps). A failure never

@@ -21,7 +21,7 @@ from tests.conftest import issue_token
 
 from .factories import EventFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 ORDER_FORM = {"delivery_type": "mobile_transfer", "is_ready_to_deliver": "true"}
 

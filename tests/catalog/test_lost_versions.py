@@ -13,7 +13,7 @@ from partners import session_services
 
 from .test_conditional_requests import order, paths, rows_of, stored  # noqa: F401  (a fixture)
 
-pytestmark = [pytest.mark.django_db, pytest.mark.production, pytest.mark.usefixtures("stored")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("stored")]
 
 
 def _redis(key: str):

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count
 from django.utils import timezone
 
-from catalog import seeding, seeding_writes
+from catalog import seeding
 from catalog.models import Event, Row, Section
 from catalog.services import local_event_date
 
@@ -60,18 +60,6 @@ def test_seeded_catalog_is_realistic():
     for event in Event.objects.order_by("?")[:50]:
         assert event.event_date == local_event_date(starts_at=event.starts_at, tz_name=event.timezone)
         assert event.primary_site == event.primary_site.lower()
-
-
-def test_seed_portable_path_gives_the_same_shape(monkeypatch):
-    """The SQLite (embedded default) path: plain bulk inserts instead of COPY."""
-    monkeypatch.setattr(seeding_writes, "write_postgres", seeding_writes.write_orm)
-    output = seed("--events", "40", "--seed", "5")
-    demo = Event.objects.count() - 40
-    assert demo >= 10 and f"including {demo} demo events" in output
-    assert not Event.objects.annotate(n=Count("sections")).filter(n=0).exists()
-    assert not Section.objects.annotate(n=Count("rows")).filter(n=0).exists()
-    assert Event.objects.filter(performers__isnull=False).exists()
-    assert Row.objects.exclude(restrictions=[]).exists()
 
 
 def test_seeded_events_are_listed_by_the_api(auth_client):

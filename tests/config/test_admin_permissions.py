@@ -43,7 +43,7 @@ from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order
 from tests.transfers.staff.fixtures import mismatch_case
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 groups_migration = importlib.import_module("payouts.migrations.0010_staff_groups")
 histories_migration = importlib.import_module("payouts.migrations.0012_staff_groups_status_histories")

@@ -15,7 +15,7 @@ from tests.conftest import make_partner
 from tests.partners.test_admin_browser import staff_sign_in
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.browser, pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 REASON = "Chargebacks under review by the bank"
 
 

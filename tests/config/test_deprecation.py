@@ -9,7 +9,7 @@ import pytest
 from config.api.deprecation import Deprecation
 from tests.config.urls_deprecated import DEPRECATED_SINCE
 
-pytestmark = [pytest.mark.urls("tests.config.urls_deprecated"), pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = [pytest.mark.urls("tests.config.urls_deprecated"), pytest.mark.django_db]
 
 EXPECTED = {
     "Deprecation": f"@{int(DEPRECATED_SINCE.timestamp())}",

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from orders.models import Order
 from tests.orders.factories import order_row
 
-pytestmark = [pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 BUYBACK_METRICS = {
     "buyback_orders_created",
@@ -66,7 +66,6 @@ def partner_flow(client, django_capture_on_commit_callbacks) -> dict:
     return order.json()["data"]
 
 
-@pytest.mark.embedded
 def test_metrics_after_the_partner_flow_show_http_histograms_and_every_buyback_metric(
     auth_client, client, django_capture_on_commit_callbacks
 ):
@@ -107,7 +106,6 @@ def test_metrics_after_the_partner_flow_show_http_histograms_and_every_buyback_m
     }
 
 
-@pytest.mark.embedded
 def test_no_metric_label_carries_an_id(auth_client, client, django_capture_on_commit_callbacks):
     order = partner_flow(auth_client, django_capture_on_commit_callbacks)
     body = scrape(client).content.decode()

@@ -7,7 +7,7 @@ from django.test import Client, override_settings
 
 from config.core import pages
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def _seen_by_pages(monkeypatch) -> list[str]:

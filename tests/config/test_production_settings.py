@@ -32,8 +32,8 @@ def _production(tmp_path, **overrides) -> dict[str, str]:
             "QUOTE_ENCRYPTION_KEY": "production quote key",
             "ALLOWED_HOSTS": "api.example.com",
             "PAYMENT_PLATFORM": "sandbox",
-            "DATABASE_URL": f"sqlite:///{tmp_path / 'check.sqlite3'}",
             # Named, never reached: settings and the deployment checks open no connection.
+            "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/check",
             "REDIS_URL": "redis://127.0.0.1:6379/0",
             "MEDIA_SHARED": "true",
         }
@@ -79,11 +79,37 @@ def test_an_unknown_payment_platform_stops_the_service(tmp_path):
     assert "PAYMENT_PLATFORM must be 'sandbox' or 'stripe'" in result.stderr
 
 
-def test_development_is_the_default_and_needs_none_of_them(tmp_path):
-    env = _production(tmp_path, **dict.fromkeys(["DJANGO_ENV", *REQUIRED]))
+def test_development_is_the_default_and_needs_only_the_database_and_redis(tmp_path):
+    env = _production(tmp_path, **dict.fromkeys(["DJANGO_ENV", *REQUIRED[:-2]]))
     result = _setup(env, "print(settings.DJANGO_ENV, settings.PAYMENT_PLATFORM, settings.PRODUCTION)")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["development", "sandbox", "False"]
+
+
+@pytest.mark.parametrize("missing", ["DATABASE_URL", "REDIS_URL"])
+def test_development_without_the_database_or_redis_points_at_make_run(tmp_path, missing):
+    """One program: no shape runs without PostgreSQL and Redis (no SQLite file, no local-memory cache)."""
+    env = _production(tmp_path, DJANGO_ENV=None, DATA_DIR=str(tmp_path), **{missing: None})
+    result = _setup(env)
+    assert result.returncode != 0
+    assert f"{missing} must be set: `make run` starts a PostgreSQL and a Redis of its own" in result.stderr
+
+
+def test_development_reaches_the_services_of_a_running_make_run_through_data_dir(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "services.env").write_text(
+        "DATABASE_URL=postgres://postgres@127.0.0.1:1/partner_service\nREDIS_URL=redis://127.0.0.1:2/0\n"
+    )
+    env = _production(tmp_path, DJANGO_ENV=None, DATA_DIR=str(tmp_path), DATABASE_URL=None, REDIS_URL=None)
+    result = _setup(env, "print(settings.DATABASES['default']['PORT'], settings.REDIS_URL)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "redis://127.0.0.1:2/0"]
+
+
+def test_sqlite_is_refused(tmp_path):
+    result = _setup(_production(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3"))
+    assert result.returncode != 0
+    assert "DATABASE_URL must name a PostgreSQL database" in result.stderr
 
 
 def test_production_fully_configured_passes_the_deployment_checks(tmp_path):
@@ -119,3 +145,19 @@ def test_production_refuses_local_disk_media_unless_declared_shared(tmp_path):
     # The embedded default keeps its files on disk without being asked.
     local = _setup(_production(tmp_path, DJANGO_ENV=None, MEDIA_SHARED=None), probe)
     assert local.stdout.strip() == "django.core.files.storage.FileSystemStorage", local.stderr
+
+
+def test_no_shape_runs_tasks_in_process(tmp_path):
+    """Every task goes to the broker, for the workers; beat, not the web process, runs the periodic work."""
+    probe = (
+        "from config.celery import app; "
+        "print(app.conf.task_always_eager, settings.CELERY_BEAT_SCHEDULER, settings.CACHES['default']['BACKEND'])"
+    )
+    for shape in ({}, {"DJANGO_ENV": None}):
+        result = _setup(_production(tmp_path, **shape), probe)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == [
+            "False",
+            "config.deploy.beat_leader:LeaderScheduler",
+            "config.deploy.cache.ReusingRedisCache",
+        ]

@@ -9,8 +9,6 @@ from django.db import transaction
 from config.core import publish as publishing
 from orders import outbox
 
-pytestmark = pytest.mark.embedded
-
 
 def test_a_task_published_by_name_runs_in_process_when_tasks_are_eager(monkeypatch):
     ran = []

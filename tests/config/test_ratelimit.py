@@ -181,7 +181,6 @@ def test_limit_holds_across_two_server_processes_sharing_redis(settings):
     assert int(last_headers["Retry-After"]) >= 1
 
 
-@pytest.mark.production
 def test_the_shared_cache_parses_redis_replies_with_hiredis():
     """Every API request makes a Redis round trip; its reply is parsed by hiredis' C parser, not redis-py's
     pure-Python one."""

@@ -1,5 +1,4 @@
-"""``config.core.rawsql.Select``: plain SQL that answers what the ORM would, on PostgreSQL and on SQLite (this
-module runs in both passes of `make test`)."""
+"""``config.core.rawsql.Select``: plain SQL that answers what the ORM would."""
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -13,7 +12,7 @@ from config.core import rawsql
 from quotes import services as quote_services
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 COLUMNS = [
     Event._meta.get_field("starts_at"),

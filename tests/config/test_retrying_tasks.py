@@ -10,7 +10,6 @@ from django.db import OperationalError
 from config.celery import app as celery_app
 from config.core.retrying import MAX_RETRIES, TRANSIENT_ERRORS, RetryingTask
 
-pytestmark = pytest.mark.embedded
 APPS = ("partners", "catalog", "quotes", "orders", "payouts")
 
 

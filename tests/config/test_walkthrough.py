@@ -1,10 +1,12 @@
 """`make run` end to end, as a new user meets it: the service started by the Makefile itself (a free port, a
 temporary DATA_DIR), the credentials it prints, and the shell blocks of README "The partner flow" and of
 docs/partners/integrating.md "Integrating" (every block of that page) run with bash exactly as printed there, after the `export` line `make run` printed. Then a second
-`make run` on the same data: nothing rotated, and the commands it prints make a new pair.
+`make run` on the same data: nothing rotated, and the commands it prints make a new pair. Meanwhile a `make run`
+on another DATA_DIR and PORT serves beside it, and each stops on Ctrl-C (SIGINT to its process group) with
+nothing of it left running.
 
-Slow (two `make run`, the first migrating a fresh SQLite database), so it runs once, in `make test`'s first
-pass; it starts its own server and needs no test database.
+Slow (`make run` starts its own PostgreSQL and Redis and every role of the Procfile); it starts its own server
+and needs no test database.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
-import sqlite3
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.faults.live import ROOT, free_port, http, wait_for
@@ -31,7 +35,7 @@ README = ROOT / "README.md"
 INTEGRATING = ROOT / "docs/partners/integrating.md"
 # Settings the tests run with that a user's `make run` never sees.
 _NOT_INHERITED = (
-    "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "EMBEDDED_PASS", "DJANGO_ENV",
+    "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_ENV", "INBOUND_SMTP_LISTEN",
     "DJANGO_SETTINGS_MODULE", "MEDIA_ROOT", "STATIC_ROOT", "PUBLIC_BASE_URL", "MAKEFLAGS", "MAKELEVEL", "MFLAGS",
 )  # fmt: skip
 
@@ -42,7 +46,7 @@ class MakeRun:
 
     popen: subprocess.Popen
     port: int
-    smtp: str
+    data_dir: Path
     lines: list[str] = field(default_factory=list)
 
     @property
@@ -53,21 +57,43 @@ class MakeRun:
         for line in self.popen.stdout:
             self.lines.append(line)
 
+    @property
+    def services(self) -> dict[str, str]:
+        """The addresses this instance chose (DATA_DIR/run/services.env, while it runs)."""
+        lines = (self.data_dir / "run" / "services.env").read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
     def stop(self) -> None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        """Ctrl-C, as a terminal sends it (SIGINT to the foreground process group); SIGKILL only if that fails."""
+        for sig in (signal.SIGINT, signal.SIGKILL):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.popen.pid, sig)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=20)
+                self.popen.wait(timeout=60)
                 return
+
+
+def left_running(data_dir: Path) -> list[str]:
+    """The processes that still belong to the instance of ``data_dir``: its roles (DATA_DIR in their
+    environment), its PostgreSQL and its Redis (the folder on their command line)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"DATA_DIR={data_dir}".encode() in environ or str(data_dir) in cmdline:
+            found.append(f"{proc.name} {cmdline}")
+    return found
 
 
 def make_run(data_dir: Path) -> MakeRun:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env["DATA_DIR"] = str(data_dir)
-    # Like PORT: a free port for the SMTP receiver `make run` starts, so the test never meets a user's.
-    smtp = env["INBOUND_SMTP_LISTEN"] = f"127.0.0.1:{free_port()}"
     popen = subprocess.Popen(
         # The suite runs in the installed virtualenv (`make test` installs first): a pyproject.toml newer than
         # its stamp must not start a reinstall in the middle of a test.
@@ -86,10 +112,10 @@ def make_run(data_dir: Path) -> MakeRun:
         text=True,
         start_new_session=True,
     )
-    run = MakeRun(popen, port, smtp)
+    run = MakeRun(popen, port, data_dir)
     threading.Thread(target=run.collect, daemon=True).start()
     up = wait_for(
-        lambda: popen.poll() is not None or _answers(f"http://127.0.0.1:{port}/healthz"),
+        lambda: popen.poll() is not None or _answers(f"http://127.0.0.1:{port}/readyz"),
         timeout=240,
         interval=0.5,
     )
@@ -161,12 +187,48 @@ def printed_pairs(output: str) -> dict[str, tuple[str, str]]:
     return pairs
 
 
-def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_rotates_nothing(tmp_path):
+@pytest.fixture
+def data_root():
+    """A folder for the instances' DATA_DIRs outside pytest's own: a pytest starting meanwhile (this machine's
+    other runs) closes ``/tmp/pytest-of-<user>`` to other users, and the servers run as ``embedded_postgres``."""
+    folder = Path(tempfile.mkdtemp(prefix="partner-walkthrough-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_rotates_nothing(data_root):
+    tmp_path = data_root
     data_dir = tmp_path / "data"
-    repo_db = ROOT / "db.sqlite3"
-    repo_db_before = repo_db.stat().st_mtime_ns if repo_db.exists() else None
+    repo_data = [ROOT / name for name in ("postgres", "redis", "run")]
+    repo_data_before = [path.exists() for path in repo_data]
 
     first = make_run(data_dir)
+    try:
+        beside = make_run(tmp_path / "beside")
+    except BaseException:
+        first.stop()
+        raise
+    try:
+        # Two instances side by side, each on its own port, PostgreSQL, Redis and SMTP receiver.
+        assert _answers(f"http://127.0.0.1:{beside.port}/readyz")
+        assert len({*first.services.values()} & {*beside.services.values()}) == 0
+        # A second `make run` on a DATA_DIR already served stops at once, touching nothing of the first.
+        again = subprocess.run(
+            ["make", "--no-print-directory", "--old-file=.venv/.installed", "run", f"PORT={free_port()}"],
+            cwd=ROOT,
+            env={
+                **{k: v for k, v in os.environ.items() if k not in _NOT_INHERITED},
+                "DATA_DIR": str(data_dir),
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert again.returncode != 0 and f"Another `make run` serves {data_dir}" in again.stdout, again.stdout
+        assert _answers(f"http://127.0.0.1:{first.port}/readyz")
+    finally:
+        beside.stop()
+    assert beside.popen.returncode is not None and not left_running(beside.data_dir)
     try:
         pairs = printed_pairs(first.output)
         assert pairs["live"][0].startswith("cli_") and pairs["live"][1].startswith("sec_")
@@ -208,9 +270,10 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
 
         # The README's forged transfer, on a second order made the same way: the order stays, a case waits.
         ordering = flow[: flow.index('echo "$ORDER"\n') + len('echo "$ORDER"\n')]
+        # In another shell on the same DATA_DIR, manage.py reaches the instance's database and SMTP receiver.
         send = (
-            f"env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL DATA_DIR={data_dir} "
-            f"INBOUND_SMTP_LISTEN={first.smtp} .venv/bin/python manage.py send_test_transfer "
+            f"env -u DATABASE_URL -u REDIS_URL -u CELERY_BROKER_URL -u INBOUND_SMTP_LISTEN DATA_DIR={data_dir} "
+            ".venv/bin/python manage.py send_test_transfer "
             '$(echo "$ORDER" | field data.order_id) --variant forged'
         )
         result = bash(export_line, ordering + send)
@@ -220,13 +283,18 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
             for line in result.stdout.splitlines()
             if line.startswith('{"success":true,"data":{"order_id"')
         ]
-        with sqlite3.connect(data_dir / "db.sqlite3") as db:
-            cases = db.execute(
-                "SELECT c.kind, c.state, o.status, o.transfer_state FROM transfers_transfercase c "
-                "JOIN orders_order o ON o.id = c.order_id WHERE o.order_id = ?",
-                (forged_id,),
-            ).fetchall()
-        assert cases == [("unverified", "open", "awaiting_transfer", "none")], result.stdout
+
+        def cases() -> list[tuple]:
+            with psycopg.connect(first.services["DATABASE_URL"]) as db:
+                return db.execute(
+                    "SELECT c.kind, c.state, o.status, o.transfer_state FROM transfers_transfercase c "
+                    "JOIN orders_order o ON o.id = c.order_id WHERE o.order_id = %s",
+                    (forged_id,),
+                ).fetchall()
+
+        # The worker reads the mail within moments of its arrival.
+        expected = [("unverified", "open", "awaiting_transfer", "none")]
+        assert wait_for(lambda: cases() == expected, timeout=60), (cases(), result.stdout)
 
         (walk,) = shell_blocks(INTEGRATING)
         result = bash(export_line, walk)
@@ -255,8 +323,10 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
     finally:
         first.stop()
 
-    assert (data_dir / "db.sqlite3").exists(), "make run kept its database in DATA_DIR"
-    assert (repo_db.stat().st_mtime_ns if repo_db.exists() else None) == repo_db_before
+    assert first.popen.returncode is not None and not left_running(data_dir)
+    assert (data_dir / "postgres" / "data" / "PG_VERSION").exists(), "make run kept its database in DATA_DIR"
+    assert not (data_dir / "run" / "services.env").exists()
+    assert [path.exists() for path in repo_data] == repo_data_before
 
     second = make_run(data_dir)
     try:
@@ -268,7 +338,11 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
             assert reply.status == 200, reply.body
         # It names the command that makes a new pair, and how to set new passwords.
         live_id, test_id = pairs["live"][0], pairs["test-mode"][0]
-        rotate = re.search(rf"^\s*(\S+) manage\.py rotate_credentials {test_id} --json$", second.output, re.M)
+        rotate = re.search(
+            rf"^\s*DATA_DIR={data_dir} (\S+) manage\.py rotate_credentials {test_id} --json$",
+            second.output,
+            re.M,
+        )
         assert rotate, second.output
         assert re.search(rf"manage\.py rotate_credentials {live_id} --json$", second.output, flags=re.M)
         assert "manage.py changepassword admin" in second.output
@@ -293,3 +367,4 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
         assert token(api, live_id, pairs["live"][1]).status == 200
     finally:
         second.stop()
+    assert not left_running(data_dir)

@@ -40,8 +40,6 @@ def free_port() -> int:
 
 def database_url_of_tests() -> str:
     db = connection.settings_dict
-    if connection.vendor == "sqlite":  # the embedded pass: the test database is a file (tests/conftest.py)
-        return f"sqlite:///{db['NAME']}"
     return (
         f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
     )

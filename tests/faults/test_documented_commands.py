@@ -22,6 +22,7 @@ import redis
 from django.conf import settings
 from standardwebhooks.webhooks import Webhook
 
+from config.deploy.local import METRICS_PORTS
 from orders.models import Order
 from orders.transfers.decision.state import order_receive
 from tests.webhooks.conftest import Receiver
@@ -32,13 +33,6 @@ from .live import BIN, ROOT, free_port, http, production_env, wait_for
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUEUES = ("celery", "webhooks", "webhooks_slow")
-METRICS_PORTS = (
-    "WORKER_METRICS_PORT",
-    "WEBHOOKS_METRICS_PORT",
-    "WEBHOOKS_SLOW_METRICS_PORT",
-    "BEAT_METRICS_PORT",
-    "INBOUND_METRICS_PORT",
-)
 
 
 def procfile() -> dict[str, str]:

@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 import socket
 
-import pytest
-
 from .live import production_env
-
-pytestmark = pytest.mark.production
 
 
 def raw(base_url: str, head: str) -> tuple[int, dict[str, str], bytes]:

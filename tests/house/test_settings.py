@@ -26,7 +26,13 @@ ASSIGNED = re.compile(r"^([A-Z][A-Z0-9_]*) = ", re.MULTILINE)
 def settings_names() -> set[str]:
     """The upper-case names of ``config.settings`` (what Django reads), imported in a clean environment."""
     code = "import config.settings as s; print('\\n'.join(n for n in vars(s) if n.isupper()))"
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": os.environ.get("HOME", "/"),
+        # Every shape needs both; named, never reached.
+        "DATABASE_URL": "postgres://postgres@127.0.0.1:1/none",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+    }
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )

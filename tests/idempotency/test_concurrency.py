@@ -3,7 +3,7 @@
 import threading
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from rest_framework.test import APIClient
 
 from catalog.models import Row
@@ -26,7 +26,6 @@ def _client(token: str) -> APIClient:
 
 
 def test_sixteen_threads_with_one_key_run_the_order_once(auth_client, partner):
-    assert connection.vendor == "postgresql"
     row = order_row(available_quantity=10)
     quote = QuoteFactory(partner=partner, row=row, quantity=3)
     form = order_form(quote)

@@ -6,7 +6,7 @@ from tests.conftest import assert_error
 
 from .conftest import REPLAYED, assert_replay_of, keyed
 
-pytestmark = [pytest.mark.urls("tests.idempotency.urls_probe"), pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = [pytest.mark.urls("tests.idempotency.urls_probe"), pytest.mark.django_db]
 
 
 def test_a_new_post_endpoint_replays_and_checks_the_fingerprint(auth_client):

@@ -20,7 +20,7 @@ from tests.quotes.factories import QuoteFactory, quote_token, quotes_written
 
 from .conftest import REPLAYED, assert_replay_of, keyed, order_form, post_order_keyed
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def _quote_body(row, **overrides) -> dict:

@@ -14,7 +14,7 @@ from tests.quotes.factories import QuoteFactory
 
 from .conftest import REPLAYED, assert_replay_of, order_form, pdf_upload, post_order_keyed
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 MB10 = 10 * 1024 * 1024
 PDF_A = b"%PDF-1.7\n% tickets for row F, seats 1-2\n%%EOF\n"

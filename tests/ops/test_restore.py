@@ -14,6 +14,7 @@ import subprocess
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
+from django.db import connection
 from rest_framework.test import APIClient
 
 from orders.models import Order
@@ -117,6 +118,7 @@ def test_a_dump_and_the_media_restored_into_a_fresh_database_serve_every_order_f
         env = {
             **os.environ,
             "PGHOST": "127.0.0.1",
+            "PGPORT": str(connection.settings_dict["PORT"] or 5432),
             "PGUSER": "postgres",
             "DATABASE_URL": restored_url,
             "MEDIA_ROOT": str(restored_media),
@@ -154,6 +156,7 @@ import django, hashlib, json
 django.setup()
 from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
+from django.db import connection
 from django.test import Client
 from orders.models import Order
 from orders.transfers.models import InboundMessage

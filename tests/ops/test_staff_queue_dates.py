@@ -14,7 +14,6 @@ from tests.orders.factories import make_order
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.embedded,
     # The orders are made the day before the instants the tests read the queues at.
     pytest.mark.travel(datetime(2026, 11, 17, 4, 0, tzinfo=UTC)),
 ]

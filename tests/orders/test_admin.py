@@ -19,7 +19,7 @@ from tests.conftest import issue_token
 
 from .conftest import PDF_BYTES, create_order, order_form, pdf_upload, post_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 CHANGELIST = "/admin/orders/order/"
 

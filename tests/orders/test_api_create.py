@@ -18,7 +18,7 @@ from tests.quotes.factories import QuoteFactory, quote_token, quotes_written
 
 from .conftest import PDF_BYTES, order_form, pdf_upload, post_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 EXP_DT = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$")
 ISO_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")

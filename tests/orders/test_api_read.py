@@ -14,7 +14,7 @@ from tests.orders.factories import order_row
 
 from .conftest import create_order, narrow_token_client, order_form, post_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_detail_has_the_creation_shape_plus_status_changed_at_and_status_history(auth_client, quote):

@@ -17,7 +17,7 @@ from tests.quotes.factories import QuoteFactory
 
 from .conftest import order_form, pdf_upload, post_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def create_and_confirm(client, form, django_capture_on_commit_callbacks):

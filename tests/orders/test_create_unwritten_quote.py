@@ -1,6 +1,5 @@
 """An order of a quote whose row is not written yet (kept in Redis first, or rebuilt from its id after Redis lost
-it) writes the quote itself, on both databases: in the one ``WITH`` on PostgreSQL, step by step on SQLite
-(orders/services/creation.py)."""
+it) writes the quote itself, in the one ``WITH`` of the order's write (orders/services/creation.py)."""
 
 from datetime import timedelta
 from decimal import Decimal
@@ -19,7 +18,7 @@ from tests.quotes.factories import QuoteFactory
 
 from .conftest import post_order
 
-pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 
 def _unwritten(partner, row) -> Quote:

@@ -1,7 +1,5 @@
 """Canceling an event cancels its open orders and gives their quantity back; nothing is charged for it."""
 
-import pytest
-
 from catalog import services as catalog_services
 from catalog.models import Row
 from orders import services
@@ -10,8 +8,6 @@ from orders.tasks import orders_expire_overdue
 from payouts.services.order_reactions import order_confirm
 
 from .conftest import create_order
-
-pytestmark = pytest.mark.embedded
 
 
 def test_canceling_an_event_cancels_its_open_orders(partner, django_capture_on_commit_callbacks):

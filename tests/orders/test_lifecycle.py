@@ -18,7 +18,7 @@ from tests.orders.factories import order_row
 
 from .conftest import create_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 S = Order.Status
 EXPECTED_LEGAL = {

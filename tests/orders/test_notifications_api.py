@@ -11,7 +11,7 @@ from tests.conftest import assert_error
 
 from .conftest import create_order, narrow_token_client
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def feed(client, **params):

@@ -16,7 +16,7 @@ from tests.confirming import post_confirmed
 
 from .conftest import create_order, order_form, post_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 S = Order.Status
 

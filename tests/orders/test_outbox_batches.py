@@ -97,7 +97,6 @@ def _later():
 
 # --- the batched delivery -----------------------------------------------------------------------------------
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_subscriber_failing_for_good_in_the_middle_leaves_the_others_delivered_once(
     partner, subscribers, caplog
 ):
@@ -119,7 +118,6 @@ def test_a_subscriber_failing_for_good_in_the_middle_leaves_the_others_delivered
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_transient_error_sends_that_notification_alone_and_the_batch_goes_on(
     partner, subscribers, published, batch_retries
 ):
@@ -142,7 +140,6 @@ def test_a_transient_error_sends_that_notification_alone_and_the_batch_goes_on(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_database_error_still_retries_the_batch_with_only_the_notifications_left(
     partner, subscribers, batch_retries
 ):
@@ -156,7 +153,6 @@ def test_a_database_error_still_retries_the_batch_with_only_the_notifications_le
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_old_one_notification_message_still_delivers(partner, subscribers):
     got, _ = subscribers
     (n1,) = _created(partner, 1)
@@ -167,7 +163,6 @@ def test_the_old_one_notification_message_still_delivers(partner, subscribers):
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_confirmation_batchs_notifications_go_as_one_message(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -191,7 +186,6 @@ def test_the_confirmation_batchs_notifications_go_as_one_message(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_sweep_hands_over_in_batched_messages(partner, subscribers, published, monkeypatch):
     got, _ = subscribers
     monkeypatch.setattr(dispatch, "DELIVERY_BATCH", 2)
@@ -209,7 +203,6 @@ def test_the_sweep_hands_over_in_batched_messages(partner, subscribers, publishe
 
 # --- the notifications written one at a time, coalesced in Redis ------------------------------------------
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_burst_of_orders_publishes_one_task_until_it_starts(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -232,7 +225,6 @@ def test_a_burst_of_orders_publishes_one_task_until_it_starts(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_task_takes_at_most_a_batch_and_publishes_the_next(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -253,7 +245,6 @@ def test_a_task_takes_at_most_a_batch_and_publishes_the_next(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_lone_order_is_delivered_at_once(
     partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -276,7 +267,6 @@ def test_a_lone_order_is_delivered_at_once(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_a_transient_error_in_a_coalesced_task_sends_that_one_alone_not_the_list(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -298,7 +288,6 @@ def test_a_transient_error_in_a_coalesced_task_sends_that_one_alone_not_the_list
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_the_sweep_recovers_a_publish_the_broker_refused(
     partner, subscribers, monkeypatch, django_capture_on_commit_callbacks
 ):
@@ -321,7 +310,6 @@ def test_the_sweep_recovers_a_publish_the_broker_refused(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_the_sweep_recovers_a_task_lost_with_redis(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -337,7 +325,6 @@ def test_the_sweep_recovers_a_task_lost_with_redis(
 
 
 @pytest.mark.django_db
-@pytest.mark.production
 def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
     partner, subscribers, published, django_capture_on_commit_callbacks
 ):
@@ -354,12 +341,16 @@ def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
-def test_without_redis_each_notification_is_published_alone(
+def test_while_redis_does_not_answer_each_notification_is_published_alone(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
+    """The production fallback when Redis fails (docs/architecture.md "When Redis fails")."""
     got, _ = subscribers
-    monkeypatch.setattr(dispatch, "redis_backend", lambda: None)
+
+    def down(backend, pk):
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(dispatch, "_pending_add", down)
     with django_capture_on_commit_callbacks(execute=True):
         order = create_order(partner)
     notification = Notification.objects.get(order=order)
@@ -371,9 +362,7 @@ def test_without_redis_each_notification_is_published_alone(
 
 # --- real threads: producers and tasks at once, on PostgreSQL and Redis --------------------------------------
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_notifications_added_while_tasks_take_the_list_are_each_delivered_once(partner, monkeypatch):
-    assert connection.vendor == "postgresql"
     monkeypatch.setattr(signals, "_subscribers", {})
     seen: Counter[int] = Counter()
     lock = threading.Lock()
@@ -459,7 +448,6 @@ def _wait_for(predicate, timeout: float = 20.0) -> bool:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_through_a_worker_a_notification_that_keeps_failing_leaves_its_batch_and_the_others_go_on_time(
     partner, subscribers, real_broker, batch_retries, monkeypatch
 ):
@@ -495,7 +483,6 @@ def test_through_a_worker_a_notification_that_keeps_failing_leaves_its_batch_and
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_through_a_worker_a_burst_is_delivered_once_and_a_failing_one_alone_is_retried(
     partner, subscribers, real_broker
 ):

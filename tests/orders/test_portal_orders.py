@@ -22,7 +22,6 @@ from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_o
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.embedded,
     pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
 ]
 
@@ -141,7 +140,6 @@ def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal
     assert large_queries == small_queries  # no query per row (the payout comes with its order)
 
 
-@pytest.mark.production  # PostgreSQL's server-side cursors
 def test_a_large_export_is_read_through_a_server_side_cursor_a_chunk_at_a_time(ready_portal):
     clone_orders(make_order(ready_portal.partner, status="awaiting_transfer"), 3000)
     client = ready_portal.client

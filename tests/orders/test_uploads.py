@@ -14,7 +14,7 @@ from tests.quotes.factories import quote_token, quotes_written
 from .conftest import order_form, pdf_upload, post_order
 from .wsgi import PeakRss, list_files, write_multipart, wsgi_post
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 MB10 = 10 * 1024 * 1024
 PNG_BYTES = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 64

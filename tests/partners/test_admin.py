@@ -9,7 +9,7 @@ from partners.models import Partner, PartnerCredential, TokenSession
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token
 
-pytestmark = [pytest.mark.urls("tests.config.urls_probe"), pytest.mark.embedded]
+pytestmark = pytest.mark.urls("tests.config.urls_probe")
 
 
 @pytest.fixture

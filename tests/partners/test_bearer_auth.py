@@ -36,7 +36,7 @@ urlpatterns = [
     path("", include("config.urls")),
 ]
 
-pytestmark = [pytest.mark.urls("tests.partners.test_bearer_auth"), pytest.mark.embedded]
+pytestmark = pytest.mark.urls("tests.partners.test_bearer_auth")
 
 
 def _get(client, token=None, url="/v1/_probe", header=None):

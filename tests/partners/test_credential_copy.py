@@ -11,8 +11,6 @@ from django.test.utils import CaptureQueriesContext
 from partners import revocation, services, token_cache
 from tests.conftest import PartnerWithCredentials, assert_error
 
-pytestmark = pytest.mark.embedded
-
 TOKEN_URL = "/v1/auth/token"
 
 

@@ -13,7 +13,7 @@ from partners.services import partner_transition
 from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 
-pytestmark = [pytest.mark.urls("tests.config.urls_probe"), pytest.mark.embedded]
+pytestmark = pytest.mark.urls("tests.config.urls_probe")
 
 
 def _history(partner) -> list[tuple[str, str, str, str]]:

@@ -8,7 +8,7 @@ from partners.models import Partner
 from tests.conftest import assert_error, issue_token
 from tests.portal.fixtures import PASSWORD
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_api_credentials_page_shows_client_id_not_secret(ready_portal):

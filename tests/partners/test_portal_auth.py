@@ -14,7 +14,7 @@ from partners.models import PortalUser
 from tests.conftest import login_with_password, make_partner
 from tests.portal.fixtures import PASSWORD
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_anonymous_visitors_are_sent_to_sign_in(client):

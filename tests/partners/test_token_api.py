@@ -8,8 +8,6 @@ from partners import services, session_services
 from partners.models import PartnerCredential, TokenSession
 from tests.conftest import assert_error, issue_token, make_partner
 
-pytestmark = pytest.mark.embedded
-
 TOKEN_URL = "/v1/auth/token"
 
 
@@ -150,26 +148,17 @@ def test_token_response_never_echoes_the_secret(api_client, partner_creds):
 
 def test_a_token_request_costs_no_statement_with_redis(api_client, partner_creds):
     """The credential is read from its copy in the shared cache (made by the first request), the session is
-    created in Redis and reaches the table by the batched writer. Without Redis (the embedded default) the
-    session's row is written at once: one statement."""
+    created in Redis and reaches the table by the batched writer: no statement."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-
-    from partners.token_cache import sessions_in_redis
 
     issue_token(api_client, partner_creds)
     with CaptureQueriesContext(connection) as queries:
         issue_token(api_client, partner_creds)
-    assert len(queries) == (0 if sessions_in_redis() else 1), [q["sql"] for q in queries]
-    rows = TokenSession.objects.filter(partner=partner_creds.partner).count()
-    assert rows == (0 if sessions_in_redis() else 2)
+    assert len(queries) == 0, [q["sql"] for q in queries]
+    assert TokenSession.objects.filter(partner=partner_creds.partner).count() == 0
 
 
-def test_beat_writes_token_sessions_only_where_they_are_kept_in_redis(settings):
-    from partners.token_cache import sessions_in_redis
-
+def test_beat_writes_token_sessions_kept_in_redis(settings):
     entry = settings.CELERY_BEAT_SCHEDULE.get("partners-flush-token-sessions")
-    if sessions_in_redis():
-        assert entry == {"task": "partners.tasks.token_sessions_flush", "schedule": 2.0}
-    else:
-        assert entry is None  # each session's row is written when its token is issued
+    assert entry == {"task": "partners.tasks.token_sessions_flush", "schedule": 2.0}

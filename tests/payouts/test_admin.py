@@ -19,7 +19,7 @@ from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

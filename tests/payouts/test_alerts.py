@@ -26,8 +26,6 @@ from tests.orders.factories import make_order
 
 from .test_refunds import DECLINED_CARD, REFUND_FAILS_CARD, cancel_order, charged_order, run_task
 
-pytestmark = pytest.mark.embedded
-
 BASE = "https://partners.buyback.example"
 # A sandbox bank account whose payouts fail once the platform processes them.
 FAILING_ACCOUNT = "000111111116"

@@ -12,8 +12,6 @@ from tests.orders.factories import make_order
 
 from .test_refunds import DECLINED_CARD
 
-pytestmark = pytest.mark.embedded
-
 C = Charge.Status
 
 

@@ -15,8 +15,6 @@ from payouts.services.order_reactions import order_confirm
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.mark.django_db
 def test_charge_for_order_charges_total_price_once(partner):

@@ -23,7 +23,7 @@ from payouts.services.order_reactions import order_confirm, orders_requeue_uncon
 from tests.conftest import make_partner
 from tests.orders.factories import make_orders
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 S = Order.Status
 
@@ -155,10 +155,8 @@ def test_an_exception_in_the_middle_of_a_batch_leaves_that_order_alone_to_the_sw
     assert len(mail.outbox) == 7
 
 
-@pytest.mark.production
 def test_a_database_error_on_one_row_of_a_batch_confirms_the_others_once():
     """A real statement failure: PostgreSQL refuses the poisoned order's history row inside the set-based insert."""
-    assert connection.vendor == "postgresql"
     orders = make_orders(9)
     poisoned = orders[4]
     with connection.cursor() as cursor:
@@ -287,13 +285,11 @@ def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
     ]
 
 
-@pytest.mark.production
 @pytest.mark.django_db(transaction=True)
 def test_two_batches_at_once_never_confirm_one_order_twice(settings, monkeypatch):
     """Real threads on PostgreSQL: each batch skips the orders the other has locked."""
     from payouts.services import order_reactions
 
-    assert connection.vendor == "postgresql"
     settings.ORDER_CONFIRMATION_BATCH = 7
     # The orders wait (no nudge runs a batch in process), and each thread runs its batches itself.
     monkeypatch.setattr(order_reactions, "confirmations_nudge", lambda: False)

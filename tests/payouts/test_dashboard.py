@@ -19,7 +19,7 @@ TODAY = NOW.date()
 MONDAY = date(2026, 11, 16)
 
 # The data set is a week of known days: the service's clock is on that Wednesday too.
-pytestmark = [pytest.mark.embedded, pytest.mark.travel(NOW)]
+pytestmark = pytest.mark.travel(NOW)
 
 
 def _at(day: date, hour: int = 12) -> datetime:

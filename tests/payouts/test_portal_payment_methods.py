@@ -11,7 +11,7 @@ from payouts.models import CreditCard, PayoutAccount
 from tests.orders.factories import make_order
 from tests.portal.fixtures import add_card, connect_payout_account, query_of
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 WARNING = "Updating or replacing a payment method while orders are active may cause billing problems"
 

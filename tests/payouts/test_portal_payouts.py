@@ -11,7 +11,7 @@ from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import csv_rows, payout_on
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_payouts_csv_under_the_state_filter_and_only_the_own_partner(ready_portal, other_portal):

@@ -18,8 +18,6 @@ from tests.payouts.test_alerts import FAILING_ACCOUNT
 from tests.payouts.test_refunds import DECLINED_CARD, REFUND_FAILS_CARD, cancel_order, charged_order
 from tests.portal.fixtures import portal_login
 
-pytestmark = pytest.mark.embedded
-
 READY = "Your account is ready to sell."
 CODES = ["suspended", "payout_method", "credit_card", "charge_declined", "refund_failed", "payout_failed"]
 

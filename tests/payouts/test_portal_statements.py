@@ -15,7 +15,6 @@ from tests.portal.exports_data import charge_on, order_at, payout_on
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.embedded,
     pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
 ]
 NEW_YORK = ZoneInfo("America/New_York")

@@ -17,8 +17,6 @@ from payouts.services.progression import payout_retry, payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.fixture
 def clock():

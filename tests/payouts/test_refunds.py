@@ -36,8 +36,6 @@ from tests.orders.factories import make_order, order_row
 from tests.payouts import stripe_recording as stripe_objects
 from tests.quotes.factories import QuoteFactory, quote_token
 
-pytestmark = pytest.mark.embedded
-
 REFUND_FAILS_CARD = "4000000000005126"
 DECLINED_CARD = "4000000000000002"
 
@@ -281,7 +279,6 @@ def test_partner_cancel_of_a_charged_order_refunds_it_once(
     assert not [key for key in detail if "refund" in key]
 
 
-@pytest.mark.production  # a real broker
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_refund_runs_for_one_order_refund_once_at_the_platform(db, caplog):
     """The cancel's message was lost (broker down); then four workers — task deliveries and sweeps — race."""

@@ -20,7 +20,7 @@ from payouts.sandbox.services import (
     sandbox_card_save,
 )
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 RETURN = "http://testserver/portal/settings/payment-methods/payout/return"
 

@@ -22,8 +22,6 @@ from payouts.services.refunds import (
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
-pytestmark = pytest.mark.embedded
-
 P = Payout.Status
 R = Charge.RefundStatus
 

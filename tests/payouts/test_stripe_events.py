@@ -19,8 +19,6 @@ from payouts.services.progression import payouts_progress
 from tests.payouts import stripe_recording as s
 from tests.payouts.stripe_events_support import ACCOUNT, URL, alerts, deliver, payout_event, queue
 
-pytestmark = pytest.mark.embedded
-
 
 # --- verification ---------------------------------------------------------------------------------------------------
 @pytest.mark.django_db
@@ -260,7 +258,6 @@ def test_the_staff_queue_links_the_open_disputes(charged_order, admin_client):
 
 
 # --- two deliveries at once -----------------------------------------------------------------------------------------
-@pytest.mark.production
 @pytest.mark.django_db(transaction=True)
 def test_two_deliveries_at_once_move_the_payout_once(payout_in_flight):
     body = json.dumps(payout_event("payout.failed", "failed", failure_message="Closed.")).encode()

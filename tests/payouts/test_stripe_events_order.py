@@ -83,7 +83,6 @@ def test_every_order_of_a_disputes_events_ends_in_the_same_closed_case(
     assert len(alerts("Card charge disputed")) == (1 if arrival[0] == "created" else 0)
 
 
-@pytest.mark.production
 @pytest.mark.django_db(transaction=True)
 def test_a_disputes_opening_and_close_delivered_at_once_end_in_one_closed_case(charged_order):
     bodies = dispute_deliveries(charged_order)
@@ -188,7 +187,6 @@ def test_a_payouts_paid_and_failed_in_either_order_end_in_the_same_state(
     assert queue("Failed payouts") == 1
 
 
-@pytest.mark.production
 @pytest.mark.django_db(transaction=True)
 def test_the_partner_connecting_a_payout_account_twice_at_once_pays_the_failed_payout_again_once(
     payout_in_flight, recording_stripe

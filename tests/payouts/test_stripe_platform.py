@@ -30,8 +30,6 @@ from tests.payouts.stripe_recording import (
     transfer,
 )
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.fixture
 def stripe(recording_stripe) -> StripePlatform:

@@ -69,8 +69,6 @@ def _end_leftover_connections() -> None:
     from django.db import connection, connections
 
     connections.close_all()
-    if connection.vendor != "postgresql":
-        return
     connection.close_pool()
     params = {**connection.get_connection_params(), "dbname": "postgres"}
     params.pop("cursor_factory", None)
@@ -162,7 +160,6 @@ def sandbox_authorize_account(page, *, method: str, holder: str, account_number:
 
 
 @pytest.mark.browser
-@pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_server, browser_page):
     page = browser_page

@@ -5,7 +5,7 @@ from django.test import Client
 
 from tests.portal.fixtures import PASSWORD
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 # --- isolation: partner A never sees partner B ----------------------------------------------------------------

@@ -31,7 +31,6 @@ OVERFLOW = """() => ({
 
 
 @pytest.mark.browser
-@pytest.mark.embedded
 @pytest.mark.django_db(transaction=True)
 def test_every_portal_page_fits_a_phone(live_server, browser_page):  # noqa: F811
     page = browser_page

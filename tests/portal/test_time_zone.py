@@ -19,7 +19,7 @@ from partners.models import Partner
 from tests.conftest import issue_token
 from tests.portal.exports_data import csv_rows, order_at
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 # 8 pm in New York on Nov 27 is Nov 28 in UTC (01:00) and in Berlin (02:00): one date, the venue's, everywhere.
 NEW_YORK_EVENING = datetime(2026, 11, 28, 1, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ from tests.conftest import issue_token, make_partner
 from tests.partners.test_admin_browser import staff_sign_in
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
 
-pytestmark = [pytest.mark.browser, pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_quote_made_a_moment_ago_is_listed_and_shows_its_id(live_server, browser_page):  # noqa: F811

@@ -16,7 +16,7 @@ from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 from tests.conftest import assert_error, issue_token, make_partner
 from tests.quotes.factories import quotes_written
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def create(client, body):

@@ -14,7 +14,7 @@ from tests.catalog.conftest import client_with_scope
 from tests.conftest import assert_error, issue_token, make_partner
 from tests.quotes.factories import quotes_written
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

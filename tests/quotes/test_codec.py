@@ -4,8 +4,6 @@ import pytest
 
 from quotes.codec import decode_quote_id, encode_quote_id
 
-pytestmark = pytest.mark.embedded
-
 
 def test_quote_id_round_trips_and_is_url_safe():
     for pk in (1, 42, 2**40, 2**63 - 1):

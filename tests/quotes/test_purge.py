@@ -11,7 +11,7 @@ from tests.conftest import make_partner
 
 from .factories import QuoteFactory
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def _quote(partner, *, expired_days_ago: float, consumed: bool = False) -> Quote:

@@ -41,7 +41,6 @@ def catalog(transactional_db):
     return event
 
 
-@pytest.mark.embedded
 def test_a_client_generated_from_the_published_file_runs_the_test_mode_flow(tmp_path, live_server, catalog):  # noqa: F811
     from orders.models import Order
     from partners import services

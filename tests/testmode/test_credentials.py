@@ -15,8 +15,6 @@ from tests.conftest import PartnerWithCredentials, assert_error, issue_token
 
 from .conftest import client_for
 
-pytestmark = pytest.mark.embedded
-
 
 def token_response(client_id: str, client_secret: str):
     return APIClient().post(

@@ -8,8 +8,6 @@ from tests.conftest import assert_error
 
 from .conftest import api_order, api_quote, order_form
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.fixture
 def both_worlds(live_client, test_client, row, django_capture_on_commit_callbacks):

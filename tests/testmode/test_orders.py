@@ -14,8 +14,6 @@ from tests.conftest import assert_error
 
 from .conftest import api_order
 
-pytestmark = pytest.mark.embedded
-
 PATH_TO_PAID = ["awaiting_transfer", "ticket_received", "payout_in_process", "scheduled", "paid"]
 
 

@@ -14,8 +14,6 @@ from tests.quotes.factories import quotes_written
 
 from .conftest import api_order, client_for
 
-pytestmark = pytest.mark.embedded
-
 PASSWORD = "correct horse battery staple 42"
 
 

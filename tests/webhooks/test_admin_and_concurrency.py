@@ -13,8 +13,6 @@ from tests.conftest import make_partner
 
 from .conftest import Reply, order_notification, register
 
-pytestmark = pytest.mark.embedded
-
 ENDPOINTS = "/admin/webhooks/webhookendpoint/"
 DELIVERIES = "/admin/webhooks/webhookdelivery/"
 

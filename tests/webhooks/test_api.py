@@ -11,7 +11,7 @@ from tests.orders.conftest import narrow_token_client
 
 from .conftest import order_notification
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 BASE = "/v1/webhook_endpoints"
 
 

@@ -9,7 +9,7 @@ from orders.webhooks import services
 
 from .conftest import Reply, order_notification, register
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def counts() -> dict[str, float]:

@@ -40,8 +40,7 @@ def _fresh_connections() -> None:
     from django.db import connection, connections
 
     connections.close_all()
-    if connection.vendor == "postgresql":
-        connection.close_pool()
+    connection.close_pool()
 
 
 def _shot(page, name: str) -> None:

@@ -13,7 +13,7 @@ from orders.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpo
 
 from .conftest import Reply, order_notification, register
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def deliver(notification, capture):

@@ -18,7 +18,7 @@ from orders.webhooks.models import WebhookAttempt, WebhookDelivery
 from .conftest import order_notification, register
 from .rawserver import RawServer, drip, endless_drip, reset
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

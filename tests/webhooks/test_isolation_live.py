@@ -28,7 +28,7 @@ from tests.faults.live import BIN, production_env, wait_for
 from .conftest import order_notification, register
 from .rawserver import RawServer, endless_drip
 
-pytestmark = [pytest.mark.production, pytest.mark.django_db(transaction=True)]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 WORKERS = 8  # the Procfile's WEBHOOK_CONCURRENCY
 

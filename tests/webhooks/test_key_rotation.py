@@ -11,7 +11,7 @@ from orders.webhooks.signing_secrets import secret_decrypt
 from tests.conftest import assert_error
 from tests.idempotency.conftest import assert_replay_of, keyed
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 BASE = "/v1/webhook_endpoints"
 OLD_KEY = "the-service-key-before-the-rotation-0123456789abcdef"
 NEW_KEY = "the-service-key-after-the-rotation-fedcba9876543210"

@@ -8,8 +8,6 @@ from orders.transfers.decision.state import order_receive
 from payouts.services.progression import payouts_progress
 from tests.orders.conftest import create_order
 
-pytestmark = pytest.mark.embedded
-
 
 def _feed(client) -> list[dict]:
     seen, after = [], None

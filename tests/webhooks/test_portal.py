@@ -9,7 +9,7 @@ from tests.portal.fixtures import portal_login
 
 from .conftest import Reply, order_notification, register
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 LIST = "/portal/settings/webhooks/"
 
 

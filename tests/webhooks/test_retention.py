@@ -11,7 +11,7 @@ from orders.webhooks.models import WebhookAttempt, WebhookDelivery
 
 from .conftest import order_notification, register
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_deliveries_older_than_30_days_are_purged_with_their_attempts(

@@ -11,7 +11,7 @@ from django.db import connection
 from partners.idempotency.models import IdempotencyKey
 from tests.idempotency.conftest import assert_replay_of, keyed
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 BASE = "/v1/webhook_endpoints"
 LIST = "/portal/settings/webhooks/"
 

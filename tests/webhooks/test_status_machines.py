@@ -21,8 +21,6 @@ from orders.webhooks.request import Outcome
 
 from .conftest import order_notification, register
 
-pytestmark = pytest.mark.embedded
-
 E = WebhookEndpoint.Status
 D = WebhookDelivery.State
 

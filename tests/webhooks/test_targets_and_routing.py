@@ -18,8 +18,6 @@ from tests.faults.live import ROOT, production_env
 
 from .conftest import Reply, order_notification, register
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.mark.parametrize(
     ("address", "public"),
@@ -116,15 +114,13 @@ def _settings_of(env: dict[str, str]) -> dict:
 
 
 @pytest.mark.django_db
-@pytest.mark.production  # the production shape needs REDIS_URL to start
 def test_production_refuses_http_and_private_targets_by_default():
     assert _settings_of(production_env()) == [False, False, 10.0]
 
 
-def test_the_embedded_default_allows_them():
-    env = {
-        k: v for k, v in __import__("os").environ.items() if not k.startswith(("DATABASE_URL", "REDIS_URL"))
-    }
+def test_development_allows_them():
+    """`make run` (development, on its own PostgreSQL and Redis): the receivers of a first look listen on 127.0.0.1."""
+    env = {k: v for k, v in __import__("os").environ.items() if k != "DJANGO_ENV"}
     assert _settings_of(env) == [True, True, 10.0]
 
 
@@ -136,7 +132,6 @@ def test_deliveries_are_routed_to_the_webhooks_queue_and_confirmations_are_not()
     assert confirm["queue"].name == celery_app.conf.task_default_queue != "webhooks"
 
 
-@pytest.mark.production  # a real broker
 @pytest.mark.django_db(transaction=True)
 def test_a_slow_endpoint_does_not_hold_up_the_order_side(partner, receiver):
     """The fan-out only publishes to the webhooks queue: with the receiver hanging past the timeout, the

@@ -21,7 +21,7 @@ from orders.webhooks.models import WebhookAttempt
 from .conftest import order_notification, register
 from .rawserver import RawServer, read_request
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(scope="module")

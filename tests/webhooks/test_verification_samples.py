@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs/partners/notifications-and-webhooks.md"
 NODE_MODULES = ROOT / "docs" / "partners" / "samples" / "node" / "node_modules"
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def node_samples() -> list[str]:

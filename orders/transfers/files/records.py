@@ -23,7 +23,7 @@ BARCODE_KEY_PURPOSE = "transfers.ticket-barcode"
 ACTOR = "system:transfers"
 NOT_LIVE = (S.CANCELED, S.EXPIRED)
 # One lock for the short write of every check: two files carrying the same barcode, checked at once for
-# two orders, must see each other (PostgreSQL; SQLite takes its write lock at BEGIN anyway).
+# two orders, must see each other (PostgreSQL).
 CHECK_LOCK_KEY = 0x7472_6673  # "trfs"
 TEXT_EXCERPT_CHARS = 1000
 

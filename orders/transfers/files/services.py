@@ -85,9 +85,8 @@ def files_check(
     digests = {text: records.barcode_digests(text) for text in distinct}
     failed = [f for f in files if not f.reading.ok]
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHECK_LOCK_KEY])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHECK_LOCK_KEY])
         locked = Order.objects.select_for_update().get(pk=order.pk)
         earlier = TicketFileCheck.objects.filter(order=order, file_sha256=bundle_sha).first()
         if earlier is not None:

@@ -3,7 +3,7 @@ webhooks, test mode's simulated transfers) hands the raw bytes here.
 
 ``message_receive`` stores the raw message through the storage API (content-addressed, so one copy serves
 every recipient), writes one ``InboundMessage`` row per accepted recipient and commits, all before the caller
-answers its sender; the processing is published after commit (run in-process in the embedded default). A
+answers its sender; the processing is published after commit. A
 sender's retry of the same bytes to the same recipient finds its row and changes nothing.
 """
 

@@ -42,7 +42,7 @@ FORMATS = (zxingcpp.QRCode, zxingcpp.PDF417, zxingcpp.Aztec, zxingcpp.DataMatrix
 IMAGE_FORMATS = ("PNG", "JPEG", "GIF", "WEBP")
 PDF_MAGIC = b"%PDF-"
 
-# PDFium is not thread-safe: one document at a time in a process (threads of the embedded default).
+# PDFium is not thread-safe: one document at a time in a process (a worker's threads).
 _pdfium_lock = threading.Lock()
 
 # FileReading.verdict

@@ -16,7 +16,7 @@ from orders.transfers.models import InboundMessage
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.transfers.mailkit import inbound_message, make_key, resolver_for, sign, transfer_email
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 PLATFORM_FROM = "Ticketmaster <transfers@tickets.example>"
 

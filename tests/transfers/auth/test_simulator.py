@@ -13,8 +13,6 @@ from orders.transfers.testing import simulator as sandbox
 from orders.transfers.testing.simulator import sandbox_key, sandbox_public_txt, sandbox_sign
 from tests.transfers.mailkit import transfer_email
 
-pytestmark = pytest.mark.embedded
-
 
 def _signature_tags(signed: bytes) -> dict:
     verifier = dkim.DKIM(signed)
@@ -73,7 +71,6 @@ def test_a_key_sealed_under_a_retired_secret_key_is_replaced(settings, monkeypat
         assert dkim.verify(signed, dnsfunc=dkim_dnsfunc(get_resolver())) is True
 
 
-@pytest.mark.production
 @pytest.mark.django_db(transaction=True)
 def test_processes_making_the_key_at_once_share_one():
     barrier = threading.Barrier(4)

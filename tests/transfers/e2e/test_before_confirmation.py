@@ -13,7 +13,7 @@ from tests.testmode.conftest import api_order
 from .conftest import deliver, genuine
 
 S, TS = Order.Status, Order.TransferState
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_mail_before_the_confirmation_is_received_once_the_order_is_confirmed(shop):

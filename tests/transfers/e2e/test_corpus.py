@@ -25,7 +25,7 @@ from tests.testmode.conftest import api_order
 from .conftest import deliver, open_cases
 
 S, TS, Outcome = Order.Status, Order.TransferState, InboundMessage.Outcome
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "transfer_mail" / "sandbox"
 FIXTURES = sorted(CORPUS.glob("*.eml"))

@@ -10,7 +10,7 @@ from orders.transfers.models import InboundMessage, TransferEvidence
 from .conftest import deliver, genuine, open_cases
 
 S, TS, NT = Order.Status, Order.TransferState, Notification.Type
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_the_platforms_genuine_mail_moves_a_test_order_to_ticket_received(shop):

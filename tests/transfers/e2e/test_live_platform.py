@@ -14,7 +14,7 @@ from tests.transfers.mailkit import sign
 from .conftest import PLATFORM, PLATFORM_FROM, PLATFORM_YAML, deliver, mail_for, open_cases, snapshot
 
 S, TS, NT = Order.Status, Order.TransferState, Notification.Type
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_the_registry_reads_the_templates_of_the_setting_folders(platform, settings, tmp_path):

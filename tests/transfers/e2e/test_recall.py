@@ -14,7 +14,7 @@ from tests.transfers.mailkit import sign
 from .conftest import PLATFORM, PLATFORM_FROM, deliver, genuine, mail_for, open_cases, snapshot
 
 S, TS, NT = Order.Status, Order.TransferState, Notification.Type
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_an_authentic_cancel_notice_returns_a_received_test_order_to_awaiting_transfer(shop):

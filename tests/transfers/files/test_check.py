@@ -15,7 +15,7 @@ from orders.transfers.models import TicketBarcode, TicketFileCheck, TransferCase
 
 from .helpers import codes, file_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 S = Order.Status
 K = TransferCase.Kind

@@ -6,7 +6,7 @@ import threading
 from email.message import EmailMessage
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 from PIL import Image
 
 from bench.ticket_files import barcode_png, ticket_pdf
@@ -36,7 +36,6 @@ def pdf_form(quote, data: bytes) -> dict:
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_pdf_order_with_its_tickets_ends_ticket_received_once_confirmed(
     auth_client, quote, django_capture_on_commit_callbacks
 ):
@@ -56,7 +55,6 @@ def test_a_pdf_order_with_its_tickets_ends_ticket_received_once_confirmed(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_pdf_order_whose_file_proves_nothing_waits_with_an_unparsed_case(
     auth_client, quote, django_capture_on_commit_callbacks
 ):
@@ -70,7 +68,6 @@ def test_a_pdf_order_whose_file_proves_nothing_waits_with_an_unparsed_case(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_mobile_order_with_a_pdf_is_not_checked_at_confirmation(
     auth_client, quote, django_capture_on_commit_callbacks
 ):
@@ -81,7 +78,6 @@ def test_a_mobile_order_with_a_pdf_is_not_checked_at_confirmation(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_sweep_checks_a_pdf_the_subscriber_never_checked(auth_client, quote):
     from datetime import timedelta
 
@@ -129,7 +125,6 @@ def stored_message(order, raw: bytes) -> InboundMessage:
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_one_qr_image_per_ticket_attached_to_mail_moves_a_mobile_qr_order(partner):
     order = file_order(partner, quantity=2, delivery_type="mobile_qr")
     first, second = codes(2)
@@ -150,7 +145,6 @@ def test_one_qr_image_per_ticket_attached_to_mail_moves_a_mobile_qr_order(partne
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_mail_without_a_pdf_or_an_image_checks_nothing(partner):
     order = file_order(partner, quantity=2, delivery_type="mobile_qr")
     raw = transfer_mail(order, [("notes.txt", "text/plain", b"see you there")])
@@ -159,7 +153,6 @@ def test_mail_without_a_pdf_or_an_image_checks_nothing(partner):
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_an_inline_logo_is_no_ticket_file_and_an_attached_image_without_a_barcode_is(partner):
     order = file_order(partner, quantity=2, delivery_type="mobile_qr")
     logo = io.BytesIO()
@@ -179,7 +172,6 @@ def test_an_inline_logo_is_no_ticket_file_and_an_attached_image_without_a_barcod
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_more_than_twenty_attachments_are_refused_unread(partner):
     order = file_order(partner, quantity=21, delivery_type="mobile_qr")
     raw = transfer_mail(order, [png(text) for text in codes(21)])
@@ -193,7 +185,6 @@ def test_more_than_twenty_attachments_are_refused_unread(partner):
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_a_file_verified_before_confirmation_moves_the_order_once_it_awaits_the_transfer(
     partner, django_capture_on_commit_callbacks
 ):
@@ -215,9 +206,7 @@ def test_a_file_verified_before_confirmation_moves_the_order_once_it_awaits_the_
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.production
 def test_two_orders_checked_at_once_with_a_shared_barcode_are_both_flagged(partner):
-    assert connection.vendor == "postgresql"
     orders = [file_order(partner, quantity=2) for _ in range(2)]
     shared, one, two = codes(3)
     files = [ticket_pdf([shared, one]), ticket_pdf([two, shared])]

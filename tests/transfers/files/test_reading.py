@@ -12,8 +12,6 @@ from orders.transfers.reading.barcodes import ticket_file_read
 
 from .helpers import codes
 
-pytestmark = pytest.mark.embedded
-
 
 @pytest.mark.parametrize("symbology", ["QRCode", "PDF417", "Aztec", "DataMatrix", "Code128"])
 def test_every_symbology_is_read_with_its_page_and_the_page_text(symbology):

@@ -14,7 +14,7 @@ from orders.transfers.models import TransferCase
 
 from .conftest import awaiting_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def _venue_noon(order, day) -> datetime:

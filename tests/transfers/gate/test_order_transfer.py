@@ -18,7 +18,6 @@ from .conftest import awaiting_order, received_order
 
 pytestmark = [
     pytest.mark.django_db,
-    pytest.mark.embedded,
     pytest.mark.travel(datetime(2026, 11, 21, 12, 0, tzinfo=UTC)),
 ]
 

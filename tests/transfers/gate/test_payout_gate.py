@@ -19,7 +19,7 @@ from payouts.services.progression import payouts_create_missing, payouts_progres
 
 from .conftest import received_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

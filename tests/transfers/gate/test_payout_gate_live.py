@@ -18,7 +18,7 @@ from tests.faults.conftest import processes  # noqa: F401  (fixture)
 from tests.faults.live import BIN, ROOT, production_env, wait_for
 from tests.orders.conftest import create_order
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.production]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 RAN = re.compile(r"payouts\.tasks\.payouts_progress\[[^\]]+\] succeeded")
 

@@ -19,7 +19,7 @@ from orders.transfers.models import InboundMessage
 
 from .conftest import awaiting_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def _mail(subject: str, *to: str) -> bytes:

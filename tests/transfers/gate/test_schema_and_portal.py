@@ -12,7 +12,7 @@ from tests.portal.fixtures import portal_login
 
 from .conftest import received_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from payouts.services.progression import payouts_progress
 
 from .conftest import awaiting_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_advancing_to_ticket_received_records_a_staff_detection_not_yet_accepted(partner):

@@ -13,7 +13,7 @@ from tests.portal.fixtures import portal_login
 
 from .conftest import awaiting_order
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def _register(client, url: str, event_types: list[str]) -> str:

@@ -8,7 +8,7 @@ import pytest
 
 from orders.transfers.testing.corpus import corpus_run, corpus_summary, main
 
-pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "transfer_mail"
 RESULTS = {(r.platform, r.name): r for r in corpus_run(CORPUS)}

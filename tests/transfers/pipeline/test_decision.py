@@ -11,7 +11,7 @@ from orders.transfers.models import InboundMessage, TransferCase, TransferEviden
 from .conftest import transfer_order
 
 S, TS = Order.Status, Order.TransferState
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 
 def test_full_match_moves_the_order_to_ticket_received(kit, partner):

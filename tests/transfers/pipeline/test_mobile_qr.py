@@ -54,7 +54,6 @@ def qr_mail(order: Order, tickets: list[str]) -> bytes:
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_authentic_mail_with_the_orders_qr_codes_moves_it_to_ticket_received(
     partner, django_capture_on_commit_callbacks
 ):
@@ -72,7 +71,6 @@ def test_authentic_mail_with_the_orders_qr_codes_moves_it_to_ticket_received(
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_one_qr_code_for_two_tickets_opens_a_mismatch_case_and_the_order_waits(
     partner, django_capture_on_commit_callbacks
 ):

@@ -20,7 +20,7 @@ from orders.transfers.testing.corpus import corpus_order
 
 from . import mail
 
-pytestmark = [pytest.mark.embedded, pytest.mark.django_db]
+pytestmark = pytest.mark.django_db
 
 SANDBOX_YAML = (Path(platforms.__file__).parent / "sandbox.yaml").read_text()
 

@@ -24,7 +24,7 @@ from .signed import (
     transfer_mail,
 )
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 SES_URL = "/inbound/amazon_ses/inbound/"
 MAILGUN_MIME_URL = "/inbound/mailgun/inbound_mime/"

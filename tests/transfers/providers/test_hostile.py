@@ -25,7 +25,7 @@ from tests.orders.factories import make_order
 from .conftest import BUCKET, PREFIX
 from .signed import SNS_CERT_URL, basic_auth, ses_received, sns_envelope, sns_key, transfer_mail
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[3]
 SES_URL = "/inbound/amazon_ses/inbound/"

@@ -1,12 +1,8 @@
 """The multipart reader the Mailgun channel takes ``body-mime`` from: each value exactly the bytes posted."""
 
-import pytest
-
 from orders.transfers.intake.providers import multipart_fields, multipart_parts
 
 from .signed import multipart
-
-pytestmark = pytest.mark.embedded
 
 
 def test_values_are_the_posted_bytes():

@@ -17,7 +17,7 @@ from .conftest import BUCKET, PREFIX
 from .signed import basic_auth, mailgun_form, multipart, postmark_json, ses_received, sns_envelope
 
 S, TS = Order.Status, Order.TransferState
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def deliver(channel: str, raw: bytes, order, request) -> InboundMessage:

@@ -20,7 +20,7 @@ from orders.transfers.tasks import ses_sweep as ses_sweep_task
 from .conftest import BUCKET, PREFIX
 from .signed import basic_auth, ses_received, sns_envelope, transfer_mail
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def ses_headers(recipient: str) -> bytes:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import smtplib
 
 import pytest
-from django.db import connection
 
 from orders.transfers.intake.smtp import TransferMailController, TransferMailHandler
 from tests.faults.live import free_port
@@ -38,10 +37,6 @@ def sandbox_signer():
     from orders.transfers.testing.simulator import sandbox_sign
 
     return sandbox_sign
-
-
-def db_vendor() -> str:
-    return connection.vendor
 
 
 @pytest.fixture

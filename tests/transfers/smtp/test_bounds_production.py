@@ -29,7 +29,7 @@ from tests.transfers.e2e.conftest import genuine
 from .conftest import smtp_send
 from .test_budgets import qr_order
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.production]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from tests.quotes.factories import QuoteFactory, quote_token
 
 from .conftest import smtp_send
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def qr_order(partner):

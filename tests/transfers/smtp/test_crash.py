@@ -27,7 +27,7 @@ from tests.orders.factories import make_order
 
 from .test_receiver import message_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.production]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from tests.transfers.mailkit import sign
 
 from .conftest import smtp_send
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def smuggled(order: Order, other: Order) -> bytes:

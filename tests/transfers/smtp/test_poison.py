@@ -25,7 +25,7 @@ from tests.transfers.mailkit import inbound_message, resolver_for, sign
 
 from .conftest import smtp_send
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 HEAD = (
     "From: Sandbox Tickets <transfers@sandbox.invalid>\r\nTo: {to}\r\n"
@@ -187,7 +187,6 @@ def test_junk_mail_never_holds_the_in_hand_expiry_a_mismatch_does(receiver, wait
     assert junk_order.order_id in expired and mismatched.order_id not in expired
 
 
-@pytest.mark.production
 def test_no_lock_is_held_on_the_message_while_its_key_is_looked_up(
     receiver, waiting_orders, platform, platform_key
 ):

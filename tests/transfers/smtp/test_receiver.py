@@ -17,7 +17,7 @@ from tests.orders.factories import make_order
 
 from .conftest import smtp_client
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def message_for(address: str, body: str = "Tickets: 2") -> bytes:

@@ -22,7 +22,7 @@ from tests.faults.live import ROOT, free_port, production_env
 from tests.testmode.conftest import api_order, client_for, make_partner_with_both_pairs
 from tests.testmode.test_orders import advance
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.embedded]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
@@ -184,7 +184,6 @@ def test_send_test_transfer_command(receiver, sandbox_signer, test_client, live_
         call_command("send_test_transfer", "ord_nope")
 
 
-@pytest.mark.production
 def test_send_test_transfer_on_a_live_order_exits_1_with_a_clear_message(live_client, row, tmp_path):
     live = api_order(live_client, row)
     done = subprocess.run(

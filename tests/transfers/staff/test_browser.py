@@ -21,7 +21,7 @@ from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (
 
 from .fixtures import HOSTILE_HTML, mismatch_case, transfer_mail
 
-pytestmark = [pytest.mark.browser, pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 REASON = "Seller confirmed by phone: row B is the row sold"
 
 

@@ -21,7 +21,7 @@ from tests.orders.factories import make_order
 
 from .fixtures import ACCEPT_LINK, HOSTILE_HTML, detected_order, mismatch_case, transfer_mail
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 
 VIEW = (
     "view_transfercase",

@@ -20,7 +20,7 @@ from tests.orders.factories import make_order
 
 from .fixtures import ACCEPT_LINK, detected_order, mismatch_case
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 CHANGELIST = "/admin/orders/order/"
 
 

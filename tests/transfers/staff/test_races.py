@@ -14,7 +14,7 @@ from tests.orders.factories import make_order
 
 from .fixtures import mismatch_case
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.production]
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.mark.parametrize("name", ["mark_received", "dismiss"])

@@ -24,7 +24,7 @@ from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (
 
 from .conftest import STAFF_PASSWORD, staff
 
-pytestmark = [pytest.mark.browser, pytest.mark.embedded, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 V = PlatformTemplateVersion
 FIXED_SUBJECT = r"^Ticket transfer: \d+ tickets? for [^—]+$"
 

@@ -24,7 +24,7 @@ from tests.confirming import post_confirmed
 
 from .conftest import staff, stagepass_template
 
-pytestmark = [pytest.mark.django_db, pytest.mark.embedded]
+pytestmark = pytest.mark.django_db
 V = PlatformTemplateVersion
 
 

@@ -15,7 +15,7 @@ from orders.transfers.reading.services import Refused, version_activate, version
 
 from .conftest import stagepass_template
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.production]
+pytestmark = pytest.mark.django_db(transaction=True)
 V = PlatformTemplateVersion
 
 

@@ -23,7 +23,6 @@ V = PlatformTemplateVersion
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_shipped_file_is_version_1():
     seeded = versions_seed(platform="sandbox")
     assert (seeded.version, seeded.state, seeded.source) == (1, "active", "shipped")
@@ -36,7 +35,6 @@ def test_the_shipped_file_is_version_1():
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.embedded
 def test_the_exported_file_loads_as_the_shipped_default_in_a_fresh_database(shop, tmp_path, settings):
     order = shop.order()
     made = version_create(
@@ -68,14 +66,12 @@ def test_the_exported_file_loads_as_the_shipped_default_in_a_fresh_database(shop
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_export_refuses_a_platform_it_does_not_know():
     with pytest.raises(Exception, match="No platform 'nowhere'"):
         call_command("export_platform_template", "nowhere")
 
 
 @pytest.mark.django_db
-@pytest.mark.embedded
 def test_the_platform_report_shows_what_make_transfer_corpus_prints(shop, capsys):
     case = shop.unparsed(shop.order())
     assert corpus.main([str(corpus.Path("tests/fixtures/transfer_mail"))]) == 0

@@ -118,9 +118,8 @@ def _same_message(message: InboundMessage) -> InboundMessage | None:
 
 def _message_id_lock(message: InboundMessage) -> None:
     """Serialise the decisions of one platform's Message-ID until the transaction ends, whatever the order: two
-    copies for two orders at once each hold only their own order's lock. (SQLite's write lock, taken when the
-    transaction begins, serialises them already.)"""
-    if not message.message_id or connection.vendor != "postgresql":
+    copies for two orders at once each hold only their own order's lock."""
+    if not message.message_id:
         return
     digest = hashlib.sha256(f"{message.platform}\0{message.message_id}".encode()).digest()
     with connection.cursor() as cursor:

@@ -44,7 +44,7 @@ def partial_reminder(order_pk: int, *, now: datetime | None = None) -> bool:
     """E-mail the seller what is missing if the order is still partial an hour after its latest partial
     transfer e-mail, once per such e-mail (marked ``reminded_at`` in its decision); whether a message went out.
 
-    Too early (the embedded default runs the delayed task at once) → nothing: the sweep
+    Too early (a task run before its countdown, as the tests run it) → nothing: the sweep
     ``partial_reminders_due`` sends it when due."""
     now = now or timezone.now()
     with transaction.atomic():

@@ -3,6 +3,7 @@ import secrets
 import shlex
 import sys
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command, get_commands
 from django.core.management.base import BaseCommand
@@ -19,7 +20,7 @@ ADMIN_USERNAME = "admin"
 
 class Command(BaseCommand):
     help = (
-        "Prepare the embedded default for a first look: a demo catalog with the walk-through's event, "
+        "Prepare `make run`'s instance for a first look: a demo catalog with the walk-through's event, "
         "a demo partner with payment methods, an admin and a portal login (created once). Prints both "
         "credential pairs and the passwords when it creates them; a later run changes none of them and says "
         "how to make new ones (a secret is stored as a digest only, so it cannot be shown again)."
@@ -42,11 +43,21 @@ class Command(BaseCommand):
         test_id = (
             PartnerTestCredential.objects.filter(partner=partner).values_list("client_id", flat=True).first()
         )
-        manage = f"{_python()} manage.py"
+        # In another shell, manage.py reaches this instance's database through its DATA_DIR (config/deploy/local.py).
+        data_dir = (
+            ""
+            if settings.DATA_DIR == settings.BASE_DIR
+            else f"DATA_DIR={shlex.quote(str(settings.DATA_DIR))} "
+        )
+        manage = f"{data_dir}{_python()} manage.py"
 
         out = self.stdout.write
         out("")
-        out(self.style.SUCCESS("Partner service ready (embedded default: SQLite, tasks in-process)."))
+        out(
+            self.style.SUCCESS(
+                "Partner service ready: every role of the Procfile on its own PostgreSQL and Redis."
+            )
+        )
         out(f"  API docs:   {base}/v1/docs")
         out(f"  Portal:     {base}/portal/")
         out(f"  Admin:      {base}/admin/")
