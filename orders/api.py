@@ -4,11 +4,12 @@
 from django.conf import settings
 from django.core.exceptions import TooManyFilesSent
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import errors as api_errors
+from config.api.parsers import JSONObjectParser
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
 from partners.authentication import HasRequiredScope, PayoutConfigured
@@ -181,7 +182,7 @@ class OrderCancelView(APIView):
 
     required_scope = "orders:write"
     permission_classes = [HasRequiredScope]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [JSONObjectParser, FormParser, MultiPartParser]
 
     @extend_schema(
         operation_id="orders_cancel",

@@ -9,9 +9,9 @@ from django.utils.dateparse import parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.exceptions import ErrorDetail
 
 from config.api.pagination import PageParamsSerializer
+from config.api.validation import JSONBodySerializer
 
 from . import errors
 from .models import Order, OrderStatusHistory
@@ -157,20 +157,7 @@ class CreatedBoundField(ZonedDateTimeField):
     accepts_dates = True
 
 
-class ListParamsSerializer(PageParamsSerializer):
-    """Query parameters of a list: an empty value (``?status=``) is a mistake worth reporting."""
-
-    def to_internal_value(self, data):
-        # DRF drops an empty query value as if it were absent.
-        blank = [name for name in self.fields if name in data and data.get(name) == ""]
-        if blank:
-            raise serializers.ValidationError(
-                {name: [ErrorDetail("May not be blank.", code="invalid")] for name in blank}
-            )
-        return super().to_internal_value(data)
-
-
-class OrderListParamsSerializer(ListParamsSerializer):
+class OrderListParamsSerializer(PageParamsSerializer):
     status = serializers.ChoiceField(choices=Order.Status.choices, required=False)
     event_id = serializers.CharField(required=False, max_length=32)
     created_from = CreatedBoundField(
@@ -202,7 +189,7 @@ class OrderListParamsSerializer(ListParamsSerializer):
         return attrs
 
 
-class OrderCancelSerializer(serializers.Serializer):
+class OrderCancelSerializer(JSONBodySerializer):
     reason = serializers.CharField(required=False, allow_blank=True, max_length=255)
 
 

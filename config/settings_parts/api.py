@@ -5,7 +5,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["partners.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["partners.authentication.HasRequiredScope"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.EnvelopeJSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONObjectParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.negotiation.LenientContentNegotiation",
     # Not a throttle: DRF runs these after authentication, rate limit and permissions, on every view,
     # which is where an Idempotency-Key is claimed or replayed (partners/idempotency/gate.py).
