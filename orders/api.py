@@ -66,6 +66,15 @@ class OrderListCreateView(APIView):
 
     @extend_schema(
         operation_id="orders_create",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`in_hand_date` is required when `is_ready_to_deliver` is false (IN_HAND_DATE_REQUIRED).",
+                "`in_hand_date` is not in the past (VALIDATION_ERROR, `issue: in_the_past`).",
+                "`file` is required when `delivery_type` is `pdf` (FILE_REQUIRED).",
+                "`file` starts with `%PDF-` and is at most 10 485 760 bytes.",
+            ]
+        },
         tags=ORDERS_TAG,
         summary="Create an order from a quote",
         description=examples.CREATE_DESCRIPTION,
@@ -114,6 +123,13 @@ class OrderListCreateView(APIView):
 
     @extend_schema(
         operation_id="orders_list",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`created_to` is not before `created_from`.",
+                "`cursor` is one this list returned (`next_cursor`).",
+            ]
+        },
         tags=ORDERS_TAG,
         summary="List your orders",
         description=(
@@ -225,6 +241,13 @@ class NotificationListView(APIView):
 
     @extend_schema(
         operation_id="notifications_list",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`after` names one of your notifications.",
+                "`cursor` is one this list returned (`next_cursor`).",
+            ]
+        },
         tags=["Notifications"],
         summary="List your notifications (the pull path of webhooks)",
         description=examples.NOTIFICATIONS_DESCRIPTION,
