@@ -1,5 +1,6 @@
 """The contract under a property-based fuzzer, as a partner's test suite would run it: the ``schemathesis``
-command (the version pyproject.toml pins) against a live instance (gunicorn on a free port, on the test
+command (the version pyproject.toml pins) against a live instance (the Procfile's web process, nginx in front of
+gunicorn, on the test
 database) over every operation of its ``/v1/schema``, with every check schemathesis has (status codes,
 content types, response schemas and headers, positive-data acceptance, negative-data rejection, ignored
 auth, use-after-free, resource availability) plus the envelope, seeded and bounded in time.
@@ -14,16 +15,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from tests.faults.live import database_url_of_tests, free_port
+from tests.faults.live import Processes, database_url_of_tests
 from tests.schema.fuzzing import build_world
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,23 +33,10 @@ SECONDS = os.environ.get("FUZZ_SECONDS", "120")
 SEED = os.environ.get("FUZZ_SEED", "20261128")
 
 
-def _wait_until_up(url: str, server: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        assert server.poll() is None, "gunicorn exited before answering"
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 @pytest.fixture
 def live_instance(transactional_db, tmp_path):
-    """gunicorn serving the application on the test database (what tests write is committed, so it sees it)."""
-    port = free_port()
+    """The Procfile's web process (nginx in front of gunicorn, as in production) on the test database: what
+    the test writes is committed, so the instance sees it."""
     env = {
         **os.environ,
         "DATABASE_URL": database_url_of_tests(),
@@ -59,21 +47,13 @@ def live_instance(transactional_db, tmp_path):
         "RATE_LIMIT_PER_MINUTE": "1000000",
         "TOKEN_RATE_LIMIT_PER_MINUTE": "1000000",
         "MEDIA_ROOT": str(tmp_path / "media"),
-        "DATABASE_POOL": "false",
     }
-    log = (tmp_path / "gunicorn.log").open("w")
-    server = subprocess.Popen(
-        [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-         "--threads", "4", "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    processes = Processes(tmp_path)
     try:
-        _wait_until_up(f"http://127.0.0.1:{port}/healthz", server)
-        yield f"http://127.0.0.1:{port}"
+        yield processes.proxied_web(env)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+        for process in reversed(processes.started):
+            process.kill(signal.SIGTERM)
 
 
 def test_the_live_instance_holds_its_schema_under_every_check(live_instance, tmp_path):
@@ -97,10 +77,12 @@ def test_the_live_instance_holds_its_schema_under_every_check(live_instance, tmp
         "--suppress-health-check", "all", "--request-timeout", "30",
     ]  # fmt: skip
     run = subprocess.run(
-        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=int(SECONDS) + 300
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=int(SECONDS) + 300
     )
-    print(run.stdout[-6000:])
-    assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]
+    (tmp_path / "schemathesis.txt").write_text(run.stdout + run.stderr)
+    print(run.stdout[-3000:])
+    failures = run.stdout.split("FAILURES", 1)[-1].split("SUMMARY", 1)[0]
+    assert run.returncode == 0, failures[-30000:] + run.stderr[-5000:]
 
     with urllib.request.urlopen(f"{live_instance}/v1/schema") as response:
         schema = json.loads(response.read())
