@@ -74,7 +74,6 @@ def type_error(field: serializers.Field, value: Any) -> str | None:
 # A JSON body: an object whose fields hold the JSON types the schema names. (A comment, not a docstring: the
 # schema would show a docstring as the description of every body.)
 class JSONBodySerializer(serializers.Serializer):
-
     def to_internal_value(self, data):
         if isinstance(data, QueryDict):
             return super().to_internal_value(data)

@@ -171,28 +171,37 @@ def _reversed_ranges(case) -> set[str]:
     return out
 
 
+def _sent_fields(case):
+    """(name, value) of every query parameter and body field, nested objects' fields as ``parent.child``."""
+
+    def walk(values, prefix=""):
+        for name, value in (values or {}).items():
+            yield f"{prefix}{name}", value
+            if isinstance(value, dict):
+                yield from walk(value, f"{prefix}{name}.")
+
+    yield from walk(case.query)
+    yield from walk(case.body if isinstance(case.body, dict) else None)
+
+
 def _unstorable_text(case) -> set[str]:
     """Fields holding NUL or a lone surrogate: DRF's CharField refuses them (PostgreSQL cannot store NUL)."""
 
     def bad(value) -> bool:
         return isinstance(value, str) and any(ch == "\x00" or "\ud800" <= ch <= "\udfff" for ch in value)
 
-    out = set()
-    for values in (case.query, case.body if isinstance(case.body, dict) else None):
-        for name, value in (values or {}).items():
-            if bad(value) or (isinstance(value, list) and any(bad(v) for v in value)):
-                out.add(name)
-    return out
+    return {
+        name
+        for name, value in _sent_fields(case)
+        if bad(value) or (isinstance(value, list) and any(bad(v) for v in value))
+    }
 
 
 def _whitespace_only(case) -> set[str]:
     """Strings of only whitespace: DRF trims them to blank, and a required field may not be blank."""
-    out = set()
-    for values in (case.query, case.body if isinstance(case.body, dict) else None):
-        for name, value in (values or {}).items():
-            if isinstance(value, str) and value and not value.strip():
-                out.add(name)
-    return out
+    return {
+        name for name, value in _sent_fields(case) if isinstance(value, str) and value and not value.strip()
+    }
 
 
 def _past_in_hand_date(case) -> set[str]:
