@@ -69,9 +69,7 @@ class OrderListCreateView(APIView):
         # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
         extensions={
             "x-rules": [
-                "`in_hand_date` is required when `is_ready_to_deliver` is false (IN_HAND_DATE_REQUIRED).",
                 "`in_hand_date` is not in the past (VALIDATION_ERROR, `issue: in_the_past`).",
-                "`file` is required when `delivery_type` is `pdf` (FILE_REQUIRED).",
                 "`file` starts with `%PDF-` and is at most 10 485 760 bytes.",
             ]
         },

@@ -48,8 +48,35 @@ class UploadField(serializers.FileField):
         return data
 
 
+# The delivery types that need no file (the schema's DeliveryTypeWithoutFileEnum).
+DELIVERY_TYPES_WITHOUT_FILE = [t for t in Order.DeliveryType.values if t != Order.DeliveryType.PDF]
+
+
 class OrderCreateSerializer(serializers.Serializer):
     """The form of ``POST /v1/orders`` (multipart/form-data)."""
+
+    # The rules across fields, as the schema states them (config.api.schema.AutoSchema): in_hand_date when the
+    # tickets are not ready (else IN_HAND_DATE_REQUIRED), a file for a pdf delivery (else FILE_REQUIRED).
+    schema_rules = {
+        "allOf": [
+            {
+                "anyOf": [
+                    {"properties": {"is_ready_to_deliver": {"type": "boolean", "enum": [True]}}},
+                    {"required": ["in_hand_date"]},
+                ]
+            },
+            {
+                "anyOf": [
+                    {
+                        "properties": {
+                            "delivery_type": {"type": "string", "enum": DELIVERY_TYPES_WITHOUT_FILE}
+                        }
+                    },
+                    {"required": ["file"]},
+                ]
+            },
+        ]
+    }
 
     quote_id = serializers.CharField(max_length=128, help_text="The encrypted quote id from quote creation.")
     delivery_type = serializers.ChoiceField(

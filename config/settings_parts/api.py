@@ -11,7 +11,7 @@ REST_FRAMEWORK = {
     # which is where an Idempotency-Key is claimed or replayed (partners/idempotency/gate.py).
     "DEFAULT_THROTTLE_CLASSES": ["partners.idempotency.gate.IdempotencyGate"],
     "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.api.schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
     "UNAUTHENTICATED_TOKEN": None,
     "DATETIME_FORMAT": "%Y-%m-%dT%H:%M:%SZ",
@@ -34,6 +34,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "OrderStatusEnum": "orders.models.Order.Status",
+        "DeliveryTypeEnum": "orders.models.Order.DeliveryType",
+        "DeliveryTypeWithoutFileEnum": "orders.serializers.DELIVERY_TYPES_WITHOUT_FILE",
         "TransferStateEnum": "orders.models.Order.TransferState",
         "TransferSourceEnum": "orders.models.Order.TransferSource",
         "StatusReasonEnum": "orders.outbox.STATUS_REASON_CODES",

@@ -148,11 +148,10 @@ def check_envelope(ctx, response, case) -> None:
             assert int(response.headers["retry-after"][0]) >= 1
 
 
-# The allow-list. Codes of docs/partners/errors.md "Error codes" for requests the schema does not call invalid:
-# the order form's conditional fields (in_hand_date when the tickets are not ready, file for a pdf delivery),
-# listed in the operation's ``x-rules`` as OpenAPI 3.0 cannot state them for a form. Server state
-# (INSUFFICIENT_QUANTITY, ORDER_NOT_CANCELABLE…) answers 4xx other than 400, allowed below.
-DOMAIN_400_CODES = {"IN_HAND_DATE_REQUIRED", "FILE_REQUIRED"}
+# The allow-list. No 400 code of docs/partners/errors.md "Error codes" is allowed for a schema-valid request: the
+# schema states the order form's conditional fields (IN_HAND_DATE_REQUIRED, FILE_REQUIRED) and the one grant type.
+# Server state (INSUFFICIENT_QUANTITY, ORDER_NOT_CANCELABLE…) answers 4xx other than 400, allowed below.
+DOMAIN_400_CODES: set[str] = set()
 # ``after`` (GET /v1/notifications) must name one of the caller's notifications: any other id is a 400.
 OPAQUE_FIELDS = {"cursor", "after"}
 

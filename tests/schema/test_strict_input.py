@@ -125,4 +125,6 @@ def test_the_schema_states_the_rules_it_can():
     assert "duplicates are folded" in event_types["description"]
     rules = SCHEMA["paths"]["/v1/orders"]["post"]["x-rules"]
     assert any("in_hand_date" in r for r in rules) and any("%PDF-" in r for r in rules)
+    conditional = SCHEMA["components"]["schemas"]["OrderCreateRequest"]["allOf"]
+    assert [rule["anyOf"][1]["required"] for rule in conditional] == [["in_hand_date"], ["file"]]
     assert any("date_from" in r for r in SCHEMA["paths"]["/v1/events"]["get"]["x-rules"])
