@@ -38,7 +38,9 @@ def json_type(field: serializers.Field) -> str | None:
         return "integer"
     if isinstance(field, serializers.FloatField | serializers.DecimalField):
         return "number"
-    if isinstance(field, serializers.ListField | serializers.ListSerializer):
+    if isinstance(
+        field, serializers.ListField | serializers.ListSerializer | serializers.MultipleChoiceField
+    ):
         return "array"
     if isinstance(field, serializers.Serializer | serializers.DictField):
         return "object"
