@@ -232,11 +232,12 @@ soak: $(VENV)/.installed .nginx-installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.soak $(SOAK_ARGS)
 
-# The schema fuzzing of `make test` (tests/schema), with many more examples per operation.
+# The schema fuzzing of `make test` (tests/schema), with many more examples per operation and a longer live run.
 FUZZ_EXAMPLES ?= 300
-fuzz: $(VENV)/.installed
+FUZZ_SECONDS ?= 600
+fuzz: $(VENV)/.installed .nginx-installed
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) \
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SECONDS=$(FUZZ_SECONDS) \
 	  $(PY) -m pytest -q tests/schema $(PYTEST_ARGS)
 
 # The platform templates against the captured transfer e-mails (docs/operations/receiving-mail.md "Platform templates and the corpus").

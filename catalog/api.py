@@ -88,6 +88,13 @@ class EventListView(CatalogView):
 
     @extend_schema(
         operation_id="events_list",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`date_to` is not before `date_from` (otherwise VALIDATION_ERROR on `date_to`).",
+                "`cursor` is one this list returned (`next_cursor`).",
+            ]
+        },
         tags=["Catalog"],
         summary="Find events",
         description=(

@@ -29,7 +29,6 @@ def money_string(value: Decimal) -> str:
 class EventListParamsSerializer(PageParamsSerializer):
     q = serializers.CharField(
         required=False,
-        allow_blank=True,
         max_length=200,
         help_text="Case-insensitive substring of the event name, venue name, performer name or city.",
     )

@@ -4,11 +4,12 @@
 from django.conf import settings
 from django.core.exceptions import TooManyFilesSent
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import errors as api_errors
+from config.api.parsers import JSONObjectParser
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
 from partners.authentication import HasRequiredScope, PayoutConfigured
@@ -65,6 +66,13 @@ class OrderListCreateView(APIView):
 
     @extend_schema(
         operation_id="orders_create",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`in_hand_date` is not in the past (VALIDATION_ERROR, `issue: in_the_past`).",
+                "`file` starts with `%PDF-` and is at most 10 485 760 bytes.",
+            ]
+        },
         tags=ORDERS_TAG,
         summary="Create an order from a quote",
         description=examples.CREATE_DESCRIPTION,
@@ -113,6 +121,13 @@ class OrderListCreateView(APIView):
 
     @extend_schema(
         operation_id="orders_list",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`created_to` is not before `created_from`.",
+                "`cursor` is one this list returned (`next_cursor`).",
+            ]
+        },
         tags=ORDERS_TAG,
         summary="List your orders",
         description=(
@@ -181,7 +196,7 @@ class OrderCancelView(APIView):
 
     required_scope = "orders:write"
     permission_classes = [HasRequiredScope]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [JSONObjectParser, FormParser, MultiPartParser]
 
     @extend_schema(
         operation_id="orders_cancel",
@@ -224,6 +239,13 @@ class NotificationListView(APIView):
 
     @extend_schema(
         operation_id="notifications_list",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "`after` names one of your notifications.",
+                "`cursor` is one this list returned (`next_cursor`).",
+            ]
+        },
         tags=["Notifications"],
         summary="List your notifications (the pull path of webhooks)",
         description=examples.NOTIFICATIONS_DESCRIPTION,

@@ -5,12 +5,14 @@ says which shape goes with which type."""
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
+from config.api.pagination import PageParamsSerializer
+
 from .models import Notification, Order
 from .outbox import STATUS_REASON_CODES, TRANSFER_REASON_CODES
-from .serializers import ListParamsSerializer, OrderDetailSerializer
+from .serializers import OrderDetailSerializer
 
 
-class NotificationListParamsSerializer(ListParamsSerializer):
+class NotificationListParamsSerializer(PageParamsSerializer):
     type = serializers.ChoiceField(choices=Notification.Type.choices, required=False)
     order_id = serializers.CharField(
         required=False, max_length=32, help_text="Only this order's notifications."

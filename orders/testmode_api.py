@@ -3,12 +3,14 @@
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import errors as api_errors
+from config.api.parsers import JSONObjectParser
 from config.api.schema import error_responses
+from config.api.validation import JSONBodySerializer
 from partners.authentication import HasRequiredScope, TestModeOnly
 
 from . import examples, selectors, testmode
@@ -33,7 +35,7 @@ Checks, in order: token, scope `orders:write`, a test-mode token (403 TEST_MODE_
 """
 
 
-class OrderAdvanceSerializer(serializers.Serializer):
+class OrderAdvanceSerializer(JSONBodySerializer):
     to = serializers.ChoiceField(
         choices=testmode.ADVANCE_TARGETS, help_text="The status the test order should reach."
     )
@@ -44,7 +46,7 @@ class OrderAdvanceView(APIView):
 
     required_scope = "orders:write"
     permission_classes = [HasRequiredScope, TestModeOnly]
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [JSONObjectParser, FormParser]
 
     @extend_schema(
         operation_id="test_orders_advance",

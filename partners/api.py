@@ -2,13 +2,14 @@ import hashlib
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import errors, ratelimit
 from config.api.envelope import utc_iso
+from config.api.parsers import JSONObjectParser
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
 
@@ -24,7 +25,7 @@ class TokenView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [JSONObjectParser, FormParser, MultiPartParser]
 
     @extend_schema(
         operation_id="auth_token",

@@ -1,10 +1,19 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.validation import JSONBodySerializer
 
-class ClientCredentialsSerializer(serializers.Serializer):
+
+@extend_schema_field({"type": "string", "enum": ["client_credentials"]})
+class GrantTypeField(serializers.CharField):
+    """Any other grant type is 400 UNSUPPORTED_GRANT_TYPE (OAuth 2.0's own error), not VALIDATION_ERROR: the
+    token endpoint judges it after the field checks, so the schema names the one value as an enum."""
+
+
+class ClientCredentialsSerializer(JSONBodySerializer):
     client_id = serializers.CharField(max_length=100, help_text="Partner client id (`cli_…`).")
     client_secret = serializers.CharField(max_length=200, help_text="Partner client secret (`sec_…`).")
-    grant_type = serializers.CharField(max_length=50, help_text="Must be `client_credentials`.")
+    grant_type = GrantTypeField(max_length=50, help_text="Must be `client_credentials`.")
 
 
 class AccessTokenSerializer(serializers.Serializer):

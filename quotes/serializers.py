@@ -8,6 +8,7 @@ from rest_framework import serializers
 
 from catalog.serializers import money_number, money_string
 from config.api.envelope import utc_iso
+from config.api.validation import JSONBodySerializer
 
 from .codec import encode_quote_id
 from .models import Quote
@@ -16,20 +17,14 @@ from .selectors import quote_order_id
 MAX_QUANTITY = 50
 
 
-class UserMetadataSerializer(serializers.Serializer):
+class UserMetadataSerializer(JSONBodySerializer):
     first_name = serializers.CharField(required=False, allow_blank=True, max_length=100)
     last_name = serializers.CharField(required=False, allow_blank=True, max_length=100)
     email = serializers.EmailField(required=False, allow_blank=True, max_length=254)
     phone_number = serializers.CharField(required=False, allow_blank=True, max_length=32)
 
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            # Reported on the field itself rather than on DRF's nested "non_field_errors".
-            raise serializers.ValidationError(["user_metadata must be a JSON object."], code="invalid")
-        return super().to_internal_value(data)
 
-
-class QuoteCreateSerializer(serializers.Serializer):
+class QuoteCreateSerializer(JSONBodySerializer):
     event_id = serializers.CharField(max_length=32, help_text="Event id (`evt_…`).")
     section_name = serializers.CharField(max_length=100, help_text="Section name, as listed.")
     row_name = serializers.CharField(

@@ -33,6 +33,7 @@ _ISSUE_WORDS = {
     "too_large": "too_large",
     "in_the_past": "in_the_past",
     "empty": "required",
+    "invalid_type": "invalid_type",
 }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q, QuerySet
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 
 from config.core.keys import derive_key, service_keys
 
@@ -31,6 +32,9 @@ MAX_LIMIT = 100
 
 
 class PageParamsSerializer(serializers.Serializer):
+    """The query of a list (every list's parameters extend it). A parameter given with an empty value
+    (``?cursor=``, ``?date_from=``) is VALIDATION_ERROR, never read as absent as DRF reads it."""
+
     limit = serializers.IntegerField(
         required=False,
         min_value=1,
@@ -44,6 +48,15 @@ class PageParamsSerializer(serializers.Serializer):
         max_length=512,
         help_text="Opaque cursor from the previous page's `next_cursor`.",
     )
+
+    def to_internal_value(self, data):
+        values = data.getlist if hasattr(data, "getlist") else lambda name: [data[name]]
+        blank = [name for name in self.fields if name in data and "" in values(name)]
+        if blank:
+            raise serializers.ValidationError(
+                {name: [ErrorDetail("May not be blank.", code="invalid")] for name in blank}
+            )
+        return super().to_internal_value(data)
 
 
 @dataclass

@@ -5,8 +5,10 @@ the post-processing hook wraps each 2xx schema in the success envelope and adds 
 every operation can give.
 """
 
+import copy
 from collections import defaultdict
 
+import drf_spectacular.openapi
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, inline_serializer
 from rest_framework import serializers
 
@@ -292,3 +294,14 @@ def idempotency_postprocessing_hook(result: dict, generator, request, public) ->
             if status.isdigit() and idempotency.is_stored_status(int(status)):
                 response.setdefault("headers", {})[idempotency.REPLAYED_HEADER] = REPLAYED_HEADER_SCHEMA
     return result
+
+
+class AutoSchema(drf_spectacular.openapi.AutoSchema):
+    """drf-spectacular's, plus a serializer's ``schema_rules``: JSON Schema keywords (``allOf``, ``anyOf``…) for
+    rules across fields that OpenAPI 3.0 can state, added to the serializer's component beside its properties."""
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        rules = getattr(serializer, "schema_rules", None)
+        # A copy: the postprocessing hooks change the document in place (an enum becomes a $ref).
+        return {**schema, **copy.deepcopy(rules)} if rules and direction == "request" else schema

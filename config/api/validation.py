@@ -1,15 +1,98 @@
-"""Validating request bodies with a serializer that is built once per thread, not once per request.
+"""Validating request bodies: JSON types taken as sent, and a serializer built once per thread.
 
-Building a DRF serializer deep-copies every declared field (nested serializers included); on the quote,
-order and token endpoints that cost more CPU than validating the body. ``run_validation`` keeps no state
-on the serializer (``is_valid`` is what stores the data and the errors), so one bound instance per thread
-validates every request alike: the same fields, checks and error details as ``is_valid``.
+``JSONBodySerializer`` is the base of every JSON body's serializer: a field of the wrong JSON type is
+VALIDATION_ERROR with ``issue: "invalid_type"``, never coerced (DRF would read ``"1"`` as the integer 1 and
+``0`` as the text ``"0"``; docs/partners/conventions.md "Strict input"). A form (multipart or urlencoded,
+a ``QueryDict``) carries only strings, so its fields keep DRF's reading of text.
+
+``ReusedValidator``: building a DRF serializer deep-copies every declared field (nested serializers
+included); on the quote, order and token endpoints that cost more CPU than validating the body.
+``run_validation`` keeps no state on the serializer (``is_valid`` is what stores the data and the errors),
+so one bound instance per thread validates every request alike: the same fields, checks and error details
+as ``is_valid``. It takes the parsed body alone, so a view without DRF's request can call it too.
 """
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
+from django.http import QueryDict
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
+
+_STRING_FIELDS = (
+    serializers.CharField,
+    serializers.ChoiceField,
+    serializers.DateField,
+    serializers.DateTimeField,
+    serializers.TimeField,
+    serializers.UUIDField,
+)
+
+
+def json_type(field: serializers.Field) -> str | None:
+    """The JSON type ``field`` takes (``None``: any, or judged by the field itself)."""
+    if isinstance(field, serializers.BooleanField):
+        return "boolean"
+    if isinstance(field, serializers.IntegerField):
+        return "integer"
+    if isinstance(field, serializers.FloatField | serializers.DecimalField):
+        return "number"
+    if isinstance(
+        field, serializers.ListField | serializers.ListSerializer | serializers.MultipleChoiceField
+    ):
+        return "array"
+    if isinstance(field, serializers.Serializer | serializers.DictField):
+        return "object"
+    if isinstance(field, _STRING_FIELDS):
+        return "string"
+    return None
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    python = {"boolean": bool, "array": list, "object": dict, "string": str}[kind]
+    return isinstance(value, python)
+
+
+def type_error(field: serializers.Field, value: Any) -> str | None:
+    """The message when ``value`` (parsed JSON, not null) is not of the type ``field`` takes."""
+    kind = json_type(field)
+    if kind is None or value is None:
+        return None
+    if not _is(value, kind):
+        return f"Must be a JSON {kind}."
+    child = getattr(field, "child", None)
+    if kind == "array" and child is not None and not isinstance(field, serializers.ListSerializer):
+        item = json_type(child)
+        if item is not None and not all(_is(v, item) for v in value):
+            return f"Must be a JSON array of {item}s."
+    return None
+
+
+# A JSON body: an object whose fields hold the JSON types the schema names. (A comment, not a docstring: the
+# schema would show a docstring as the description of every body.)
+class JSONBodySerializer(serializers.Serializer):
+    def to_internal_value(self, data):
+        if isinstance(data, QueryDict):
+            return super().to_internal_value(data)
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError(
+                [ErrorDetail("Must be a JSON object.", code="invalid_type")], code="invalid_type"
+            )
+        wrong = {}
+        for name, field in self.fields.items():
+            if field.read_only or name not in data:
+                continue
+            message = type_error(field, data[name])
+            if message:
+                wrong[name] = [ErrorDetail(message, code="invalid_type")]
+        if wrong:
+            raise serializers.ValidationError(wrong)
+        return super().to_internal_value(data)
 
 
 class ReusedValidator(threading.local):

@@ -59,6 +59,13 @@ def _accepted(delivery) -> Response:
 class EndpointListCreateView(WebhookView):
     @extend_schema(
         operation_id="webhook_endpoints_create",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "The host of `url` resolves, to public addresses only in production (`issue: not_allowed` / `unresolvable`); `https://` only in production.",
+                "At most 10 endpoints per partner and mode (`issue: too_many_endpoints`).",
+            ]
+        },
         tags=TAGS,
         summary="Register a webhook endpoint",
         description=examples.CREATE_DESCRIPTION,
@@ -119,6 +126,12 @@ class EndpointDetailView(WebhookView):
 
     @extend_schema(
         operation_id="webhook_endpoints_update",
+        # What the service enforces that OpenAPI 3.0 cannot state (a rule across fields, or relative to now).
+        extensions={
+            "x-rules": [
+                "The host of `url` resolves, to public addresses only in production (`issue: not_allowed` / `unresolvable`); `https://` only in production.",
+            ]
+        },
         tags=TAGS,
         summary="Change a webhook endpoint",
         description=(

@@ -1,9 +1,11 @@
 """Input validation and output shapes of ``/v1/webhook_endpoints`` (docs/partners/notifications-and-webhooks.md "Webhooks")."""
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.pagination import PageParamsSerializer
+from config.api.validation import JSONBodySerializer
 
 from .apps import SUBSCRIBABLE_TYPES
 from .models import WebhookAttempt, WebhookEndpoint
@@ -14,7 +16,9 @@ EVENT_TYPE_CHOICES = [*SUBSCRIBABLE_TYPES, "*"]
 MAX_EVENT_TYPES = 10
 EVENT_TYPES_HELP = (
     "Any of `order.created`, `order.status_changed` and `order.transfer_updated` (e.g. "
-    '`["order.created", "order.status_changed"]`), or `["*"]` for every type, those added later included.'
+    '`["order.created", "order.status_changed"]`), or `["*"]` for every type, those added later included. '
+    "At most 10 entries, counted as sent; a type named twice is kept once (duplicates are folded, not "
+    "refused)."
 )
 
 
@@ -46,6 +50,8 @@ class EventTypesField(serializers.ListField):
 
     def to_internal_value(self, data):
         values = super().to_internal_value(data)
+        # The limits count the entries as sent: 11 entries are refused even when they repeat.
+        self.run_validators(values)
         if "*" in values and len(values) > 1:
             raise serializers.ValidationError(
                 '"*" stands alone: it already means every type.', code="invalid"
@@ -53,18 +59,45 @@ class EventTypesField(serializers.ListField):
         return list(dict.fromkeys(values))  # duplicates dropped, order kept
 
 
-class EndpointCreateSerializer(serializers.Serializer):
-    url = serializers.CharField(
-        max_length=2048,
-        help_text="Where to POST. `https://` only in production; the host must resolve to public addresses "
-        "(otherwise VALIDATION_ERROR `{field: url, issue: not_allowed}`).",
-    )
+# An absolute http(s) URL of URI characters (RFC 3986), with a host and without credentials. The schema
+# states the same pattern; what no pattern can say (the host resolves to public addresses only, https://
+# in production, a port up to 65535) is checked by the service (orders.webhooks.targets).
+URL_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9\[\]._~%!$&'()*+,;=-][A-Za-z0-9\[\]._~%!$&'()*+,;=:-]*"
+    r"(?:[/?#][A-Za-z0-9._~%!$&'()*+,;=:@/?#\[\]-]*)?$"
+)
+URL_HELP = (
+    "Where to POST: an absolute `http://` or `https://` URL (`https://` only in production), without "
+    "credentials. The host must resolve to public addresses (otherwise VALIDATION_ERROR `{field: url, issue: "
+    "not_allowed}`)."
+)
+
+
+@extend_schema_field(
+    {"type": "string", "format": "uri", "pattern": URL_PATTERN, "maxLength": 2048, "description": URL_HELP}
+)
+class WebhookURLField(serializers.CharField):
+    def __init__(self, **kwargs):
+        # Taken as sent, not trimmed: the pattern judges every character ("\\Z": Python's "$" would also
+        # match before a final newline, ECMA 262's does not).
+        super().__init__(max_length=2048, trim_whitespace=False, help_text=URL_HELP, **kwargs)
+        self.validators.append(
+            RegexValidator(
+                URL_PATTERN.removesuffix("$") + r"\Z",
+                "Must be an absolute http(s) URL without credentials.",
+                "invalid",
+            )
+        )
+
+
+class EndpointCreateSerializer(JSONBodySerializer):
+    url = WebhookURLField()
     event_types = EventTypesField()
     description = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
 
 
-class EndpointUpdateSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=2048, required=False)
+class EndpointUpdateSerializer(JSONBodySerializer):
+    url = WebhookURLField(required=False)
     event_types = EventTypesField(required=False)
     description = serializers.CharField(max_length=255, required=False, allow_blank=True)
     status = serializers.ChoiceField(
@@ -74,7 +107,7 @@ class EndpointUpdateSerializer(serializers.Serializer):
     )
 
 
-class RotateSecretSerializer(serializers.Serializer):
+class RotateSecretSerializer(JSONBodySerializer):
     expire_previous_in_seconds = serializers.IntegerField(
         min_value=0,
         max_value=86400,
@@ -83,7 +116,7 @@ class RotateSecretSerializer(serializers.Serializer):
     )
 
 
-class ResendSerializer(serializers.Serializer):
+class ResendSerializer(JSONBodySerializer):
     notification_id = serializers.CharField(max_length=64, help_text="One of your notifications (`ntf_…`).")
 
 

@@ -74,6 +74,9 @@ NGINX = {
         "VALIDATION_ERROR",
         {"field": "request", "issue": "invalid"},
     ),
+    # nginx refuses TRACE itself; it is passed on to the service, which answers as for any method a path does
+    # not take.
+    "TRACE": (UNKNOWN_METHOD.replace("BREW", "TRACE"), 405, "METHOD_NOT_ALLOWED", None),
     "unsupported transfer coding": (
         "POST /v1/quotes HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nTransfer-Encoding: gzip\r\n\r\n",
         501,

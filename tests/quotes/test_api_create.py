@@ -169,12 +169,12 @@ def test_quote_create_without_payout_method_is_refused_before_the_body_is_read(a
     [
         ({"quantity": 0}, "quantity", "out_of_range"),
         ({"quantity": 51}, "quantity", "out_of_range"),
-        ({"quantity": "two"}, "quantity", "invalid"),
+        ({"quantity": "two"}, "quantity", "invalid_type"),
         ({"quantity": ...}, "quantity", "required"),
         ({"event_id": ...}, "event_id", "required"),
         ({"section_name": ""}, "section_name", "required"),
         ({"user_metadata": {"email": "not-an-email"}}, "user_metadata.email", "invalid"),
-        ({"user_metadata": "Dana"}, "user_metadata", "invalid"),
+        ({"user_metadata": "Dana"}, "user_metadata", "invalid_type"),
     ],
 )
 def test_quote_create_invalid_body_is_validation_error(

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import errors as api_errors
+from config.api.parsers import JSONObjectParser
 from config.api.schema import error_responses
+from config.api.validation import JSONBodySerializer
 from orders import selectors
 from orders.transfers.testing import mail_compose
 from partners.authentication import HasRequiredScope, TestModeOnly
@@ -34,7 +36,7 @@ refused the e-mail for now; retry). 202 with what was sent.
 """
 
 
-class SimulateTransferSerializer(serializers.Serializer):
+class SimulateTransferSerializer(JSONBodySerializer):
     variant = serializers.ChoiceField(
         choices=mail_compose.VARIANTS,
         default="match",
@@ -62,7 +64,7 @@ class SimulateTransferView(APIView):
 
     required_scope = "orders:write"
     permission_classes = [HasRequiredScope, TestModeOnly]
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [JSONObjectParser, FormParser]
 
     @extend_schema(
         operation_id="test_orders_simulate_transfer",
