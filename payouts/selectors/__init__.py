@@ -27,12 +27,15 @@ def partner_has_active_orders(*, partner_pk: int) -> bool:
     return orders_active(principal=PartnerMode(pk=partner_pk, livemode=True)).exists()
 
 
+PAYOUT_LIST_ORDERING = ("-created_at", "-id")
+
+
 def payout_list_for_partner(*, partner_pk: int, status: str | None = None) -> QuerySet[Payout]:
     """The partner's payouts, newest first, with their order."""
     queryset = Payout.objects.filter(partner_id=partner_pk).select_related("order", "order__event")
     if status:
         queryset = queryset.filter(status=status)
-    return queryset.order_by("-created_at", "-pk")
+    return queryset.order_by(*PAYOUT_LIST_ORDERING)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
 from orders.portal import ORDER_CSV_HEADER
-from partners.portal.exports import csv_cell
+from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_cell
 from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_on
@@ -147,11 +147,14 @@ def test_a_large_export_is_read_through_a_server_side_cursor_a_chunk_at_a_time(r
     client = ready_portal.client
     # Mid-stream, the rows are read through a PostgreSQL server-side cursor, a chunk at a time.
     chunks = iter(client.get("/portal/orders.csv").streaming_content)
-    next(chunks), next(chunks)  # the header and the first row
+    header, first = next(chunks), next(chunks)  # the header at once, then the rows a chunk at a time
+    assert header.count(b"\n") == 1
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_cursors WHERE name LIKE '_django_curs_%%'")
         assert cursor.fetchone()[0] == 1
-    assert sum(1 for _ in chunks) == 3000
+    rest = [chunk.count(b"\n") for chunk in chunks]
+    # One write to the client per chunk of rows, not one per row: 3,001 rows in seven writes.
+    assert [first.count(b"\n"), *rest] == [EXPORT_CHUNK_SIZE] * 6 + [1]
 
 
 def test_orders_list_filters(ready_portal):
