@@ -81,6 +81,10 @@ class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
     # partner's reference, the transfer address, the seller's e-mail (any case). A partner or an event is found by
     # its id or a fragment of its name (config/core/admin_scale.py).
     search_fields = ("order_id",)  # the search box; the search itself is exact_search and related_search
+    search_help_text = (
+        "An order id, partner reference, transfer address or seller e-mail, whole; or a partner's or an event's id "
+        "or a part of its name."
+    )
     exact_search = ("order_id", "partner_reference", "transfer_address", "seller_email__iexact")
     related_search = {"partner": ("public_id", "name__icontains"), "event": ("event_id", "name__icontains")}
     list_select_related = ("partner", "event")
