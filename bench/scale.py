@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from bench.dashboard import setup_django
 from bench.stack import database_url, recreate_database
 
 PARTNERS = 8
@@ -42,15 +43,6 @@ PAGE_LIMIT_MS = 1000.0
 JOB_LIMIT_MS = 10_000.0
 # An export still streaming after this long is cut off: its rows per second are what it reached.
 EXPORT_CUT_OFF_S = 30.0
-
-
-def setup_django(url: str) -> None:
-    os.environ["DATABASE_URL"] = url
-    os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    import django
-
-    django.setup()
 
 
 def use_database(url: str) -> None:

@@ -86,6 +86,15 @@ def _end_leftover_connections() -> None:
     connection.close_pool()
 
 
+def portal_sign_in(page, base: str, *, email: str, password: str) -> None:
+    """A portal user signs in on the portal's sign-in page in ``page``."""
+    page.goto(f"{base}/portal/login")
+    page.fill("input[name=username]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/portal/")
+
+
 @pytest.fixture
 def browser_page():
     from playwright.sync_api import sync_playwright
@@ -183,11 +192,7 @@ def test_portal_setup_in_a_browser_unlocks_quotes_and_the_sale_gets_paid(live_se
     )
 
     # Sign in.
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", EMAIL)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
+    portal_sign_in(page, base, email=EMAIL, password=PASSWORD)
     assert page.get_attribute("[data-testid=check-payout_method]", "data-done") == "false"
     assert page.get_attribute("[data-testid=check-credit_card]", "data-done") == "false"
 

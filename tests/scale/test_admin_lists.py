@@ -3,8 +3,6 @@ deliveries): searches read through indexes, no date hierarchy's DISTINCT over ev
 planner's estimate instead of counting its rows."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from config.core import admin_scale
 from orders.models import Order
@@ -22,14 +20,6 @@ LISTS = [
     ("/admin/payouts/payout/", "payouts_payout"),
     ("/admin/webhooks/webhookdelivery/", "webhooks_webhookdelivery"),
 ]
-
-
-@pytest.fixture
-def staff_client():
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-long-enough-123")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def list_statement(statements: list[str], table: str) -> str:

@@ -18,7 +18,7 @@ from tests.conftest import make_partner
 from tests.orders.factories import make_order
 from tests.partners.test_admin_browser import staff_sign_in
 from tests.portal.exports_data import clone_orders
-from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
+from tests.portal.test_browser import browser_page, live_server, portal_sign_in  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 EMAIL, PASSWORD = "pager@harbour.example", "browser test pass 4646"
@@ -40,11 +40,7 @@ def test_the_portal_orders_page_by_page_and_back(live_server, browser_page):  # 
     clone_orders(make_order(partner, status="awaiting_transfer"), PAGE_SIZE + 4)
     newest_first = list(Order.objects.order_by("-created_at", "-id").values_list("order_id", flat=True))
     portal_user_invite(partner=partner, email=EMAIL, password=PASSWORD)
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", EMAIL)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
+    portal_sign_in(page, base, email=EMAIL, password=PASSWORD)
 
     page.goto(f"{base}/portal/orders")
     assert listed(page) == newest_first[:PAGE_SIZE]

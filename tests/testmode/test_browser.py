@@ -6,7 +6,7 @@ import pytest
 
 from partners.portal_services import portal_user_invite
 from tests.orders.factories import RowFactory
-from tests.portal.test_browser import _api, browser_page, live_server  # noqa: F401  (fixtures)
+from tests.portal.test_browser import _api, browser_page, live_server, portal_sign_in  # noqa: F401  (fixtures)
 
 from .conftest import make_partner_with_both_pairs
 
@@ -53,11 +53,7 @@ def test_portal_switches_to_test_mode_under_a_banner(live_server, browser_page):
     assert status == 201, body
     order_id = body["data"]["order_id"]
 
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", EMAIL)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
+    portal_sign_in(page, base, email=EMAIL, password=PASSWORD)
     page.goto(f"{base}/portal/orders")
     assert page.locator("[data-testid=test-mode-banner]").count() == 0
     assert page.locator(f"text={order_id}").count() == 0
