@@ -250,6 +250,10 @@ def prepared(url: str, orders: int, recent: int, reuse: bool) -> None:
     from orders.models import Order
 
     if not fresh and Order.objects.count() == orders:
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")  # the new indexes' statistics, as autovacuum would gather them
         print(f"Reusing {url}: {orders:,} orders", flush=True)
         return
     if not fresh:

@@ -181,9 +181,9 @@ class Order(models.Model):
             # any case.
             models.Index(fields=["partner_reference"], name="order_partner_reference"),
             models.Index(Upper("seller_email"), name="order_seller_email"),
-            # The refund sweep starts from the canceled orders, never from every charge.
+            # The refund sweep starts from the canceled orders (read from this index alone), never from every charge.
             models.Index(
-                fields=["status_changed_at"], condition=Q(status="canceled"), name="order_canceled_at"
+                fields=["status_changed_at", "id"], condition=Q(status="canceled"), name="order_canceled_at"
             ),
         ]
         constraints = [

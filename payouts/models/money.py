@@ -91,6 +91,12 @@ class Charge(models.Model):
             models.Index(
                 fields=["created_at"], name="charge_refund_failed", condition=Q(refund_status="failed")
             ),
+            # The refund sweep probes each canceled order's charge here: is a refund still to be requested?
+            models.Index(
+                fields=["order"],
+                condition=Q(status="succeeded", refund_status="none"),
+                name="charge_refund_not_requested",
+            ),
             # The platform's ids: its events name a charge by them, and staff search by them.
             models.Index(fields=["platform_charge_id"], name="charge_platform_id"),
             models.Index(

@@ -264,8 +264,9 @@ def refunds_never_requested(*, now) -> QuerySet[Charge]:
     """Canceled past the grace and still not requested: the subscriber's delivery was lost (or the order was
     canceled before refunds were requested); within the grace the subscriber is probably on its way.
 
-    Read from the canceled orders (their partial index), oldest cancel first, each probing its one charge: never
-    a walk of every charge, most of which belong to orders that were never canceled."""
+    Read from the canceled orders' partial index, oldest cancel first, each probing the partial index of charges
+    whose refund was never requested (both read without their tables when only ids are selected): never a walk
+    of every charge, most of which belong to orders that were never canceled."""
     return Charge.objects.filter(
         status=Charge.Status.SUCCEEDED,
         refund_status=R.NONE,
@@ -279,7 +280,9 @@ def refunds_sweep(*, now=None) -> RefundSweepSummary:
     ``REFUND_SWEEP_GRACE`` after the cancel, owed refunds no worker tried within ``REFUND_SWEEP_GRACE``, and refunds still pending ``REFUND_RECHECK_AFTER`` after
     their last try. One refund's trouble never stops the others."""
     now = now or timezone.now()
-    never_requested = refunds_never_requested(now=now)
+    # The ids first, read from the indexes alone; then the few charges with their orders.
+    owed = list(refunds_never_requested(now=now).values_list("pk", flat=True)[:REFUND_SWEEP_BATCH])
+    never_requested = Charge.objects.filter(pk__in=owed).order_by("pk")
     stalled = (
         Charge.objects.filter(refund_status=R.PENDING)
         .filter(
