@@ -87,7 +87,9 @@ def test_the_notifications_and_payouts_pages_count_nothing(ready_portal):
     ):
         response, statements = statements_of(lambda url=url: ready_portal.client.get(url))
         assert response.status_code == 200
-        assert not [sql for sql in on_table(statements, table) if "__count" in sql], url  # the paginator's count
+        assert not [sql for sql in on_table(statements, table) if "__count" in sql], (
+            url
+        )  # the paginator's count
 
 
 def test_the_payout_totals_are_read_from_their_covering_index(ready_portal):
