@@ -112,6 +112,7 @@ def orders_csv(request: HttpRequest) -> HttpResponse:
         filename=dated_filename("orders", tz=request.partner_tz),
         columns=ORDER_CSV_COLUMNS,
         queryset=lambda: order_list_for_portal(principal=mode, filters=filters),
+        ordering=LIST_ORDERING,
         tz=request.partner_tz,
     )
 

@@ -13,6 +13,7 @@ import binascii
 import hashlib
 import hmac
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -199,3 +200,22 @@ def paginate_two_ways(
     if after:  # the page before starts at this page's first row (at the cursor itself past the last row)
         newer = _cursor_of(ordering, rows[0]) if rows else encode_cursor(ordering, values)
     return TwoWayPage(rows[:limit], newer=newer, older=older)
+
+
+def keyset_batches(
+    queryset: QuerySet, *, ordering: tuple[str, ...], fields: list[str], size: int
+) -> Iterator[tuple[Any, ...]]:
+    """Every row of ``queryset`` in ``ordering``, as tuples of ``fields``, read ``size`` rows a query, each query
+    starting at the last row of the one before through the ordering's index: the first rows come at once, and no
+    transaction or server-side cursor stays open between two batches. The last ordering field must be unique."""
+    keys = [f.lstrip("-") for f in ordering]
+    qs = queryset.order_by(*ordering).values_list(*fields, *keys)
+    width = len(fields)
+    after = None
+    while True:
+        batch = list((qs.filter(_after(ordering, after)) if after is not None else qs)[:size])
+        for row in batch:
+            yield row[:width]
+        if len(batch) < size:
+            return
+        after = list(batch[-1][width:])

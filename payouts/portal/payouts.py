@@ -69,5 +69,6 @@ def payouts_csv(request: HttpRequest) -> HttpResponse:
         filename=dated_filename("payouts", tz=request.partner_tz),
         columns=PAYOUT_CSV_COLUMNS,
         queryset=lambda: payout_list_for_partner(partner_pk=partner_pk, status=status),
+        ordering=PAYOUT_LIST_ORDERING,
         tz=request.partner_tz,
     )
