@@ -43,6 +43,9 @@ PAGE_LIMIT_MS = 1000.0
 JOB_LIMIT_MS = 10_000.0
 # An export still streaming after this long is cut off: its rows per second are what it reached.
 EXPORT_CUT_OFF_S = 30.0
+# An export of any size: its first row within a second, then tens of thousands of rows a second.
+EXPORT_FIRST_ROW_MS = 1000.0
+EXPORT_MIN_ROWS_PER_S = 20_000
 
 
 def use_database(url: str) -> None:
@@ -432,15 +435,20 @@ def main(argv: list[str] | None = None) -> int:
         ratio = median["big"] / median["small"]
         limit = JOB_LIMIT_MS if name in jobs else PAGE_LIMIT_MS
         met = ratio <= MAX_RATIO and median["big"] < limit
+        extra = at["big"][-1][1]
+        if extra:  # an export: as many rows as there are, so its first row and its pace are what is judged
+            first_row = statistics.median(e["first_row_ms"] for _, e in at["big"])
+            pace = statistics.median(e["rows_per_s"] for _, e in at["big"])
+            met = first_row < EXPORT_FIRST_ROW_MS and pace >= EXPORT_MIN_ROWS_PER_S
         missed += not met
         line = f"{name:34}{median['small']:>9.0f}{median['big']:>9.0f}{ratio:>7.2f}  {'met' if met else 'MISSED'}"
-        extra = at["big"][-1][1]
         if extra:
             line += f"  (1M: {extra['rows']:,} rows, first row {extra['first_row_ms']:.0f} ms, "
             line += f"{extra['rows_per_s']:,.0f} rows/s{', cut off' if extra['cut_off'] else ''})"
         print(line)
     print(
-        f"\nTarget: at {args.orders:,} within {MAX_RATIO:.0f}× of {args.recent:,} and under 1 s (a job under 10 s)"
+        f"\nTarget: at {args.orders:,} within {MAX_RATIO:.0f}× of {args.recent:,} and under 1 s (a job under 10 s); "
+        f"an export's first row within 1 s, then at least {EXPORT_MIN_ROWS_PER_S:,} rows/s"
     )
     print(f"{len(names) - missed} of {len(names)} met")
     return 0

@@ -27,11 +27,17 @@ EXPORT_CHUNK_SIZE = 500
 EXPORT_BATCH_SIZE = 2000
 
 
+_CENT = Decimal("0.01")
+
+
 def csv_cell(value: object, *, tz: ZoneInfo) -> str:
+    # The most frequent kinds first: a cell is formatted for every column of every row.
     if value is None:
         return ""
+    if type(value) is str:
+        return "'" + value if value.startswith(FORMULA_STARTS) else value
     if isinstance(value, Decimal):
-        return f"{value.quantize(Decimal('0.01'))}"
+        return str(value.quantize(_CENT))
     if isinstance(value, datetime):
         return value.astimezone(tz).isoformat(timespec="seconds")
     if isinstance(value, date):
