@@ -15,6 +15,7 @@ from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
 from config.core.admin_permissions import staff_may
+from config.core.admin_scale import LargeTableAdmin, RelatedWithRowsFilter
 from config.core.history_admin import StatusHistoryInline
 from config.core.modes import ModeFilter
 from quotes.models import ORDER_SNAPSHOT_FIELDS
@@ -47,7 +48,7 @@ class NotificationInline(admin.TabularInline):
 
 
 # Not registered here: the back office at the top of the house registers it once, with the order's money.
-class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
+class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
     """The order's list and page. The sub-apps add their sections, displays and list actions through
     ``orders.extensions.order_admin_extend`` (transfer detection's panel and "Mark accepted on platform"), looked
     up when a page is drawn: the order core never imports them."""
@@ -64,30 +65,28 @@ class OrderAdmin(OrderLifecycleAdminMixin, admin.ModelAdmin):
         "in_hand",
     )
     # The list fits a 1280 px screen beside the filters: quantity and seat share a column, and the creation time
-    # is left to the date hierarchy and the newest-first order.
+    # is left to the "created at" filter and the newest-first order.
     list_filter = (
         ModeFilter,
         "status",
         "transfer_state",
-        ("partner", admin.RelatedOnlyFieldListFilter),
-        ("event", admin.RelatedOnlyFieldListFilter),
+        ("partner", RelatedWithRowsFilter),
+        ("event", RelatedWithRowsFilter),
         "delivery_type",
         "is_ready_to_deliver",
         "created_at",
         "in_hand_date",
     )
-    # Identifiers match exactly (they are pasted from an e-mail or a partner's ticket); names and addresses match
-    # on a fragment.
-    search_fields = (
-        "=order_id",
-        "=partner__public_id",
-        "partner__name",
-        "partner_reference",
-        "transfer_address",
-        "seller_email",
-        "event__name",
+    # What staff paste from an e-mail or a partner's ticket matches whole, through an index: the order id, the
+    # partner's reference, the transfer address, the seller's e-mail (any case). A partner or an event is found by
+    # its id or a fragment of its name (config/core/admin_scale.py).
+    search_fields = ("order_id",)  # the search box; the search itself is exact_search and related_search
+    search_help_text = (
+        "An order id, partner reference, transfer address or seller e-mail, whole; or a partner's or an event's id "
+        "or a part of its name."
     )
-    date_hierarchy = "created_at"
+    exact_search = ("order_id", "partner_reference", "transfer_address", "seller_email__iexact")
+    related_search = {"partner": ("public_id", "name__icontains"), "event": ("event_id", "name__icontains")}
     list_select_related = ("partner", "event")
     ordering = ("-created_at", "-id")
     inlines = (OrderStatusHistoryInline, NotificationInline)

@@ -2,6 +2,7 @@
 
 from django.contrib import admin
 
+from config.core.admin_scale import LargeTableAdmin
 from config.core.history_admin import ReadOnlyAdmin
 from config.core.modes import ModeFilter
 
@@ -9,11 +10,13 @@ from .models import Notification
 
 
 @admin.register(Notification)
-class NotificationAdmin(ReadOnlyAdmin):
+class NotificationAdmin(LargeTableAdmin, ReadOnlyAdmin):
     list_display = ("notification_id", "type", "partner", "order", "livemode", "created_at", "dispatched_at")
     list_filter = (ModeFilter, "type", "created_at")
-    search_fields = ("=notification_id", "=order__order_id", "partner__name", "partner__public_id")
+    # A notification or order id whole, or a partner by its id or a fragment of its name (config/core/admin_scale.py).
+    search_fields = ("notification_id",)
+    exact_search = ("notification_id",)
+    related_search = {"order": ("order_id",), "partner": ("public_id", "name__icontains")}
     list_select_related = ("partner", "order")
-    date_hierarchy = "created_at"
     readonly_fields = ("notification_id", "partner", "livemode", "type", "order", "payload", "created_at")
     fields = readonly_fields + ("dispatched_at",)

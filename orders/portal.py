@@ -3,21 +3,21 @@ card charge, refund and payout."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from django.conf import settings
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from partners.portal.access import portal_page
-from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_response, dated_filename
+from partners.portal.exports import dated_filename, queryset_csv_response
+from partners.portal.paging import portal_page_of
 
 from .errors import OrderNotFound
 from .forms import OrderFilterForm
 from .models import Notification, Order
 from .selectors import (
+    LIST_ORDERING,
+    NOTIFICATION_PORTAL_ORDERING,
     OrderFilters,
     notifications_for_portal,
     order_get_for_portal,
@@ -25,7 +25,6 @@ from .selectors import (
     order_status_history,
 )
 
-PAGE_SIZE = 25
 TS = Order.TransferState
 # The order's transfer in words (docs/partners/orders.md "Transfer"): states, counts and times only.
 TRANSFER_WORDS = {
@@ -56,25 +55,27 @@ def payout_wait_words(order: Order) -> str:
     return PAYOUT_HOLD_WORDS[order.delivery_type].format(hours=settings.TRANSFER_FILE_PAYOUT_HOLD_HOURS)
 
 
-ORDER_CSV_HEADER = [
-    "order_id",
-    "partner_reference",
-    "status",
-    "created_at",
-    "event_name",
-    "event_date",
-    "section",
-    "row",
-    "quantity",
-    "offer_price",
-    "total_price",
-    "delivery_type",
-    "in_hand_date",
-    "seller_email",
-    "payout_status",
-    "payout_amount",
-    "payout_paid_at",
-]
+# The CSV's columns and the fields they are read from, in order: read as plain values, no model per row.
+ORDER_CSV_COLUMNS = (
+    ("order_id", "order_id"),
+    ("partner_reference", "partner_reference"),
+    ("status", "status"),
+    ("created_at", "created_at"),
+    ("event_name", "event__name"),
+    ("event_date", "event__event_date"),
+    ("section", "section_name_display"),
+    ("row", "row_name_display"),
+    ("quantity", "quantity"),
+    ("offer_price", "offer_price"),
+    ("total_price", "total_price"),
+    ("delivery_type", "delivery_type"),
+    ("in_hand_date", "in_hand_date"),
+    ("seller_email", "seller_email"),
+    ("payout_status", "payout__status"),  # empty while the order has no payout
+    ("payout_amount", "payout__amount"),
+    ("payout_paid_at", "payout__paid_at"),
+)
+ORDER_CSV_HEADER = [column for column, _ in ORDER_CSV_COLUMNS]
 
 
 def _order_filters(request: HttpRequest) -> tuple[OrderFilterForm, OrderFilters | None]:
@@ -87,7 +88,7 @@ def _orders_page(
     request: HttpRequest, *, form: OrderFilterForm, filters: OrderFilters | None, status: int = 200
 ) -> HttpResponse:
     queryset = order_list_for_portal(principal=request.mode, filters=filters)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = portal_page_of(request, queryset, ordering=LIST_ORDERING)
     return render(request, "portal/orders.html", {"nav": "orders", "form": form, "page": page}, status=status)
 
 
@@ -96,29 +97,6 @@ def _orders_page(
 def orders(request: HttpRequest) -> HttpResponse:
     form, filters = _order_filters(request)
     return _orders_page(request, form=form, filters=filters)
-
-
-def _order_csv_row(order: Order) -> list[object]:
-    payout = getattr(order, "payout", None)  # select_related: no query, None when there is no payout yet
-    return [
-        order.order_id,
-        order.partner_reference,
-        order.status,
-        order.created_at,
-        order.event.name,
-        order.event.event_date,
-        order.section_name_display,
-        order.row_name_display,
-        order.quantity,
-        order.offer_price,
-        order.total_price,
-        order.delivery_type,
-        order.in_hand_date,
-        order.seller_email,
-        payout.status if payout else None,
-        payout.amount if payout else None,
-        payout.paid_at if payout else None,
-    ]
 
 
 @portal_page
@@ -130,15 +108,11 @@ def orders_csv(request: HttpRequest) -> HttpResponse:
     if form.is_bound and filters is None:
         return _orders_page(request, form=form, filters=None, status=400)
     mode = request.mode
-
-    def rows() -> Iterator[list[object]]:
-        queryset = order_list_for_portal(principal=mode, filters=filters)
-        return (_order_csv_row(order) for order in queryset.iterator(chunk_size=EXPORT_CHUNK_SIZE))
-
-    return csv_response(
+    return queryset_csv_response(
         filename=dated_filename("orders", tz=request.partner_tz),
-        header=ORDER_CSV_HEADER,
-        rows=rows,
+        columns=ORDER_CSV_COLUMNS,
+        queryset=lambda: order_list_for_portal(principal=mode, filters=filters),
+        ordering=LIST_ORDERING,
         tz=request.partner_tz,
     )
 
@@ -174,7 +148,7 @@ def notifications(request: HttpRequest) -> HttpResponse:
     if type not in Notification.Type.values:
         type = ""
     queryset = notifications_for_portal(principal=request.mode, type=type)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = portal_page_of(request, queryset, ordering=NOTIFICATION_PORTAL_ORDERING)
     return render(
         request,
         "portal/notifications.html",

@@ -2,9 +2,10 @@
 (``ModeScopedQuerySet.for_principal``): an object of the other mode is as unknown as a missing one."""
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from config.api.pagination import Page, paginate
 from config.core.modes import Principal
@@ -62,11 +63,17 @@ def order_filter(*, principal: Principal, filters: OrderFilters) -> QuerySet[Ord
             | Q(partner_reference__icontains=search)
             | Q(event__name__icontains=search)
         )
+    # Days as a range of instants (a midnight of the active time zone each), so the list's index answers.
     if filters.created_on_or_after is not None:
-        qs = qs.filter(created_at__date__gte=filters.created_on_or_after)
-    if filters.created_on_or_before is not None:
-        qs = qs.filter(created_at__date__lte=filters.created_on_or_before)
+        qs = qs.filter(created_at__gte=_midnight(filters.created_on_or_after))
+    if filters.created_on_or_before is not None and filters.created_on_or_before < date.max:
+        qs = qs.filter(created_at__lt=_midnight(filters.created_on_or_before + timedelta(days=1)))
     return qs
+
+
+def _midnight(day: date) -> datetime:
+    """The instant ``day`` starts in the active time zone."""
+    return datetime.combine(day, time.min, tzinfo=timezone.get_current_timezone())
 
 
 def order_list(*, principal: Principal, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
@@ -107,6 +114,7 @@ def order_status_history(*, order: Order) -> list[OrderStatusHistory]:
 
 # --- notifications ----------------------------------------------------------------------------------------
 NOTIFICATION_ORDERING = ("id",)
+NOTIFICATION_PORTAL_ORDERING = ("-id",)  # the portal's page: newest first
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,9 @@ def notifications_for_portal(*, principal: Principal, type: str = "") -> QuerySe
     qs = Notification.objects.for_principal(principal).select_related("order")
     if type:
         qs = qs.filter(type=type)
-    return qs.only("notification_id", "type", "created_at", "payload", "order__order_id").order_by("-id")
+    return qs.only("notification_id", "type", "created_at", "payload", "order__order_id").order_by(
+        *NOTIFICATION_PORTAL_ORDERING
+    )
 
 
 def notification_list(

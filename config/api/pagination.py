@@ -13,6 +13,7 @@ import binascii
 import hashlib
 import hmac
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
@@ -168,3 +169,66 @@ def paginate(queryset: QuerySet, *, ordering: tuple[str, ...], limit: int, curso
         last = rows[-1]
         next_cursor = encode_cursor(ordering, [getattr(last, f.lstrip("-")) for f in ordering])
     return Page(results=rows, has_more=has_more, next_cursor=next_cursor)
+
+
+@dataclass
+class TwoWayPage:
+    """A page of a list read both ways: its rows and the cursors of the pages beside it (``None``: none)."""
+
+    object_list: list[Any]
+    newer: str | None  # the page before this one in the ordering: pass it as ``before``
+    older: str | None  # the page after this one: pass it as ``after``
+
+
+def _cursor_of(ordering: tuple[str, ...], row: Any) -> str:
+    return encode_cursor(ordering, [getattr(row, f.lstrip("-")) for f in ordering])
+
+
+def paginate_two_ways(
+    queryset: QuerySet,
+    *,
+    ordering: tuple[str, ...],
+    limit: int,
+    after: str | None = None,
+    before: str | None = None,
+) -> TwoWayPage:
+    """One query: the first page, the page after the cursor ``after`` or the one before ``before``, each read
+    from the ordering's index at the cursor, so the hundredth page costs what the first costs. A page before
+    that would be short is the first page. The last ordering field must be unique."""
+    if before:
+        values = decode_cursor(before, ordering)
+        backwards = tuple(f[1:] if f.startswith("-") else f"-{f}" for f in ordering)
+        rows = list(queryset.order_by(*backwards).filter(_after(backwards, values))[: limit + 1])
+        if len(rows) > limit:
+            rows = rows[:limit][::-1]
+            return TwoWayPage(rows, newer=_cursor_of(ordering, rows[0]), older=_cursor_of(ordering, rows[-1]))
+        after = None  # back at the start
+    qs = queryset.order_by(*ordering)
+    if after:
+        values = decode_cursor(after, ordering)
+        qs = qs.filter(_after(ordering, values))
+    rows = list(qs[: limit + 1])
+    older = _cursor_of(ordering, rows[limit - 1]) if len(rows) > limit else None
+    newer = None
+    if after:  # the page before starts at this page's first row (at the cursor itself past the last row)
+        newer = _cursor_of(ordering, rows[0]) if rows else encode_cursor(ordering, values)
+    return TwoWayPage(rows[:limit], newer=newer, older=older)
+
+
+def keyset_batches(
+    queryset: QuerySet, *, ordering: tuple[str, ...], fields: list[str], size: int
+) -> Iterator[tuple[Any, ...]]:
+    """Every row of ``queryset`` in ``ordering``, as tuples of ``fields``, read ``size`` rows a query, each query
+    starting at the last row of the one before through the ordering's index: the first rows come at once, and no
+    transaction or server-side cursor stays open between two batches. The last ordering field must be unique."""
+    keys = [f.lstrip("-") for f in ordering]
+    qs = queryset.order_by(*ordering).values_list(*fields, *keys)
+    width = len(fields)
+    after = None
+    while True:
+        batch = list((qs.filter(_after(ordering, after)) if after is not None else qs)[:size])
+        for row in batch:
+            yield row[:width]
+        if len(batch) < size:
+            return
+        after = list(batch[-1][width:])

@@ -8,6 +8,7 @@ or 3 days of failures) once its partner has fixed it; one its partner disabled s
 from django.contrib import admin, messages
 
 from config.core.admin_permissions import staff_may
+from config.core.admin_scale import LargeTableAdmin
 from config.core.confirmation import confirm, staff_actor
 from config.core.history_admin import ReadOnlyAdmin, StatusHistoryInline
 
@@ -131,7 +132,7 @@ class WebhookAttemptInline(admin.TabularInline):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdmin):
+class WebhookDeliveryAdmin(LargeTableAdmin, ReadOnlyAdmin):
     list_display = (
         "delivery_id",
         "notification_id",
@@ -144,13 +145,14 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
         "created_at",
     )
     list_filter = ("state", "kind", "endpoint__livemode")
-    search_fields = (
-        "delivery_id",
-        "notification__notification_id",
-        "endpoint__endpoint_id",
-        "endpoint__partner__name",
-        "endpoint__partner__public_id",
-    )
+    # A delivery, notification or endpoint id whole, or the endpoints of a partner named by its id or a fragment
+    # of its name (config/core/admin_scale.py).
+    search_fields = ("delivery_id",)
+    exact_search = ("delivery_id",)
+    related_search = {
+        "notification": ("notification_id",),
+        "endpoint": ("endpoint_id", "partner__public_id", "partner__name__icontains"),
+    }
     list_select_related = ("notification", "endpoint__partner")
     fields = (
         "delivery_id",

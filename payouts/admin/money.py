@@ -9,6 +9,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from config.core.admin_permissions import staff_may
+from config.core.admin_scale import LargeTableAdmin
 from config.core.history_admin import ReadOnlyAdmin, StatusHistoryInline
 
 from ..models import (
@@ -37,9 +38,23 @@ class PayoutStatusHistoryInline(StatusHistoryInline):
     model = PayoutStatusHistory
 
 
+class PlatformFilter(admin.SimpleListFilter):
+    """The payment platforms ``payouts.platform.get_platform`` knows, named here: listing the values in the table
+    would be a DISTINCT over every charge or payout."""
+
+    title = "platform"
+    parameter_name = "platform__exact"
+
+    def lookups(self, request, model_admin):
+        return [("sandbox", "sandbox"), ("stripe", "stripe")]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(platform=self.value()) if self.value() else queryset
+
+
 # --- charges and payouts ----------------------------------------------------------------------------------------------
 @admin.register(Charge)
-class ChargeAdmin(ReadOnlyAdmin):
+class ChargeAdmin(LargeTableAdmin, ReadOnlyAdmin):
     list_display = (
         "order_ref",
         "partner",
@@ -51,15 +66,12 @@ class ChargeAdmin(ReadOnlyAdmin):
         "refund",
         "created_at",
     )
-    list_filter = ("status", "refund_status", "platform", "created_at")
-    date_hierarchy = "created_at"
-    search_fields = (
-        "order__order_id",
-        "partner__name",
-        "partner__public_id",
-        "platform_charge_id",
-        "platform_refund_id",
-    )
+    list_filter = ("status", "refund_status", PlatformFilter, "created_at")
+    # The platform's ids whole, the order's id, or a partner by its id or a fragment of its name
+    # (config/core/admin_scale.py).
+    search_fields = ("platform_charge_id",)
+    exact_search = ("platform_charge_id", "platform_refund_id")
+    related_search = {"order": ("order_id",), "partner": ("public_id", "name__icontains")}
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Charge._meta.fields if f.name != "order")]
     actions = ("retry_refund_action",)
@@ -139,7 +151,7 @@ class FailedFirstFilter(admin.SimpleListFilter):
 
 
 @admin.register(Payout)
-class PayoutAdmin(ReadOnlyAdmin):
+class PayoutAdmin(LargeTableAdmin, ReadOnlyAdmin):
     list_display = (
         "order_ref",
         "partner",
@@ -152,9 +164,10 @@ class PayoutAdmin(ReadOnlyAdmin):
         "failure_reason",
         "created_at",
     )
-    list_filter = (FailedFirstFilter, "status", "platform", "created_at", "paid_at")
-    date_hierarchy = "created_at"
-    search_fields = ("order__order_id", "partner__name", "partner__public_id", "platform_payout_id")
+    list_filter = (FailedFirstFilter, "status", PlatformFilter, "created_at", "paid_at")
+    search_fields = ("platform_payout_id",)  # as the charges' (config/core/admin_scale.py)
+    exact_search = ("platform_payout_id",)
+    related_search = {"order": ("order_id",), "partner": ("public_id", "name__icontains")}
     list_select_related = ("order", "partner")
     readonly_fields = ["order_id_link", *(f.name for f in Payout._meta.fields if f.name != "order")]
     actions = ("retry_action",)

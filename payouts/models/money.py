@@ -91,6 +91,19 @@ class Charge(models.Model):
             models.Index(
                 fields=["created_at"], name="charge_refund_failed", condition=Q(refund_status="failed")
             ),
+            # The refund sweep probes each canceled order's charge here: is a refund still to be requested?
+            models.Index(
+                fields=["order"],
+                condition=Q(status="succeeded", refund_status="none"),
+                name="charge_refund_not_requested",
+            ),
+            # The platform's ids: its events name a charge by them, and staff search by them.
+            models.Index(fields=["platform_charge_id"], name="charge_platform_id"),
+            models.Index(
+                fields=["platform_refund_id"],
+                name="charge_platform_refund_id",
+                condition=~Q(platform_refund_id=""),
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(amount__gte=0), name="charge_amount_gte_0"),
@@ -173,6 +186,12 @@ class Payout(models.Model):
             models.Index(fields=["partner", "-created_at"], name="payout_partner_created"),
             # The staff dashboard: money paid out per period and per week.
             models.Index(fields=["paid_at"], name="payout_paid_at", condition=Q(status="paid")),
+            # The admin's list: newest first across partners.
+            models.Index(fields=["-created_at", "-id"], name="payout_newest"),
+            # The portal's totals (payout_totals): the partner's amounts by status, read from the index alone.
+            models.Index(fields=["partner", "status"], include=["amount"], name="payout_partner_totals"),
+            # The admin's search by the platform's id.
+            models.Index(fields=["platform_payout_id"], name="payout_platform_id"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(amount__gte=0), name="payout_amount_gte_0"),

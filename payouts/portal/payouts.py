@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from orders.portal import PAGE_SIZE
 from partners.portal.access import portal_page
-from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_response, dated_filename
+from partners.portal.exports import dated_filename, queryset_csv_response
+from partners.portal.paging import portal_page_of
 
 from ..forms import PayoutFilterForm
-from ..selectors import payout_list_for_partner, payout_totals
+from ..selectors import PAYOUT_LIST_ORDERING, payout_list_for_partner, payout_totals
 
-PAYOUT_CSV_HEADER = [
-    "order_id",
-    "amount",
-    "currency",
-    "status",
-    "scheduled_for",
-    "paid_at",
-    "account_description",
-    "failure_reason",
-]
+# The CSV's columns and the fields they are read from, in order: read as plain values, no model per row.
+PAYOUT_CSV_COLUMNS = (
+    ("order_id", "order__order_id"),
+    ("amount", "amount"),
+    ("currency", "currency"),
+    ("status", "status"),
+    ("scheduled_for", "scheduled_for"),
+    ("paid_at", "paid_at"),
+    ("account_description", "account_description"),
+    ("failure_reason", "failure_reason"),
+)
+PAYOUT_CSV_HEADER = [column for column, _ in PAYOUT_CSV_COLUMNS]
 
 
 def _payout_filters(request: HttpRequest) -> tuple[PayoutFilterForm, str | None, bool]:
@@ -42,7 +41,7 @@ def _payouts_page(
 ) -> HttpResponse:
     queryset = payout_list_for_partner(partner_pk=request.partner.pk, status=status)
     totals = payout_totals(partner_pk=request.partner.pk)
-    page = Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = portal_page_of(request, queryset, ordering=PAYOUT_LIST_ORDERING)
     return render(
         request,
         "portal/payouts.html",
@@ -66,25 +65,10 @@ def payouts_csv(request: HttpRequest) -> HttpResponse:
         return _payouts_page(request, form=form, status=None, http_status=400)
     partner_pk = request.partner.pk
 
-    def rows() -> Iterator[list[object]]:
-        queryset = payout_list_for_partner(partner_pk=partner_pk, status=status)
-        return (
-            [
-                payout.order.order_id,
-                payout.amount,
-                payout.currency,
-                payout.status,
-                payout.scheduled_for,
-                payout.paid_at,
-                payout.account_description,
-                payout.failure_reason,
-            ]
-            for payout in queryset.iterator(chunk_size=EXPORT_CHUNK_SIZE)
-        )
-
-    return csv_response(
+    return queryset_csv_response(
         filename=dated_filename("payouts", tz=request.partner_tz),
-        header=PAYOUT_CSV_HEADER,
-        rows=rows,
+        columns=PAYOUT_CSV_COLUMNS,
+        queryset=lambda: payout_list_for_partner(partner_pk=partner_pk, status=status),
+        ordering=PAYOUT_LIST_ORDERING,
         tz=request.partner_tz,
     )

@@ -15,7 +15,8 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
 from orders.portal import ORDER_CSV_HEADER
-from partners.portal.exports import csv_cell
+from partners.portal import exports
+from partners.portal.exports import EXPORT_CHUNK_SIZE, csv_cell
 from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.exports_data import clone_orders, csv_rows, order_at, payout_on
@@ -129,7 +130,7 @@ def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal
         with CaptureQueriesContext(connection) as queries:
             response = client.get("/portal/orders.csv")
             assert isinstance(response, StreamingHttpResponse)
-            # Nothing is read before the body is consumed: the rows come from a cursor, a chunk at a time.
+            # Nothing is read before the body is consumed: the rows come a batch at a time.
             lines = sum(chunk.count(b"\n") for chunk in response.streaming_content)
         return lines - 1, len(queries)
 
@@ -137,19 +138,29 @@ def test_a_large_export_streams_with_as_many_queries_as_a_small_one(ready_portal
     clone_orders(template, 3000)
     large_rows, large_queries = export()
     assert (small_rows, large_rows) == (1, 3001)
-    assert large_queries == small_queries  # no query per row (the payout comes with its order)
+    # No query per row (the payout comes with its order): one per batch of rows.
+    assert large_queries == small_queries + 3001 // exports.EXPORT_BATCH_SIZE
 
 
-def test_a_large_export_is_read_through_a_server_side_cursor_a_chunk_at_a_time(ready_portal):
+def test_a_large_export_is_read_a_batch_at_a_time_through_the_lists_index(ready_portal, monkeypatch):
+    monkeypatch.setattr(exports, "EXPORT_BATCH_SIZE", 1000)
     clone_orders(make_order(ready_portal.partner, status="awaiting_transfer"), 3000)
-    client = ready_portal.client
-    # Mid-stream, the rows are read through a PostgreSQL server-side cursor, a chunk at a time.
-    chunks = iter(client.get("/portal/orders.csv").streaming_content)
-    next(chunks), next(chunks)  # the header and the first row
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_cursors WHERE name LIKE '_django_curs_%%'")
-        assert cursor.fetchone()[0] == 1
-    assert sum(1 for _ in chunks) == 3000
+    with CaptureQueriesContext(connection) as captured:
+        chunks = iter(ready_portal.client.get("/portal/orders.csv").streaming_content)
+        header, first = next(chunks), next(chunks)  # the header at once, then the rows a chunk at a time
+        assert header.count(b"\n") == 1
+        # Mid-stream, nothing is held open in the database between two batches.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_cursors")
+            assert cursor.fetchone()[0] == 0
+        rest = list(chunks)
+    # One write to the client per chunk of rows, not one per row: 3,001 rows in seven writes.
+    assert [first.count(b"\n"), *(chunk.count(b"\n") for chunk in rest)] == [EXPORT_CHUNK_SIZE] * 6 + [1]
+    lines = b"".join([first, *rest]).decode().splitlines()
+    assert len({line.split(",")[0] for line in lines}) == 3001  # every order once
+    # Four queries of at most 1,000 rows, each starting where the one before ended.
+    batches = [q["sql"] for q in captured.captured_queries if 'FROM "orders_order"' in q["sql"]]
+    assert len(batches) == 4 and all(sql.endswith("LIMIT 1000") for sql in batches)
 
 
 def test_orders_list_filters(ready_portal):

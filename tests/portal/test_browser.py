@@ -84,6 +84,15 @@ def _end_leftover_connections() -> None:
     connection.close_pool()
 
 
+def portal_sign_in(page, base: str, *, email: str, password: str) -> None:
+    """A portal user signs in on the portal's sign-in page in ``page``."""
+    page.goto(f"{base}/portal/login")
+    page.fill("input[name=username]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/portal/")
+
+
 @pytest.fixture
 def browser_page():
     from playwright.sync_api import sync_playwright
@@ -137,15 +146,6 @@ def _api(
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
-
-
-def portal_sign_in(page, base: str, *, email: str, password: str) -> None:
-    """The portal's sign-in page, as a partner types it; ends on the portal's dashboard."""
-    page.goto(f"{base}/portal/login")
-    page.fill("input[name=username]", email)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{base}/portal/")
 
 
 def sandbox_authorize_account(page, *, method: str, holder: str, account_number: str) -> None:
