@@ -38,6 +38,8 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.core.cache import cache
 
+from config.core.versions import version_or_fresh
+
 logger = logging.getLogger(__name__)
 
 VERSION_KEY = "catalog:version"
@@ -198,20 +200,10 @@ def _version_seconds(key: str) -> int | None:
     return None if key == VERSION_KEY else EVENT_VERSION_SECONDS
 
 
-def _missing_version(key: str) -> str:
-    """A version the cache no longer holds (a restart, its expiry, an eviction): a fresh random one, set only if
-    nobody set one meanwhile (then theirs). Never a fixed default: that would bring back the tags of before."""
-    fresh = uuid.uuid4().hex
-    if cache.add(key, fresh, timeout=_version_seconds(key)):
-        return fresh
-    # Lost again between the two steps: this answer alone gets the fresh one, a stamp no page ever had.
-    return cache.get(key) or fresh
-
-
 def _stamp(found: dict, event_id: str | None) -> tuple | None:
     """The versions in ``found``, a fresh one for each it lacks; ``None`` when the cache stopped answering."""
     try:
-        return tuple(found[k] if k in found else _missing_version(k) for k in stamp_keys(event_id))
+        return tuple(version_or_fresh(found, k, timeout=_version_seconds(k)) for k in stamp_keys(event_id))
     except Exception:
         logger.warning("catalog cache unreachable; reading from the database", exc_info=True)
         return None

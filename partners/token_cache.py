@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from config.api.ratelimit import pipelined
 from config.core.pending import PendingList, redis_backend
+from config.core.versions import version_or_fresh
 
 from .models import Partner, PartnerCredential, PartnerTestCredential, TokenSession
 
@@ -189,8 +190,21 @@ def readiness_cache_key(partner_id: str) -> str:
     return f"rdy:{partner_id}"
 
 
+def _version(found: dict, key: str, timeout: int | None) -> str:
+    """The version ``found`` holds, or a fresh one the cache keeps from now on (never a fixed default: a copy
+    stamped with it before a change would be believed again once the change's version is lost)."""
+    try:
+        return version_or_fresh(found, key, timeout=timeout)
+    except Exception:
+        logger.warning("token cache unreachable; no copy is believed")
+        return uuid.uuid4().hex  # a stamp no copy has
+
+
 def readiness_stamp(found: dict, partner_id: str) -> tuple[str, str]:
-    return (found.get(READINESS_EPOCH_KEY, "0"), found.get(readiness_version_key(partner_id), "0"))
+    return (
+        _version(found, READINESS_EPOCH_KEY, None),
+        _version(found, readiness_version_key(partner_id), READINESS_VERSION_SECONDS),
+    )
 
 
 def readiness_cache(partner_id: str, stamp: tuple[str, str] | None, missing: list[str]) -> None:
@@ -250,7 +264,7 @@ def credential_cache_keys(client_id: str) -> list[str]:
 def credential_copy(found: dict, client_id: str) -> tuple[tuple | None, tuple[str, str]]:
     """The current copy's values (``None`` if absent or stale) and the stamp a new copy would carry."""
     copy_key, version_key, epoch_key = credential_cache_keys(client_id)
-    stamp = (found.get(epoch_key, "0"), found.get(version_key, "0"))
+    stamp = (_version(found, epoch_key, None), _version(found, version_key, READINESS_VERSION_SECONDS))
     entry = found.get(copy_key)
     if isinstance(entry, tuple) and len(entry) == 2 and entry[0] == stamp:
         return entry[1], stamp

@@ -76,3 +76,13 @@ def test_a_failed_invalidation_is_repaired_when_the_cache_answers_again(auth_cli
     monkeypatch.undo()
     # This process saw the failure: its next request replaces the epoch before reading anything.
     assert_error(_quote(auth_client), 403, "PAYOUT_METHOD_NOT_CONFIGURED")
+
+
+def test_a_change_whose_version_the_cache_lost_is_not_hidden_by_an_older_copy(auth_client, partner):
+    """The partner's version expired (a day without a change), a copy is made, then the change's version is lost
+    too (an eviction): the version read next is a fresh one, never the one the older copy was stamped with."""
+    cache.delete(token_cache.readiness_version_key(partner.public_id))  # expired: no change for a day
+    assert_error(_quote(auth_client), 404, "EVENT_NOT_FOUND")  # cached as ready
+    CreditCard.objects.filter(partner=partner).delete()  # voids: a new version
+    cache.delete(token_cache.readiness_version_key(partner.public_id))
+    assert_error(_quote(auth_client), 403, "PAYOUT_METHOD_NOT_CONFIGURED")
