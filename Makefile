@@ -255,8 +255,7 @@ transfer-corpus: $(VENV)/.installed .redis-installed
 # The OpenAPI document partners diff, import and generate clients from (docs/partners/openapi.json, what /v1/schema
 # serves). tests/schema/test_published_schema.py fails while the file differs from what the code generates.
 schema: $(VENV)/.installed .redis-installed
-	$(call with_services,$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn \
-	  --file docs/partners/openapi.json)
+	$(call with_services,$(PY) manage.py spectacular --format openapi-json --validate --fail-on-warn --file docs/partners/openapi.json)
 
 lint: $(VENV)/.installed .prometheus-installed
 	$(VENV)/bin/ruff check .

@@ -36,8 +36,8 @@ LEGAL_TRANSITIONS: dict[str, frozenset[str]] = {
     S.TICKET_RECEIVED: frozenset({S.PAYOUT_IN_PROCESS, S.AWAITING_TRANSFER}),
     S.PAYOUT_IN_PROCESS: frozenset({S.SCHEDULED}),
     S.SCHEDULED: frozenset({S.PAID}),
-    # Back to the payout only when the platform fails a payout it had reported paid (reason ``payout_failed``,
-    # payouts.services.progression): the order waits there for the payout to be made again.
+    # Back to the payout only when the payment platform fails a payout it had reported paid (reason
+    # ``payout_failed``): the order waits there for the payout to be made again.
     S.PAID: frozenset({S.PAYOUT_IN_PROCESS}),
     S.EXPIRED: frozenset(),
     S.CANCELED: frozenset(),
