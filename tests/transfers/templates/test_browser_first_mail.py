@@ -137,13 +137,13 @@ def test_the_first_mail_of_an_unknown_platform_to_the_order_received(
     page.screenshot(path=str(shots / "template-learn-1280.png"), full_page=True)
     guide_shot(page, "template-learn", 1000)
     widths = page.eval_on_selector_all(
-        "[data-testid=proposals] input[name^=pattern_]",
+        "[data-testid=proposals] textarea[name^=pattern_]",
         "els => els.map(e => e.getBoundingClientRect().width)",
     )
     field = page.eval_on_selector("[data-testid=proposals]", "e => e.getBoundingClientRect().width")
     assert widths and min(widths) > 0.9 * field, (widths, field)
     clipped = page.eval_on_selector_all(
-        "[data-testid=proposals] input[name^=pattern_]",
+        "[data-testid=proposals] textarea[name^=pattern_]",
         "els => els.filter(e => e.value.length <= 100 && e.scrollWidth > e.clientWidth).map(e => e.name)",
     )
     assert clipped == []  # a pattern of up to 100 characters is shown whole at 1280 px

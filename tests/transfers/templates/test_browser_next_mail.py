@@ -61,7 +61,7 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(admin_page, ble
     page.wait_for_url(re.compile(r".*/learn/\d+/$"))
     rows = page.locator("[data-testid=proposals] tbody tr").all()
     reads = {row.get_attribute("data-field"): row.locator(".reads").inner_text() for row in rows}
-    patterns = [row.locator("input[name^=pattern_]").input_value() for row in rows]
+    patterns = [row.locator("textarea[name^=pattern_]").input_value() for row in rows]
     assert {k: v for k, v in reads.items() if k not in ("start", "accept_link")} == {
         "event": EVENT,
         "venue": VENUE,

@@ -44,7 +44,7 @@ def snapshot() -> dict:
 
 def proposals(html: str) -> dict[str, str]:
     """Field → the pattern the learn page proposes."""
-    return dict(re.findall(r'name="pattern_(\w+)" maxlength="1000" value="([^"]*)"', html))
+    return dict(re.findall(r'<textarea name="pattern_(\w+)"[^>]*>([^<]*)</textarea>', html))
 
 
 def learn_form(html: str, **changes) -> dict:
@@ -53,7 +53,7 @@ def learn_form(html: str, **changes) -> dict:
 
     data = {"kind": "transfer_offer"}
     data["subject_pattern"] = htmllib.unescape(
-        re.search(r'name="subject_pattern"[^>]*value="([^"]*)"', html).group(1)
+        re.search(r'name="subject_pattern"[^>]*>([^<]*)</textarea>', html).group(1)
     )
     for name, pattern in proposals(html).items():
         data[f"pattern_{name}"] = htmllib.unescape(pattern)
