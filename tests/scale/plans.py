@@ -34,3 +34,20 @@ def plan_without_seq_scans(sql: str, params: tuple | list = ()) -> str:
             return "\n".join(row[0] for row in cursor.fetchall())
         finally:
             cursor.execute("RESET enable_seqscan")
+
+
+def plan_from_indexes_alone(sql: str, params: tuple | list = ()) -> str:
+    """The plan of ``sql`` when the planner may read tables only through index-only scans: a table it still reads
+    (a sequential scan at a prohibitive cost) has no index that holds every column the statement needs. Which of
+    two usable indexes the planner prefers on a test's few rows is its guess; whether one covers is not."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_indexscan = off")
+        cursor.execute("SET enable_bitmapscan = off")
+        try:
+            cursor.execute("EXPLAIN " + sql, params)
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("RESET enable_seqscan")
+            cursor.execute("RESET enable_indexscan")
+            cursor.execute("RESET enable_bitmapscan")
