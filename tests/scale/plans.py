@@ -23,31 +23,28 @@ def on_table(statements: list[str], table: str) -> list[str]:
     return [sql for sql in statements if sql.startswith("SELECT") and f'FROM "{table}"' in sql]
 
 
-def plan_without_seq_scans(sql: str, params: tuple | list = ()) -> str:
-    """The plan of ``sql`` when the planner avoids sequential scans wherever an index can answer instead: a
-    table read sequentially all the same has no index for the statement (small test tables would otherwise be
-    scanned whatever their indexes)."""
+def _plan(sql: str, params: tuple | list, *, off: tuple[str, ...]) -> str:
+    """The plan of ``sql`` with the planner's ``enable_<kind>`` settings of ``off`` turned off for it."""
     with connection.cursor() as cursor:
-        cursor.execute("SET enable_seqscan = off")
+        for kind in off:
+            cursor.execute(f"SET enable_{kind} = off")
         try:
             cursor.execute("EXPLAIN " + sql, params)
             return "\n".join(row[0] for row in cursor.fetchall())
         finally:
-            cursor.execute("RESET enable_seqscan")
+            for kind in off:
+                cursor.execute(f"RESET enable_{kind}")
+
+
+def plan_without_seq_scans(sql: str, params: tuple | list = ()) -> str:
+    """The plan of ``sql`` when the planner avoids sequential scans wherever an index can answer instead: a
+    table read sequentially all the same has no index for the statement (small test tables would otherwise be
+    scanned whatever their indexes)."""
+    return _plan(sql, params, off=("seqscan",))
 
 
 def plan_from_indexes_alone(sql: str, params: tuple | list = ()) -> str:
     """The plan of ``sql`` when the planner may read tables only through index-only scans: a table it still reads
     (a sequential scan at a prohibitive cost) has no index that holds every column the statement needs. Which of
     two usable indexes the planner prefers on a test's few rows is its guess; whether one covers is not."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_seqscan = off")
-        cursor.execute("SET enable_indexscan = off")
-        cursor.execute("SET enable_bitmapscan = off")
-        try:
-            cursor.execute("EXPLAIN " + sql, params)
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("RESET enable_seqscan")
-            cursor.execute("RESET enable_indexscan")
-            cursor.execute("RESET enable_bitmapscan")
+    return _plan(sql, params, off=("seqscan", "indexscan", "bitmapscan"))
