@@ -1,14 +1,12 @@
 """Concurrent order creation on PostgreSQL with real threads: one quote, one order; a row is never oversold."""
 
-import threading
-
 import pytest
-from django.db import connections
 from rest_framework.test import APIClient
 
 from catalog.models import Row
 from orders.models import Order
 from quotes.models import Quote
+from tests.concurrency import all_at_once
 from tests.orders.factories import order_row
 from tests.quotes.factories import QuoteFactory, quotes_written
 
@@ -19,23 +17,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def _race(forms: list[dict], token: str) -> list:
     """POST every form at the same moment, one thread each; return the responses in form order."""
-    barrier = threading.Barrier(len(forms))
-    responses: list = [None] * len(forms)
 
-    def worker(index: int) -> None:
+    def post(form: dict):
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-        try:
-            barrier.wait(timeout=30)
-            responses[index] = client.post("/v1/orders", forms[index], format="multipart")
-        finally:
-            connections.close_all()
+        return client.post("/v1/orders", form, format="multipart")
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(forms))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    responses = all_at_once([lambda form=form: post(form) for form in forms])
     assert all(r is not None for r in responses)
     return responses
 
