@@ -21,6 +21,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -284,10 +285,15 @@ class Processes:
 # --- a TCP proxy that can play dead --------------------------------------------------------------------
 class TcpProxy:
     """Forwards 127.0.0.1:<port> to ``target``. ``down()`` closes the port and resets every connection
-    (what clients see when the server behind it crashes); ``up()`` listens on the same port again."""
+    (what clients see when the server behind it crashes); ``up()`` listens on the same port again.
 
-    def __init__(self, target: tuple[str, int]) -> None:
+    ``cut_after``, if set, sees every chunk a client sends; when it answers true, the chunk is forwarded and
+    then both sides of that connection are reset: the server may have run the statement, the client never hears
+    its answer (the case a retry must not double)."""
+
+    def __init__(self, target: tuple[str, int], cut_after: Callable[[bytes], bool] | None = None) -> None:
         self.target = target
+        self.cut_after = cut_after
         self.port = free_port()
         self._listener: socket.socket | None = None
         self._conns: set[socket.socket] = set()
@@ -335,6 +341,7 @@ class TcpProxy:
 
     def _pipe(self, a: socket.socket, b: socket.socket) -> None:
         peers = {a: b, b: a}
+        cut = False
         try:
             while not self._stop.is_set():
                 readable, _, _ = select.select([a, b], [], [], 0.2)
@@ -343,11 +350,18 @@ class TcpProxy:
                     if not data:
                         return
                     peers[sock].sendall(data)
+                    if sock is a and self.cut_after is not None and self.cut_after(data):
+                        cut = True
+                        return
         except (OSError, ValueError):  # ValueError: ``down()`` closed a socket while select() held it
             return
         finally:
             for sock in (a, b):
                 with contextlib.suppress(OSError):
+                    if cut:  # RST rather than FIN, as ``down()`` does
+                        sock.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                        )
                     sock.close()
             with self._lock:
                 self._conns.difference_update((a, b))
