@@ -42,8 +42,8 @@ from stripe.params import (
 )
 from stripe.params.checkout import SessionCreateParams, SessionRetrieveParams
 
-from ..errors import AuthorizationFailed, PlatformError
-from .base import (
+from ...errors import AuthorizationFailed, PlatformError
+from ..base import (
     CHARGE_FAILED,
     CHARGE_SUCCEEDED,
     PAYOUT_FAILED,
@@ -60,7 +60,7 @@ from .base import (
     RefundResult,
     SavedCard,
 )
-from .stripe_client import StripeConfig, stripe_client, stripe_errors
+from .client import StripeConfig, stripe_client, stripe_errors
 
 logger = logging.getLogger(__name__)
 
