@@ -114,19 +114,7 @@ class LoggedPlatform(PaymentPlatform):
                 "amount": str(request.amount),
                 "currency": request.currency,
             }
-            logger.info(
-                "payment platform call %s %s idempotency_key=%s",
-                "charge_card",
-                outcome,
-                request.idempotency_key,
-                extra={
-                    "platform": self.name,
-                    "operation": "charge_card",
-                    "outcome": outcome,
-                    "duration_ms": duration_ms,
-                    **{f"platform_{k}": v for k, v in fields.items()},
-                },
-            )
+            self._log("charge_card", outcome, duration_ms, fields)
         return answers
 
     def _call(self, operation: str, target: Callable[..., T], **kwargs: Any) -> T:
@@ -150,16 +138,19 @@ class LoggedPlatform(PaymentPlatform):
             outcome = "error"
             raise
         finally:
-            logger.info(
-                "payment platform call %s %s idempotency_key=%s",
-                operation,
-                outcome,
-                fields.get("idempotency_key", "-"),
-                extra={
-                    "platform": self.name,
-                    "operation": operation,
-                    "outcome": outcome,
-                    "duration_ms": round((time.monotonic() - started) * 1000, 1),
-                    **{f"platform_{k}": v for k, v in fields.items()},
-                },
-            )
+            self._log(operation, outcome, round((time.monotonic() - started) * 1000, 1), fields)
+
+    def _log(self, operation: str, outcome: str, duration_ms: float, fields: dict[str, str]) -> None:
+        logger.info(
+            "payment platform call %s %s idempotency_key=%s",
+            operation,
+            outcome,
+            fields.get("idempotency_key", "-"),
+            extra={
+                "platform": self.name,
+                "operation": operation,
+                "outcome": outcome,
+                "duration_ms": duration_ms,
+                **{f"platform_{k}": v for k, v in fields.items()},
+            },
+        )
