@@ -15,7 +15,7 @@ Mapping onto ``PaymentPlatform``:
 - payout: a Transfer to the connected account, then a Payout on that account to its bank; the payout's
   ``pending → in_transit (arrival_date) → paid | failed`` maps to in process → scheduled → paid | failed.
 
-One ``StripeClient`` per process and configuration (``stripe_client.stripe_client``): the API version of the settings on every
+One ``StripeClient`` per process and configuration (``client.stripe_client``): the API version of the settings on every
 call, the library's own retries of network faults, 409s and 5xx (``STRIPE_MAX_NETWORK_RETRIES``), and on every
 POST an ``Idempotency-Key`` derived from the service's own ids, so a retried call never charges or pays twice.
 Every call's parameters are typed with the library's own ``TypedDict`` s (``make lint`` runs mypy, strict here).
