@@ -61,9 +61,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("portal/settings/webhooks/", include("orders.webhooks.portal_urls")),
     path("portal/", include((portal, "portal"))),
-    path("sandbox/", include("payouts.sandbox.urls")),
-    # Stripe's events (payouts/stripe_views.py): signed by Stripe; 404 unless PAYMENT_PLATFORM is stripe.
-    path("payments/stripe/", include("payouts.stripe_urls")),
+    # Each registered payment platform's own URLs (payouts/platform/urls.py): the sandbox's pages at /sandbox/,
+    # Stripe's events at /payments/stripe/events (signed by Stripe); each 404 unless it is PAYMENT_PLATFORM.
+    path("", include("payouts.platform.urls")),
     # The e-mail providers' inbound webhooks (orders/transfers/urls.py): 404 unless in INBOUND_CHANNELS.
     path("inbound/", include("orders.transfers.urls")),
     re_path(r"^v1$", views.api_not_found),

@@ -272,6 +272,13 @@ class Notification(models.Model):
         ORDER_TRANSFER_UPDATED = "order.transfer_updated", "Order transfer updated"
         WEBHOOK_PING = "webhook.ping", "Webhook ping"
 
+        @classmethod
+        def subscribable(cls) -> tuple[str, ...]:
+            """The types a webhook endpoint can subscribe to, in declaration order: every type but
+            ``webhook.ping``, which goes only to the pinged endpoint. A type declared here is subscribable (and
+            in the API's enum, the portal's form and the schema) without another list to update."""
+            return tuple(t.value for t in cls if t is not cls.WEBHOOK_PING)
+
     notification_id = models.CharField(
         "notification id", max_length=32, unique=True, default=new_notification_id, editable=False
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 from django import forms
 
 from config.api.errors import ApiError
+from orders.models import Notification
 
 from . import services
-from .apps import SUBSCRIBABLE_TYPES
 
-EVENT_TYPE_CHOICES = [("*", "Every type (*)")] + [(t, t) for t in SUBSCRIBABLE_TYPES]
+EVENT_TYPE_CHOICES = [("*", "Every type (*)")] + [(t, t) for t in Notification.Type.subscribable()]
 GRACE_CHOICES = [
     (86400, "Keep signing with the old secret for 24 hours"),
     (3600, "Keep signing with the old secret for 1 hour"),

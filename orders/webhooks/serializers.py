@@ -6,16 +6,17 @@ from rest_framework import serializers
 
 from config.api.pagination import PageParamsSerializer
 from config.api.validation import JSONBodySerializer
+from orders.models import Notification
 
-from .apps import SUBSCRIBABLE_TYPES
 from .models import WebhookAttempt, WebhookEndpoint
 
+SUBSCRIBABLE_TYPES = Notification.Type.subscribable()
 EVENT_TYPE_CHOICES = [*SUBSCRIBABLE_TYPES, "*"]
 
 
 MAX_EVENT_TYPES = 10
 EVENT_TYPES_HELP = (
-    "Any of `order.created`, `order.status_changed` and `order.transfer_updated` (e.g. "
+    f"Any of {', '.join(f'`{t}`' for t in SUBSCRIBABLE_TYPES[:-1])} and `{SUBSCRIBABLE_TYPES[-1]}` (e.g. "
     '`["order.created", "order.status_changed"]`), or `["*"]` for every type, those added later included. '
     "At most 10 entries, counted as sent; a type named twice is kept once (duplicates are folded, not "
     "refused)."

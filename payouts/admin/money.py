@@ -19,6 +19,7 @@ from ..models import (
     PayoutStatusHistory,
     RefundStatusHistory,
 )
+from ..platform.registry import PLATFORMS
 from ..services.progression import payout_retry
 from ..services.refunds import refund_retry
 from .common import order_link, retry_many, retry_one
@@ -39,14 +40,14 @@ class PayoutStatusHistoryInline(StatusHistoryInline):
 
 
 class PlatformFilter(admin.SimpleListFilter):
-    """The payment platforms ``payouts.platform.get_platform`` knows, named here: listing the values in the table
+    """The payment platforms of the registry (``payouts.platform.registry``): listing the values in the table
     would be a DISTINCT over every charge or payout."""
 
     title = "platform"
     parameter_name = "platform__exact"
 
     def lookups(self, request, model_admin):
-        return [("sandbox", "sandbox"), ("stripe", "stripe")]
+        return [(name, name) for name in PLATFORMS]
 
     def queryset(self, request, queryset):
         return queryset.filter(platform=self.value()) if self.value() else queryset

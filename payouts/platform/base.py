@@ -4,15 +4,20 @@ Every backend (``sandbox``, ``stripe``) implements ``PaymentPlatform``. Results 
 money is ``Decimal`` in major units (dollars). Backends raise ``PlatformUnavailable`` for transient
 failures (retry) and ``PlatformError`` for permanent ones; a declined card is not an exception but a
 ``ChargeResult`` with ``status == "failed"``, and a refused refund a ``RefundResult`` with ``status == "failed"``.
+
+A platform that tells the service of changes on its own (Stripe's events) reads each delivery into a
+``VerifiedEvent`` in these terms; ``payouts.services.platform_events`` stores it once and acts on it, whatever
+the platform.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any, TypeVar
 
 from ..errors import PaymentError, PlatformError, PlatformUnavailable
 
@@ -90,6 +95,55 @@ class TestPaymentMethods:
 
     account: ConnectedAccount
     card: SavedCard
+
+
+# What an event of the platform asks of the service (``VerifiedEvent.kind``); any other event is stored and
+# acknowledged, and does nothing.
+EVENT_PAYOUT = "payout"  # a payout's new state
+EVENT_REFUND = "refund"  # the refund of a charge settled: asked again at the platform
+EVENT_DISPUTE_OPENED = "dispute_opened"
+EVENT_DISPUTE_CLOSED = "dispute_closed"
+
+
+@dataclass(frozen=True)
+class DisputeInfo:
+    dispute_id: str
+    charge_id: str  # the platform's id of the disputed charge (``Charge.platform_charge_id``)
+    amount: Decimal
+    currency: str
+    reason: str
+    status: str  # the platform's own: needs_response, under_review, won, lost …
+    evidence_due_by: datetime | None
+
+
+@dataclass(frozen=True)
+class VerifiedEvent:
+    """A genuine event of the platform, read: what is stored of it and what it asks of the service."""
+
+    event_id: str
+    type: str  # the platform's own name of the event
+    account: str  # the connected account it happened on; "" for the platform's own
+    livemode: bool
+    occurred_at: datetime
+    payload: dict[str, Any]
+    kind: str = ""  # EVENT_PAYOUT | EVENT_REFUND | EVENT_DISPUTE_OPENED | EVENT_DISPUTE_CLOSED | "" (none)
+    payout: PayoutState | None = None  # EVENT_PAYOUT; None when its object could not be read
+    charge_id: str = ""  # EVENT_REFUND, EVENT_DISPUTE_*: the platform's id of the charge
+    dispute: DisputeInfo | None = None  # EVENT_DISPUTE_*; None when its object could not be read
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def platform_call(method: F) -> F:
+    """Marks an optional method of the interface as a call to the platform, logged like the abstract ones
+    (``LoggedPlatform``); every abstract method is one already."""
+    method.__platform_call__ = True  # type: ignore[attr-defined]
+    return method
+
+
+def is_platform_call(method: Callable[..., Any]) -> bool:
+    return getattr(method, "__platform_call__", False) is True
 
 
 class PaymentPlatform(abc.ABC):
@@ -177,6 +231,7 @@ class PaymentPlatform(abc.ABC):
         """The payout's state now."""
 
     # --- test methods ---------------------------------------------------------------------------------------
+    @platform_call
     def create_test_methods(
         self, *, reference: str, holder_name: str, card_number: str, account_number: str
     ) -> TestPaymentMethods:

@@ -18,7 +18,7 @@ from django.utils import timezone
 from config.core.statemachine import StateMachine
 
 from ..models import Charge, Dispute, DisputeStatusHistory
-from ..platform.stripe_events import DisputeInfo
+from ..platform.base import DisputeInfo
 from .alerts import CHARGE_DISPUTED, payment_alert_enqueue
 
 logger = logging.getLogger(__name__)
@@ -48,10 +48,10 @@ def dispute_follow_platform(*, platform: str, info: DisputeInfo, closed: bool) -
     ``None``: no charge of ours has that PaymentIntent."""
     charge = (
         Charge.objects.select_related("order")
-        .filter(platform=platform, platform_charge_id=info.payment_intent_id)
+        .filter(platform=platform, platform_charge_id=info.charge_id)
         .first()
     )
-    if charge is None or not info.payment_intent_id:
+    if charge is None or not info.charge_id:
         return None
     over = closed or info.status in CLOSED_PLATFORM_STATUSES
     with transaction.atomic():

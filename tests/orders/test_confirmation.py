@@ -141,7 +141,7 @@ def test_a_duplicate_delivery_charges_once_and_mails_once(auth_client, quote):
 
 
 def test_platform_outage_is_retried_and_charges_once(auth_client, quote, monkeypatch):
-    from payouts.platform.sandbox_backend import SandboxPlatform
+    from payouts.platform.sandbox.backend import SandboxPlatform
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
     real_charge = SandboxPlatform.charge_card

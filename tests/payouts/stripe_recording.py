@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import stripe
 
-from payouts.platform import stripe_client as stripe_backend
+from payouts.platform.stripe import client as stripe_backend
 
 WEBHOOK_SECRET = "whsec_test_c2VjcmV0IGZvciB0aGUgdGVzdHM"
 NOW = 1_800_000_000  # a fixed Unix time for the objects' ``created`` fields

@@ -58,7 +58,7 @@ def test_declined_card_cancels_the_order_with_the_reason(db):
 
 @pytest.mark.django_db
 def test_platform_outage_raises_and_a_retry_charges_once(partner, monkeypatch):
-    from payouts.platform.sandbox_backend import SandboxPlatform
+    from payouts.platform.sandbox.backend import SandboxPlatform
 
     order = make_order(partner)
     real = SandboxPlatform.charge_card

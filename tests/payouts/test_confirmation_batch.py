@@ -333,7 +333,7 @@ def test_a_platform_without_batches_answers_each_charge_with_its_own_result_or_e
 
     from payouts.errors import PlatformUnavailable
     from payouts.platform.base import ChargeRequest, ChargeResult, PaymentPlatform
-    from payouts.platform.sandbox_backend import SandboxPlatform
+    from payouts.platform.sandbox.backend import SandboxPlatform
 
     good = make_partner().partner.credit_card.platform_card_token
     down = make_partner(name="Flaky Tickets").partner.credit_card.platform_card_token

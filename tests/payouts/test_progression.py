@@ -138,7 +138,7 @@ def test_payout_without_account_fails_visibly(db):
 @pytest.mark.django_db
 def test_platform_outage_leaves_payout_pending_for_the_next_run(partner, monkeypatch):
     from payouts.errors import PlatformUnavailable
-    from payouts.platform.sandbox_backend import SandboxPlatform
+    from payouts.platform.sandbox.backend import SandboxPlatform
 
     order = make_order(partner, status="ticket_received")
 

@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from payouts.errors import AuthorizationFailed, PlatformError, PlatformUnavailable
 from payouts.platform import get_platform
-from payouts.platform.stripe import StripePlatform, to_minor_units
+from payouts.platform.stripe.backend import StripePlatform, to_minor_units
 from tests.payouts.stripe_recording import (
     NETWORK_FAULT,
     bank_accounts,
@@ -69,7 +69,7 @@ def test_every_call_carries_the_key_and_the_pinned_api_version(stripe, recording
 
 
 def test_one_client_per_process_and_configuration(recording_stripe, settings):
-    from payouts.platform.stripe_client import StripeConfig, stripe_client
+    from payouts.platform.stripe.client import StripeConfig, stripe_client
 
     first, second = get_platform("stripe"), get_platform("stripe")
     assert first.backend.client is second.backend.client

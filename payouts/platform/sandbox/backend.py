@@ -16,8 +16,8 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from ..errors import AuthorizationFailed, PaymentError, PlatformError, PlatformUnavailable
-from ..sandbox.models import (
+from ...errors import AuthorizationFailed, PaymentError, PlatformError, PlatformUnavailable
+from ...sandbox.models import (
     SandboxAccount,
     SandboxAuthorizationCode,
     SandboxCard,
@@ -26,7 +26,7 @@ from ..sandbox.models import (
     SandboxPayout,
     SandboxRefund,
 )
-from ..sandbox.services import (
+from ...sandbox.services import (
     DECLINE_REASONS,
     PAYOUT_FAILURES,
     REFUND_FAILURES,
@@ -34,7 +34,7 @@ from ..sandbox.services import (
     sandbox_account_authorize,
     sandbox_card_save,
 )
-from .base import (
+from ..base import (
     CHARGE_FAILED,
     CHARGE_SUCCEEDED,
     PAYOUT_FAILED,

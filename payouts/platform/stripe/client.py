@@ -16,7 +16,7 @@ import stripe
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from ..errors import PlatformError, PlatformUnavailable
+from ...errors import PlatformError, PlatformUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ Mapping onto ``PaymentPlatform``:
 - payout: a Transfer to the connected account, then a Payout on that account to its bank; the payout's
   ``pending → in_transit (arrival_date) → paid | failed`` maps to in process → scheduled → paid | failed.
 
-One ``StripeClient`` per process and configuration (``stripe_client.stripe_client``): the API version of the settings on every
+One ``StripeClient`` per process and configuration (``client.stripe_client``): the API version of the settings on every
 call, the library's own retries of network faults, 409s and 5xx (``STRIPE_MAX_NETWORK_RETRIES``), and on every
 POST an ``Idempotency-Key`` derived from the service's own ids, so a retried call never charges or pays twice.
 Every call's parameters are typed with the library's own ``TypedDict`` s (``make lint`` runs mypy, strict here).
@@ -42,8 +42,8 @@ from stripe.params import (
 )
 from stripe.params.checkout import SessionCreateParams, SessionRetrieveParams
 
-from ..errors import AuthorizationFailed, PlatformError
-from .base import (
+from ...errors import AuthorizationFailed, PlatformError
+from ..base import (
     CHARGE_FAILED,
     CHARGE_SUCCEEDED,
     PAYOUT_FAILED,
@@ -60,7 +60,7 @@ from .base import (
     RefundResult,
     SavedCard,
 )
-from .stripe_client import StripeConfig, stripe_client, stripe_errors
+from .client import StripeConfig, stripe_client, stripe_errors
 
 logger = logging.getLogger(__name__)
 

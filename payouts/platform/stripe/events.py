@@ -1,7 +1,8 @@
 """Stripe's events, verified with the library: the ``Stripe-Signature`` header checked against the endpoint's
 signing secrets (HMAC-SHA256 of ``"{t}.{body}"``, at most ``tolerance`` seconds old), then the event read into
-what the services need, in the interface's own terms (a payout's state, the PaymentIntent a charge event names,
-a dispute).
+what the services need, in the interface's own terms (``VerifiedEvent``: a payout's state, the PaymentIntent a
+charge event names, a dispute), and handed to the shared handling (``payouts.services.platform_events``: stored
+once, acted on).
 
 The events the service acts on (docs/operations/payments-stripe.md "Events"):
 - ``payout.paid``, ``payout.failed`` (a connected account's payout): the payout's new state;
@@ -15,20 +16,37 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import stripe
+from django.conf import settings
 
-from .base import PayoutState
-from .stripe import payout_state
+from ...services.platform_events import Received, platform_event_receive
+from ..base import (
+    EVENT_DISPUTE_CLOSED,
+    EVENT_DISPUTE_OPENED,
+    EVENT_PAYOUT,
+    EVENT_REFUND,
+    DisputeInfo,
+    VerifiedEvent,
+)
+from .backend import payout_state
 
+NAME = "stripe"
 PAYOUT_EVENTS = frozenset({"payout.paid", "payout.failed"})
 REFUND_EVENTS = frozenset({"charge.refunded"})
 DISPUTE_EVENTS = frozenset({"charge.dispute.created", "charge.dispute.closed"})
 HANDLED_EVENTS = PAYOUT_EVENTS | REFUND_EVENTS | DISPUTE_EVENTS
+# What each handled type asks of the service.
+KINDS = {
+    "payout.paid": EVENT_PAYOUT,
+    "payout.failed": EVENT_PAYOUT,
+    "charge.refunded": EVENT_REFUND,
+    "charge.dispute.created": EVENT_DISPUTE_OPENED,
+    "charge.dispute.closed": EVENT_DISPUTE_CLOSED,
+}
 EVENT_ID_MAX_LENGTH = 255  # PlatformEvent.event_id
 MAX_MINOR_AMOUNT = 10**12  # Dispute.amount: 12 digits with 2 decimals
 LATEST_TIMESTAMP = 253402300799  # 9999-12-31T23:59:59Z: later is no time a datetime holds
@@ -38,28 +56,16 @@ class EventRefused(Exception):
     """Not a genuine Stripe event: no or a wrong signature, too old, or not an event at all."""
 
 
-@dataclass(frozen=True)
-class DisputeInfo:
-    dispute_id: str
-    payment_intent_id: str
-    amount: Decimal
-    currency: str
-    reason: str
-    status: str  # Stripe's: warning_needs_response, needs_response, under_review, won, lost …
-    evidence_due_by: datetime | None
-
-
-@dataclass(frozen=True)
-class VerifiedEvent:
-    event_id: str
-    type: str
-    account: str  # the connected account it happened on; "" for the platform's own
-    livemode: bool
-    occurred_at: datetime
-    payload: dict[str, Any]
-    payout: PayoutState | None = None  # payout.*
-    payment_intent_id: str = ""  # charge.refunded
-    dispute: DisputeInfo | None = None  # charge.dispute.*
+def stripe_event_receive(*, payload: bytes, signature: str) -> Received:
+    """Verify a delivery (``EventRefused`` for anything Stripe did not sign with one of
+    ``STRIPE_WEBHOOK_SECRET`` within ``STRIPE_WEBHOOK_TOLERANCE_SECONDS``), store it once, and process it."""
+    verified = verify_event(
+        payload=payload,
+        signature=signature,
+        secrets=[secret for secret in settings.STRIPE_WEBHOOK_SECRET if secret],
+        tolerance=settings.STRIPE_WEBHOOK_TOLERANCE_SECONDS,
+    )
+    return platform_event_receive(platform=NAME, event=verified)
 
 
 def _id(value: str | stripe.PaymentIntent | None) -> str:
@@ -117,6 +123,7 @@ def verify_event(*, payload: bytes, signature: str, secrets: Sequence[str], tole
         livemode=fields.get("livemode") is True,
         occurred_at=_at(created) or datetime.now(tz=UTC),
         payload=fields,
+        kind=KINDS.get(event_type, ""),
         **_read(event),
     )
 
@@ -199,15 +206,15 @@ def _read_object(event: stripe.Event) -> dict[str, Any]:
         _text(state.failure_reason, 10_000, blank=True)
         return {"payout": state}
     if event.type in REFUND_EVENTS and isinstance(obj, stripe.Charge):
-        return {"payment_intent_id": _text(_id(obj.payment_intent), 100, blank=True)}
+        return {"charge_id": _text(_id(obj.payment_intent), 100, blank=True)}
     if event.type in DISPUTE_EVENTS and isinstance(obj, stripe.Dispute):
         intent = _text(_id(obj.payment_intent), 100, blank=True)
         due_by = obj.evidence_details.due_by if obj.evidence_details else None
         return {
-            "payment_intent_id": intent,
+            "charge_id": intent,
             "dispute": DisputeInfo(
                 dispute_id=_text(obj.id, 100),
-                payment_intent_id=intent,
+                charge_id=intent,
                 amount=_minor_amount(obj.amount),
                 currency=_text(obj.currency, 3).upper(),
                 reason=_text(obj.reason, blank=True),
