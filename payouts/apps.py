@@ -12,6 +12,13 @@ class PayoutsConfig(AppConfig):
     verbose_name = "Payouts"
 
     def ready(self) -> None:
+        from django.conf import settings
+
+        from .platform.registry import platform_known
+
+        # A service whose PAYMENT_PLATFORM names no registered platform does not start.
+        platform_known(settings.PAYMENT_PLATFORM)
+
         # Payouts reacts to order events; orders never calls into payouts (the layers' direction).
         from config.core.metrics import database_metrics_connect
         from orders import signals

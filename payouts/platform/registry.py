@@ -1,6 +1,5 @@
 """The payment platforms, by the name ``settings.PAYMENT_PLATFORM`` selects: each one folder (a package) under
-``payouts/platform/``, named here and nowhere else (import-linter's "Only the registry names a payment platform's
-folder" contract in pyproject.toml).
+``payouts/platform/``, named here and nowhere else (tests/house/test_platform_folders.py, part of ``make lint``).
 
 A platform's package provides:
 - ``backend()``: its ``PaymentPlatform``, built from the settings (``get_platform`` wraps it in ``LoggedPlatform``);
@@ -22,11 +21,15 @@ PLATFORMS: dict[str, str] = {
 }
 
 
-def platform_module(name: str) -> ModuleType:
-    """The package of the platform ``name``; ``ImproperlyConfigured`` for a name not registered."""
+def platform_known(name: str) -> str:
+    """The path of the platform ``name``'s package; ``ImproperlyConfigured`` for a name not registered."""
     try:
-        path = PLATFORMS[name]
+        return PLATFORMS[name]
     except KeyError:
         known = " or ".join(repr(known) for known in PLATFORMS)
         raise ImproperlyConfigured(f"Unknown PAYMENT_PLATFORM {name!r}: use {known}.") from None
-    return import_module(path)
+
+
+def platform_module(name: str) -> ModuleType:
+    """The package of the platform ``name``; ``ImproperlyConfigured`` for a name not registered."""
+    return import_module(platform_known(name))

@@ -76,7 +76,7 @@ def test_production_stops_without_each_required_setting(tmp_path, missing, how):
 def test_an_unknown_payment_platform_stops_the_service(tmp_path):
     result = _setup(_production(tmp_path, PAYMENT_PLATFORM="stripe-live"))
     assert result.returncode != 0
-    assert "PAYMENT_PLATFORM must be 'sandbox' or 'stripe'" in result.stderr
+    assert "Unknown PAYMENT_PLATFORM 'stripe-live': use 'sandbox' or 'stripe'." in result.stderr
 
 
 def test_development_is_the_default_and_needs_only_the_database_and_redis(tmp_path):
