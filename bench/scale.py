@@ -7,8 +7,9 @@ Two PostgreSQL databases on ``BENCH_DATABASE_URL``'s server, named after its dat
 days with three years of history behind them, up to ``--orders`` orders. Both are seeded with SQL (``INSERT …
 SELECT … FROM generate_series``), not the ORM: per order its quote, its card charge (declined, refunded), its
 payout, about three notifications, a webhook delivery for most of them and four or five status history rows,
-over 8 partners with a webhook endpoint each. History ends paid, canceled (charged and refunded, or declined) or expired; the last 90 days have every status.
-Notifications and deliveries are kept for the three years (retention may be set longer than its default).
+over 8 partners with a webhook endpoint each. History ends paid, canceled (charged and refunded, or declined)
+or expired; the last 90 days have every status. Notifications and deliveries are kept for the three years
+(retention may be set longer than its default).
 
 Then each page and job is timed ``--runs`` times in each database, alternating, in-process through Django's
 test client (a signed-in superuser for the admin, a user of the first partner for the portal), and the table
