@@ -101,26 +101,26 @@ def csv_response(
 # --- lines written by PostgreSQL ---------------------------------------------------------------------------------
 # Each template formats the value ``{v}`` as csv_cell does, then quotes it as csv.writer's minimal quoting does: a
 # cell holding a comma, a double quote, a carriage return or a line feed is quoted, its quotes doubled. NULL is the
-# empty cell. No percent sign: the statement goes through the driver's placeholders.
-_GUARD = "CASE WHEN left({v}, 1) IN ('=', '+', '-', '@', chr(9), chr(13)) THEN '''' ELSE '' END"
+# empty cell. Dates, instants and offsets are read from their text in the ISO date style and the postgres interval
+# style (checked before each export). No percent sign: the statement goes through the driver's placeholders.
+_TO_QUOTE = "E'[,\"\\r\\n]'"
 _SQL_TEXT = (
-    "COALESCE(CASE WHEN {v} ~ E'[,\"\\r\\n]' THEN '\"' || "
-    + _GUARD
-    + " || replace({v}, '\"', '\"\"') || '\"' "
-    "ELSE " + _GUARD + " || {v} END, '')"
+    # The common cell first: nothing to quote and no formula start, the value as it is.
+    "COALESCE(CASE WHEN {v} !~ E'[,\"\\r\\n]|^[-=+@\\t\\r]' THEN {v} "
+    "WHEN {v} ~ " + _TO_QUOTE + " THEN '\"' || "
+    "CASE WHEN {v} ~ E'^[-=+@\\t\\r]' THEN '''' ELSE '' END || replace({v}, '\"', '\"\"') || '\"' "
+    "ELSE '''' || {v} END, '')"
 )
-_SQL_INTEGER = "COALESCE(" + _GUARD.replace("{v}", "{v}::text") + " || {v}::text, '')"
+_SQL_INTEGER = "COALESCE(CASE WHEN {v} < 0 THEN '''' ELSE '' END || {v}::text, '')"
 _SQL_DECIMAL = "COALESCE({v}::text, '')"  # a column of two places: its text has them (csv_cell's quantize)
-_SQL_DATE = "COALESCE(to_char({v}, 'YYYY-MM-DD'), '')"
-# An instant in the zone ``{tz}`` to the second (truncated), then the zone's offset at that instant: ±HH:MM, and
-# :SS when the offset has seconds, as Python's isoformat writes it.
-_OFFSET = "(({v} AT TIME ZONE {tz}) - ({v} AT TIME ZONE 'UTC'))"
+_SQL_DATE = "COALESCE({v}::text, '')"
+# An instant in the zone ``{tz}`` to the second (truncated), then the zone's offset at that instant, written as
+# Python's isoformat writes it: ±HH:MM, and :SS only when the offset has seconds. The offset's text is
+# [-]HH:MM:SS: a sign is put in front of it, then the seconds are dropped when they are :00.
 _SQL_INSTANT = (
-    "COALESCE(to_char({v} AT TIME ZONE {tz}, 'YYYY-MM-DD\"T\"HH24:MI:SS') || "
-    "CASE WHEN " + _OFFSET + " < interval '0' THEN '-' || to_char(-" + _OFFSET + ", 'HH24:MI') "
-    "ELSE '+' || to_char(" + _OFFSET + ", 'HH24:MI') END || "
-    "CASE WHEN extract(second FROM " + _OFFSET + ") = 0 THEN '' "
-    "ELSE ':' || lpad(abs(extract(second FROM " + _OFFSET + "))::int::text, 2, '0') END, '')"
+    "COALESCE(overlay(left(({v} AT TIME ZONE {tz})::text, 19) placing 'T' from 11) || "
+    "replace(replace(replace('+' || (({v} AT TIME ZONE {tz}) - ({v} AT TIME ZONE 'UTC'))::text || '#', "
+    "':00#', ''), '#', ''), '+-', '-'), '')"
 )
 _SQL_BY_KIND = {
     "CharField": _SQL_TEXT,
@@ -186,18 +186,22 @@ def _line_templates(queryset: QuerySet, fields: list[str]) -> list[str] | None:
     return None if None in templates else templates  # type: ignore[return-value]
 
 
-def _database_knows_zone(tz: ZoneInfo) -> bool:
-    """Whether PostgreSQL renders instants in ``tz``: a name Python's tz database knows may be missing from the
-    server's."""
+def _database_writes_lines(tz: ZoneInfo) -> bool:
+    """Whether PostgreSQL renders instants in ``tz`` (a name Python's tz database knows may be missing from the
+    server's), and dates and intervals in the styles the templates read."""
     key = getattr(tz, "key", None)
     if not key or not _ZONE_NAME.fullmatch(key):
         return False
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SELECT now() AT TIME ZONE %s", [key])
+            cursor.execute(
+                "SELECT now() AT TIME ZONE %s, current_setting('DateStyle'), current_setting('IntervalStyle')",
+                [key],
+            )
+            _, date_style, interval_style = cursor.fetchone()
     except DatabaseError:
         return False
-    return True
+    return date_style.startswith("ISO") and interval_style == "postgres"
 
 
 def queryset_csv_response(
@@ -221,7 +225,7 @@ def queryset_csv_response(
         with timezone.override(tz):
             base = queryset()
             templates = _line_templates(base, fields)
-            if templates is None or not _database_knows_zone(tz):
+            if templates is None or not _database_writes_lines(tz):
                 rows = keyset_batches(base, ordering=ordering, fields=fields, size=EXPORT_BATCH_SIZE)
                 yield from _formatted_lines(rows, tz=tz)
                 return

@@ -132,3 +132,25 @@ def test_a_column_the_sql_does_not_format_is_formatted_in_python(ready_portal, m
         tz=ZoneInfo(ready_portal.partner.time_zone),
     )
     assert lines == expected
+
+
+def test_a_server_writing_intervals_in_another_style_gets_lines_formatted_in_python(ready_portal):
+    # The offsets are read from the intervals' text: another style, and csv_cell formats every cell.
+    partner = ready_portal.partner
+    tricky_rows(partner)
+    partner.time_zone = "America/St_Johns"
+    partner.save()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL IntervalStyle TO 'iso_8601'")  # until the test's transaction ends
+    with CaptureQueriesContext(connection) as captured:
+        body = b"".join(ready_portal.client.get("/portal/orders.csv").streaming_content)
+    assert not any("chr(13) || chr(10)" in q["sql"] for q in captured.captured_queries)
+    _, _, lines = body.partition(b"\r\n")
+    expected = python_bytes(
+        Order.objects.filter(partner=partner),
+        columns=ORDER_CSV_COLUMNS,
+        ordering=LIST_ORDERING,
+        tz=ZoneInfo("America/St_Johns"),
+    )
+    assert b"-03:30," in expected or b"-02:30," in expected
+    assert lines == expected
