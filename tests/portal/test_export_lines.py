@@ -46,12 +46,12 @@ TRICKY = [
     "plain",
 ]
 INSTANTS = [
-    datetime(2026, 3, 8, 6, 59, 59, 999999, tzinfo=UTC),  # just before New York's clocks go forward
-    datetime(2026, 3, 8, 7, 0, 0, tzinfo=UTC),
-    datetime(2026, 11, 1, 5, 30, 0, tzinfo=UTC),  # New York's repeated hour, first time
-    datetime(2026, 11, 1, 6, 30, 0, 500000, tzinfo=UTC),  # and again
-    datetime(2026, 4, 5, 13, 45, 0, tzinfo=UTC),  # Chatham's change
-    datetime(2026, 12, 31, 23, 59, 59, tzinfo=UTC),
+    datetime(2024, 3, 10, 6, 59, 59, 999999, tzinfo=UTC),  # just before New York's clocks go forward
+    datetime(2024, 3, 10, 7, 0, 0, tzinfo=UTC),
+    datetime(2024, 11, 3, 5, 30, 0, tzinfo=UTC),  # New York's repeated hour, first time
+    datetime(2024, 11, 3, 6, 30, 0, 500000, tzinfo=UTC),  # and again
+    datetime(2024, 4, 6, 13, 45, 0, tzinfo=UTC),  # Chatham's change
+    datetime(2024, 12, 31, 23, 59, 59, tzinfo=UTC),
     datetime(1890, 6, 1, 12, 0, 0, tzinfo=UTC),  # local mean time: offsets with seconds
 ]
 ZONES = ["UTC", "America/New_York", "Asia/Kolkata", "America/St_Johns", "Pacific/Chatham", "Etc/GMT+5",
@@ -62,7 +62,7 @@ def tricky_rows(partner) -> None:
     """Orders and payouts whose every text column holds one of TRICKY, at INSTANTS, with odd amounts; one order
     without a payout (its payout's cells empty)."""
     Event.objects.filter(pk=make_order(partner).event_id).update(
-        name='Show, "Live"', event_date=date(2026, 7, 4)
+        name='Show, "Live"', event_date=date(2024, 7, 4)
     )
     for number, text in enumerate(TRICKY):
         order = make_order(partner, status="scheduled", partner_reference=text[:64])
