@@ -154,3 +154,14 @@ def test_a_server_writing_intervals_in_another_style_gets_lines_formatted_in_pyt
     )
     assert b"-03:30," in expected or b"-02:30," in expected
     assert lines == expected
+
+
+def test_a_zone_postgresql_does_not_know_is_left_to_python_and_the_transaction_goes_on(ready_portal):
+    from types import SimpleNamespace
+
+    assert exports._database_writes_lines(ZoneInfo("America/St_Johns"))
+    assert not exports._database_writes_lines(SimpleNamespace(key="Nowhere/Atlantis"))
+    assert not exports._database_writes_lines(SimpleNamespace(key="UTC'; SELECT '1"))
+    assert (
+        Order.objects.filter(partner=ready_portal.partner).count() == 0
+    )  # the test's transaction still works
