@@ -224,14 +224,14 @@ bench-transfers: $(VENV)/.installed
 
 bench-dashboard: $(VENV)/.installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)
 
 # The portal, the admin and the payout run at 10,000 and at 1,000,000 orders (seeded with SQL), in-process: the
 # table of medians, 10k against 1M (bench/README.md "Data at scale").
 .PHONY: bench-scale
 bench-scale: $(VENV)/.installed
 	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) $(PY) -m bench.scale $(BENCH_ARGS)
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)
 
 # About two minutes: 32 partners of mixed traffic on the production shape, then the database is checked.
 SOAK_ARGS ?=

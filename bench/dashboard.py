@@ -26,7 +26,8 @@ TARGET_MS = 200.0
 
 def setup_django(url: str) -> None:
     os.environ["DATABASE_URL"] = url
-    os.environ.pop("REDIS_URL", None)
+    # Every shape needs a Redis (the cache, the rate limits): the benchmark's own db, never the developer's.
+    os.environ["REDIS_URL"] = os.environ.get("BENCH_REDIS_URL") or "redis://127.0.0.1:6379/6"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
 

@@ -2,13 +2,14 @@
 
     .venv/bin/python -m bench.scale [--orders 1000000] [--recent 10000] [--runs 5] [--reuse] [--plans FILE]
 
-Two PostgreSQL databases on ``BENCH_DATABASE_URL``'s server: ``ps_bench_scale_small`` holds ``--recent`` orders
-of the last 90 days, ``ps_bench_scale_big`` the same last 90 days with three years of history behind them, up to
-``--orders`` orders. Both are seeded with SQL (``INSERT … SELECT … FROM generate_series``), not the ORM: per
-order its quote, its card charge (declined, refunded), its payout, about three notifications, a webhook delivery
-for most of them and four or five status history rows, over 8 partners with a webhook endpoint each. History
-ends paid, canceled (charged and refunded, or declined) or expired; the last 90 days have every status.
-Notifications and deliveries are kept for the three years (retention may be set longer than its default).
+Two PostgreSQL databases on ``BENCH_DATABASE_URL``'s server, named after its database (``ps_bench`` by default):
+``ps_bench_scale_small`` holds ``--recent`` orders of the last 90 days, ``ps_bench_scale_big`` the same last 90
+days with three years of history behind them, up to ``--orders`` orders. Both are seeded with SQL (``INSERT …
+SELECT … FROM generate_series``), not the ORM: per order its quote, its card charge (declined, refunded), its
+payout, about three notifications, a webhook delivery for most of them and four or five status history rows,
+over 8 partners with a webhook endpoint each. History ends paid, canceled (charged and refunded, or declined)
+or expired; the last 90 days have every status. Notifications and deliveries are kept for the three years
+(retention may be set longer than its default).
 
 Then each page and job is timed ``--runs`` times in each database, alternating, in-process through Django's
 test client (a signed-in superuser for the admin, a user of the first partner for the portal), and the table
@@ -31,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from bench.dashboard import setup_django
 from bench.stack import database_url, recreate_database
@@ -400,7 +402,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     base = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/ps_bench")
-    small, big = database_url(base, "ps_bench_scale_small"), database_url(base, "ps_bench_scale_big")
+    # Named after the base database, so that two checkouts on one server seed databases of their own.
+    prefix = urlsplit(base).path.lstrip("/") or "ps_bench"
+    small, big = database_url(base, f"{prefix}_scale_small"), database_url(base, f"{prefix}_scale_big")
     setup_django(small)
     logging.disable(logging.WARNING)  # the sandbox platform's calls and the sign-ins, one line each
     prepared(small, args.recent, args.recent, args.reuse)
