@@ -171,7 +171,7 @@ def orders_expire_overdue(*, now=None) -> list[str]:
             local_today = now.astimezone(order.event.zone).date()
             if local_today <= order.in_hand_date:
                 continue
-            held = order.transfer_case_open and all(check(order) for check in _expiry_holds)
+            held = order.transfer.case_open and all(check(order) for check in _expiry_holds)
             if held and order.event.starts_at > now:
                 continue  # staff are looking at what arrived: the deadline waits for them
             reason = f"In-hand date {order.in_hand_date.isoformat()} passed before the tickets arrived"

@@ -205,7 +205,7 @@ def _cases_open(*, order, check, message, problems, held, replayed, distinct) ->
         )
     # A count mismatch leaves the order awaiting its transfer with ``transfer.state`` ``mismatch``.
     mismatch = any(kind == K.MISMATCH for _, kind, _ in problems) and order.status == S.AWAITING_TRANSFER
-    if mismatch and state.TRANSFER_MACHINE.allows(order.transfer_state, Order.TransferState.MISMATCH):
+    if mismatch and state.TRANSFER_MACHINE.allows(order.transfer.state, Order.TransferState.MISMATCH):
         state.transfer_transition(
             order=order,
             to=Order.TransferState.MISMATCH,

@@ -202,4 +202,4 @@ def test_a_smuggled_to_posted_by_a_provider_opens_unverifiable_and_moves_nothing
     case = TransferCase.objects.get(order=order)
     assert case.kind == "unverifiable" and case.defers_expiry is False
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == ("awaiting_transfer", "none")
+    assert (order.status, order.transfer.state) == ("awaiting_transfer", "none")

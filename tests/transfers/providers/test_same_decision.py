@@ -66,7 +66,7 @@ def decision(channel: str, variant: str, partner, request) -> tuple:
     outcome = process.message_process(message_pk=message.pk)
     message.refresh_from_db()
     order.refresh_from_db()
-    return outcome, message.authentic, order.status, order.transfer_state, order.transfer_quantity_detected
+    return outcome, message.authentic, order.status, order.transfer.state, order.transfer.quantity_detected
 
 
 @pytest.mark.parametrize("variant, expected", [("match", "matched"), ("wrong_row", "case")])
@@ -105,7 +105,7 @@ def test_a_payload_without_the_raw_message_opens_unverifiable(inbound_settings, 
 
     assert process.message_process(message_pk=message.pk) == "case"
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.NONE)
+    assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.NONE)
     case = TransferCase.objects.get(order=order)
     assert case.kind == TransferCase.Kind.UNVERIFIABLE and case.state == TransferCase.State.OPEN
 

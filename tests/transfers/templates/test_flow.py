@@ -206,7 +206,7 @@ def test_the_test_is_read_only_and_refuses_activation_for_one_disagreeing_messag
     second.refresh_from_db()
     assert second.state == "active" and second.activated_by == "staff:alice@service.example"
     order = Order.objects.get(pk=learned_order.pk)
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         "ticket_received",
         "detected",
         "email",
