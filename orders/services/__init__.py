@@ -162,7 +162,7 @@ def orders_expire_overdue(*, now=None) -> list[str]:
     candidates = (
         Order.objects.filter(status=S.AWAITING_TRANSFER)
         .filter(Q(in_hand_date__lt=horizon) | Q(in_hand_date__isnull=True, event__starts_at__lte=now))
-        .select_related("event")
+        .select_related("event", "transfer_progress")
         .order_by("pk")
     )
     expired = []

@@ -52,7 +52,7 @@ def partial_reminder(order_pk: int, *, now: datetime | None = None) -> bool:
         # under the order's lock, and sends it once the lock is released (never across SMTP).
         order = (
             Order.objects.select_for_update(of=("self",))
-            .select_related("event__venue", "partner", "quote")
+            .select_related("event__venue", "partner", "quote", "transfer_progress")
             .filter(pk=order_pk)
             .first()
         )
@@ -121,7 +121,7 @@ def partial_overdue_sweep(*, now: datetime | None = None) -> list[str]:
         )
         .filter(in_hand_date__lte=(now + timedelta(days=1)).date())
         .exclude(transfer_cases__kind=TransferCase.Kind.PARTIAL_OVERDUE)
-        .select_related("event")
+        .select_related("event", "transfer_progress")
         .order_by("pk")
     )
     opened = []
