@@ -293,9 +293,7 @@ class OrderSerializer(serializers.Serializer):
     is_ready_to_deliver = serializers.BooleanField()
     in_hand_date = serializers.DateField(allow_null=True, format="iso-8601")
     transfer_address = serializers.CharField(help_text="Where the seller sends the tickets.")
-    transfer = OrderTransferSerializer(
-        help_text="The transfer of the tickets as the service saw it."
-    )
+    transfer = OrderTransferSerializer(help_text="The transfer of the tickets as the service saw it.")
     partner_reference = OptionalTextField(
         help_text="The partner's own reference, as sent; null when none was."
     )

@@ -4,40 +4,39 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     # The values are copied to transfer detection's progress rows first (transfers 0007).
     dependencies = [
-        ('orders', '0007_scale_indexes'),
-        ('transfers', '0007_transfer_progress'),
+        ("orders", "0007_scale_indexes"),
+        ("transfers", "0007_transfer_progress"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='order',
-            name='order_transfer_state_valid',
+            model_name="order",
+            name="order_transfer_state_valid",
         ),
         migrations.RemoveField(
-            model_name='order',
-            name='transfer_accepted_at',
+            model_name="order",
+            name="transfer_accepted_at",
         ),
         migrations.RemoveField(
-            model_name='order',
-            name='transfer_case_open',
+            model_name="order",
+            name="transfer_case_open",
         ),
         migrations.RemoveField(
-            model_name='order',
-            name='transfer_detected_at',
+            model_name="order",
+            name="transfer_detected_at",
         ),
         migrations.RemoveField(
-            model_name='order',
-            name='transfer_quantity_detected',
+            model_name="order",
+            name="transfer_quantity_detected",
         ),
         migrations.RemoveField(
-            model_name='order',
-            name='transfer_source',
+            model_name="order",
+            name="transfer_source",
         ),
         migrations.RemoveField(
-            model_name='order',
-            name='transfer_state',
+            model_name="order",
+            name="transfer_state",
         ),
     ]

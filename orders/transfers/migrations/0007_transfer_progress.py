@@ -24,29 +24,72 @@ WHERE p.order_id = o.id
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('orders', '0007_scale_indexes'),
-        ('transfers', '0006_template_approval_registry'),
+        ("orders", "0007_scale_indexes"),
+        ("transfers", "0006_template_approval_registry"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TransferProgress',
+            name="TransferProgress",
             fields=[
-                ('order', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='transfer_progress', serialize=False, to='orders.order')),
-                ('state', models.CharField(choices=[('none', 'None'), ('partial', 'Partial'), ('detected', 'Detected'), ('accepted', 'Accepted on platform'), ('mismatch', 'Mismatch'), ('recalled', 'Recalled')], default='none', max_length=10)),
-                ('quantity_detected', models.PositiveIntegerField(default=0)),
-                ('source', models.CharField(blank=True, choices=[('email', 'E-mail'), ('file', 'Ticket file'), ('staff', 'Staff')], max_length=8, null=True)),
-                ('detected_at', models.DateTimeField(blank=True, null=True)),
-                ('accepted_at', models.DateTimeField(blank=True, null=True)),
-                ('case_open', models.BooleanField(default=False, help_text="A staff case about this order's transfer is open: no payout, no expiry.")),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "order",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="transfer_progress",
+                        serialize=False,
+                        to="orders.order",
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("none", "None"),
+                            ("partial", "Partial"),
+                            ("detected", "Detected"),
+                            ("accepted", "Accepted on platform"),
+                            ("mismatch", "Mismatch"),
+                            ("recalled", "Recalled"),
+                        ],
+                        default="none",
+                        max_length=10,
+                    ),
+                ),
+                ("quantity_detected", models.PositiveIntegerField(default=0)),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True,
+                        choices=[("email", "E-mail"), ("file", "Ticket file"), ("staff", "Staff")],
+                        max_length=8,
+                        null=True,
+                    ),
+                ),
+                ("detected_at", models.DateTimeField(blank=True, null=True)),
+                ("accepted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "case_open",
+                    models.BooleanField(
+                        default=False,
+                        help_text="A staff case about this order's transfer is open: no payout, no expiry.",
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'transfer progress',
-                'verbose_name_plural': 'transfer progress',
-                'constraints': [models.CheckConstraint(condition=models.Q(('state__in', ['none', 'partial', 'detected', 'accepted', 'mismatch', 'recalled'])), name='transfer_progress_state_valid')],
+                "verbose_name": "transfer progress",
+                "verbose_name_plural": "transfer progress",
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("state__in", ["none", "partial", "detected", "accepted", "mismatch", "recalled"])
+                        ),
+                        name="transfer_progress_state_valid",
+                    )
+                ],
             },
         ),
         migrations.RunSQL(COPY, COPY_BACK),

@@ -41,7 +41,11 @@ def test_the_first_transfer_write_makes_one_row_and_later_writes_update_it(partn
     order = awaiting_order(partner)
 
     moved = state.transfer_transition(
-        order=order, to=TS.PARTIAL, actor="system:transfers", reason_code="transfer_partial", quantity_detected=1
+        order=order,
+        to=TS.PARTIAL,
+        actor="system:transfers",
+        reason_code="transfer_partial",
+        quantity_detected=1,
     )
     assert moved.transfer.state == TS.PARTIAL
     state.transfer_transition(
@@ -74,7 +78,9 @@ def test_an_open_case_holds_the_payout_of_a_ticket_file_until_it_is_resolved(par
 
     case = state.case_open(order=order, kind=TransferCase.Kind.UNPARSED, summary="Look at it")
     assert not payout_ready_orders(now=later).filter(pk=order.pk).exists()
-    state.case_move(case=case, to=TransferCase.State.RESOLVED, actor="staff:ana", reason="Fine", resolution="dismissed")
+    state.case_move(
+        case=case, to=TransferCase.State.RESOLVED, actor="staff:ana", reason="Fine", resolution="dismissed"
+    )
     assert TransferProgress.objects.get(order=order).case_open is False
     assert payout_ready_orders(now=later).filter(pk=order.pk).exists()
 
@@ -83,7 +89,11 @@ def test_the_admins_transfer_filter_counts_an_order_without_a_row_as_none(partne
     untouched = awaiting_order(partner)
     partial = awaiting_order(partner)
     state.transfer_transition(
-        order=partial, to=TS.PARTIAL, actor="system:transfers", reason_code="transfer_partial", quantity_detected=1
+        order=partial,
+        to=TS.PARTIAL,
+        actor="system:transfers",
+        reason_code="transfer_partial",
+        quantity_detected=1,
     )
     model_admin = site._registry[Order]
 

@@ -5,8 +5,8 @@ import pytest
 from django.core import mail as outbox_mail
 
 from orders.models import Notification, Order
-from orders.transfers.decision.services import process
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
+from orders.transfers.pipeline import process
 
 from .conftest import transfer_order
 

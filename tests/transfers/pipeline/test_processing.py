@@ -11,10 +11,10 @@ from django.utils import timezone
 from orders.models import Order
 from orders.transfers.authenticity import authenticate as auth
 from orders.transfers.authenticity.dns import DnsTempError, StaticResolver, use_resolver
-from orders.transfers.decision.services import process
 from orders.transfers.decision.services.reminders import messages_process_due, partial_overdue_sweep
 from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.pipeline import process
 
 from . import mail
 from .conftest import transfer_order

@@ -1,14 +1,14 @@
 """A transfer e-mail that arrives through a provider gets the same decision as over SMTP: the sandbox
-platform's mail, signed with the sandbox key, decided by ``orders.transfers.decision.services.process.message_process`` with
+platform's mail, signed with the sandbox key, decided by ``orders.transfers.pipeline.process.message_process`` with
 the service's own authentication; a provider payload without the raw message opens ``unverifiable``."""
 
 import pytest
 from django.test import Client
 
 from orders.models import Order
-from orders.transfers.decision.services import process
 from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.pipeline import process
 from orders.transfers.testing import simulator as sandbox
 from tests.transfers.pipeline import conftest as pipeline
 from tests.transfers.pipeline import mail

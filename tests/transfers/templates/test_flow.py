@@ -13,9 +13,9 @@ from django.contrib.admin.models import LogEntry
 from django.test import Client
 
 from orders.models import Order
-from orders.transfers.decision.services.reprocess import case_reprocess
 from orders.transfers.decision.state import case_move
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.pipeline.reprocess import case_reprocess
 from orders.transfers.reading import platforms
 from orders.transfers.reading.services import Refused, version_activate, version_approve, version_create
 from orders.transfers.reading.templates_store import data_dump

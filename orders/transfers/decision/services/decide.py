@@ -31,10 +31,10 @@ from config.core.publish import publish_on_commit
 from orders import outbox
 from orders.models import Order
 from orders.transfers.decision import state
-from orders.transfers.decision.verdicts import ParsedMail
 from orders.transfers.intake.bounds import no_nul
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
 from orders.transfers.reading.matching import match
+from orders.transfers.verdicts import ParsedMail
 
 logger = logging.getLogger(__name__)
 S, TS = Order.Status, Order.TransferState
