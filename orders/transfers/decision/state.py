@@ -59,7 +59,7 @@ RECEIVED_REASON = {
 }
 
 
-def progress_locked(order: Order) -> TransferProgress:
+def _progress_locked(order: Order) -> TransferProgress:
     """``order``'s transfer progress under its row lock, made first (with the defaults) when no write about the
     order made it yet: ``INSERT … ON CONFLICT DO NOTHING``, so two writers making it at once make one row. The row
     is cached on ``order``, so that ``order.transfer`` reads it."""
@@ -100,7 +100,7 @@ def transfer_transition(
         now = timezone.now()
         # The order's lock first, as every writer of the order takes it, then its progress row's.
         locked = Order.objects.select_for_update().get(pk=order.pk)
-        progress = progress_locked(locked)
+        progress = _progress_locked(locked)
         changes: dict = {}
         if quantity_detected is not None:
             changes["quantity_detected"] = quantity_detected
