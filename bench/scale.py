@@ -146,8 +146,7 @@ INSERT INTO orders_order (id, order_id, status, status_changed_at, quote_token, 
     in_hand_date, transfer_address, ticket_file, seller_email, seller_name, partner_reference,
     confirmation_started_at, confirmation_requeued_at, confirmation_email_claimed_at, confirmation_email_sent_at,
     confirmation_email_to, created_at, updated_at, event_id, partner_id, quote_id, row_id,
-    confirmation_email_handed_over_at, confirmation_email_unconfirmed, livemode, transfer_accepted_at,
-    transfer_case_open, transfer_detected_at, transfer_quantity_detected, transfer_source, transfer_state)
+    confirmation_email_handed_over_at, confirmation_email_unconfirmed, livemode)
 SELECT q.id, 'ord_' || lpad(to_hex(q.id), 12, '0'), s.status,
     s.created + CASE WHEN s.status = 'accepted' THEN interval '0' ELSE interval '2 days' END,
     'qt_' || q.id, q.expires_at, q.quantity, q.offer_price, q.face_value, q.total_price, q.section_name,
@@ -155,7 +154,7 @@ SELECT q.id, 'ord_' || lpad(to_hex(q.id), 12, '0'), s.status,
     false, (s.created + interval '10 days')::date, 'ord-scale' || q.id || '@transfers.scale.example', '',
     'seller' || q.id || '@mail.scale.example', 'Seller ' || q.id, 'REF-' || q.id, s.created, NULL, s.created,
     s.created + interval '1 minute', 'seller' || q.id || '@mail.scale.example', s.created, s.created, q.event_id,
-    q.partner_id, q.id, q.row_id, s.created + interval '1 minute', false, true, NULL, false, NULL, 0, NULL, 'none'
+    q.partner_id, q.id, q.row_id, s.created + interval '1 minute', false, true
 FROM seed s JOIN quotes_quote q ON q.id = s.id;
 
 INSERT INTO payouts_charge (id, amount, currency, platform, idempotency_key, platform_charge_id, card_brand,

@@ -3,12 +3,14 @@
 import os
 
 from celery import Celery
-from celery.signals import beat_init, worker_ready
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("config")
+# The app of every thread of the process, not only of the one that imported it: code that publishes by task name
+# (config/core/publish.py) reads it as ``celery.current_app`` rather than importing this module.
+app.set_default()
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Webhook attempts wait on partners' servers (up to 15 s each): their own queues, so a slow endpoint never
@@ -29,19 +31,3 @@ app.conf.task_routes = {
 QUEUES = (TASK_QUEUE, WEBHOOK_QUEUE, WEBHOOK_SLOW_QUEUE)
 app.conf.task_default_queue = TASK_QUEUE
 app.conf.task_queues = tuple(Queue(name, routing_key=name) for name in QUEUES)
-
-
-# Each worker and beat serve their own /metrics on METRICS_PORT (config/deploy/exporter.py): the worker once its
-# pool runs (the pool's processes count, the main process serves), beat as it starts.
-@worker_ready.connect
-def _worker_metrics_serve(**_kwargs) -> None:
-    from config.deploy.exporter import start_from_settings
-
-    start_from_settings()
-
-
-@beat_init.connect
-def _beat_metrics_serve(**_kwargs) -> None:
-    from config.deploy.exporter import start_from_settings
-
-    start_from_settings()

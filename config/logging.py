@@ -5,7 +5,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
-from config.deploy.redaction import redact_path
+from config.core.redaction import redact_path
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 

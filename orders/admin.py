@@ -9,6 +9,7 @@ permission (``orders.cancel_order``, ``orders.mark_received``), checked again on
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.core.files.storage import default_storage
+from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, path, reverse
@@ -23,6 +24,26 @@ from quotes.models import ORDER_SNAPSHOT_FIELDS
 from . import extensions, services
 from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
+
+
+class TransferStateFilter(admin.SimpleListFilter):
+    """The order's transfer state (transfer detection's progress row, joined); an order without one is ``none``."""
+
+    title = "transfer state"
+    parameter_name = "transfer_state"
+
+    def lookups(self, request, model_admin):
+        return Order.TransferState.choices
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value not in Order.TransferState.values:
+            return queryset
+        if value == Order.TransferState.NONE:
+            return queryset.filter(
+                Q(transfer_progress__isnull=True) | Q(transfer_progress__state=Order.TransferState.NONE)
+            )
+        return queryset.filter(transfer_progress__state=value)
 
 
 class OrderStatusHistoryInline(StatusHistoryInline):
@@ -69,7 +90,7 @@ class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
     list_filter = (
         ModeFilter,
         "status",
-        "transfer_state",
+        TransferStateFilter,
         ("partner", RelatedWithRowsFilter),
         ("event", RelatedWithRowsFilter),
         "delivery_type",

@@ -9,6 +9,7 @@ import secrets
 import string
 
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Upper
@@ -54,6 +55,8 @@ class Order(models.Model):
     # The part of the life cycle that the payout drives, in order.
     PAYOUT_PATH = (Status.TICKET_RECEIVED, Status.PAYOUT_IN_PROCESS, Status.SCHEDULED, Status.PAID)
 
+    # The transfer's vocabulary, as partners read it (``transfer`` of the order); the state itself is transfer
+    # detection's (``Order.transfer``).
     class TransferState(models.TextChoices):
         NONE = "none", "None"
         PARTIAL = "partial", "Partial"
@@ -115,18 +118,6 @@ class Order(models.Model):
     )
     # The ticket PDF's name in the default storage (private: staff download it through the admin).
     ticket_file = models.FileField(max_length=255, blank=True)
-    # The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): written only by
-    # ``orders.transfers.decision.state.transfer_transition``. The payout gate reads these fields and nothing else.
-    transfer_state = models.CharField(
-        max_length=10, choices=TransferState.choices, default=TransferState.NONE
-    )
-    transfer_quantity_detected = models.PositiveIntegerField(default=0)
-    transfer_source = models.CharField(max_length=8, choices=TransferSource.choices, null=True, blank=True)
-    transfer_detected_at = models.DateTimeField(null=True, blank=True)
-    transfer_accepted_at = models.DateTimeField(null=True, blank=True)
-    transfer_case_open = models.BooleanField(
-        default=False, help_text="A staff case about this order's transfer is open: no payout, no expiry."
-    )
     seller_email = models.EmailField(blank=True)
     seller_name = models.CharField(max_length=200, blank=True)
     partner_reference = models.CharField(max_length=64, blank=True)
@@ -209,12 +200,6 @@ class Order(models.Model):
                 name="order_status_valid",
             ),
             models.CheckConstraint(
-                condition=Q(
-                    transfer_state__in=["none", "partial", "detected", "accepted", "mismatch", "recalled"]
-                ),
-                name="order_transfer_state_valid",
-            ),
-            models.CheckConstraint(
                 condition=Q(delivery_type__in=["mobile_transfer", "mobile_qr", "pdf"]),
                 name="order_delivery_type_valid",
             ),
@@ -226,6 +211,17 @@ class Order(models.Model):
     @property
     def has_ticket_file(self) -> bool:
         return bool(self.ticket_file.name)
+
+    @property
+    def transfer(self):
+        """The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): transfer
+        detection's row of the order (``orders.transfers.models.TransferProgress``, read with the order by
+        ``select_related("transfer_progress")``). An order transfer detection never wrote about has no row and
+        reads as the defaults: state ``none``, nothing detected, no source, no times, no case open."""
+        try:
+            return self.transfer_progress
+        except ObjectDoesNotExist:
+            return self._meta.get_field("transfer_progress").related_model(order_id=self.pk)
 
 
 class OrderStatusHistory(models.Model):

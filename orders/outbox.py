@@ -12,6 +12,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import prefetch_related_objects
 from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
@@ -86,7 +87,7 @@ def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = No
     from .serializers import order_detail_output  # serializers import the API layer's errors
 
     if history is None:
-        order = Order.objects.select_related("event").get(pk=order.pk)
+        order = Order.objects.select_related("event", "transfer_progress").get(pk=order.pk)
         history = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
     order.history_rows = history
     return _json_ready(order_detail_output(order))
@@ -163,6 +164,8 @@ def order_notifications_record_many(
     if not moves:
         return []
     histories: dict[int, list[OrderStatusHistory]] = {order.pk: [] for order, _ in moves}
+    # Their transfers (``order.transfer``), read in one statement too.
+    prefetch_related_objects([order for order, _ in moves], "transfer_progress")
     for row in OrderStatusHistory.objects.filter(order_id__in=histories).order_by("order_id", "at", "id"):
         histories[row.order_id].append(row)
     notifications = [

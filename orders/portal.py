@@ -43,14 +43,14 @@ PAYOUT_HOLD_WORDS = {
 
 
 def transfer_words(order: Order) -> str:
-    return TRANSFER_WORDS[order.transfer_state].format(
-        detected=order.transfer_quantity_detected, quantity=order.quantity
+    return TRANSFER_WORDS[order.transfer.state].format(
+        detected=order.transfer.quantity_detected, quantity=order.quantity
     )
 
 
 def payout_wait_words(order: Order) -> str:
     """Why a received order has no payout yet; empty when it is not waiting for its transfer."""
-    if order.status != Order.Status.TICKET_RECEIVED or order.transfer_state == TS.ACCEPTED:
+    if order.status != Order.Status.TICKET_RECEIVED or order.transfer.state == TS.ACCEPTED:
         return ""
     return PAYOUT_HOLD_WORDS[order.delivery_type].format(hours=settings.TRANSFER_FILE_PAYOUT_HOLD_HOURS)
 

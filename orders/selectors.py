@@ -35,7 +35,12 @@ class OrderFilters:
 def order_get_for_partner(*, principal: Principal, order_id: str) -> Order:
     """The partner's order of the principal's mode; another partner's order, or one of the other mode, is as
     unknown as a missing one (ORDER_NOT_FOUND)."""
-    order = Order.objects.for_principal(principal).select_related("event").filter(order_id=order_id).first()
+    order = (
+        Order.objects.for_principal(principal)
+        .select_related("event", "transfer_progress")
+        .filter(order_id=order_id)
+        .first()
+    )
     if order is None:
         raise errors.OrderNotFound(details={"order_id": order_id})
     return order
@@ -78,7 +83,7 @@ def _midnight(day: date) -> datetime:
 
 def order_list(*, principal: Principal, filters: OrderFilters, limit: int, cursor: str | None) -> Page:
     """The partner's orders of the principal's mode, newest first, cursor-paginated."""
-    qs = order_filter(principal=principal, filters=filters).select_related("event")
+    qs = order_filter(principal=principal, filters=filters).select_related("event", "transfer_progress")
     return paginate(qs, ordering=LIST_ORDERING, limit=limit, cursor=cursor)
 
 
@@ -86,7 +91,7 @@ def order_list_for_portal(*, principal: Principal, filters: OrderFilters | None 
     """The portal's orders page and CSV, in the mode of the portal's Test/Live switch: newest first, with the event and the payout (``order.payout``) each
     row shows."""
     qs = order_filter(principal=principal, filters=filters or OrderFilters())
-    return qs.select_related("event", "payout").order_by(*LIST_ORDERING)
+    return qs.select_related("event", "payout", "transfer_progress").order_by(*LIST_ORDERING)
 
 
 def order_get_for_portal(*, principal: Principal, order_id: str) -> Order:
@@ -94,7 +99,7 @@ def order_get_for_portal(*, principal: Principal, order_id: str) -> Order:
     (``order.charge``, ``order.payout``)."""
     order = (
         Order.objects.for_principal(principal)
-        .select_related("event", "charge", "payout")
+        .select_related("event", "charge", "payout", "transfer_progress")
         .filter(order_id=order_id)
         .first()
     )

@@ -251,24 +251,18 @@ class OrderTransferSerializer(serializers.Serializer):
     """The transfer of the tickets as the service has seen it (docs/partners/orders.md "Transfer"): states and
     counts only; the evidence itself (e-mails, links, barcodes) stays with staff."""
 
-    state = serializers.ChoiceField(
-        source="transfer_state", choices=Order.TransferState.choices, help_text=TRANSFER_STATE_HELP
-    )
+    state = serializers.ChoiceField(choices=Order.TransferState.choices, help_text=TRANSFER_STATE_HELP)
     quantity_detected = serializers.IntegerField(
-        source="transfer_quantity_detected", help_text="How many of the order's tickets the transfer covered."
+        help_text="How many of the order's tickets the transfer covered."
     )
     source = serializers.ChoiceField(
-        source="transfer_source",
         choices=Order.TransferSource.choices,
         allow_null=True,
         help_text="What showed the tickets: `email` (the platform's transfer e-mail), `file` (the ticket "
         "file) or `staff`; null until something did.",
     )
-    detected_at = serializers.DateTimeField(
-        source="transfer_detected_at", allow_null=True, help_text="When every ticket was first seen."
-    )
+    detected_at = serializers.DateTimeField(allow_null=True, help_text="When every ticket was first seen.")
     accepted_at = serializers.DateTimeField(
-        source="transfer_accepted_at",
         allow_null=True,
         help_text="When the tickets were accepted on the platform (mobile transfers pay out after it).",
     )
@@ -299,9 +293,7 @@ class OrderSerializer(serializers.Serializer):
     is_ready_to_deliver = serializers.BooleanField()
     in_hand_date = serializers.DateField(allow_null=True, format="iso-8601")
     transfer_address = serializers.CharField(help_text="Where the seller sends the tickets.")
-    transfer = OrderTransferSerializer(
-        source="*", help_text="The transfer of the tickets as the service saw it."
-    )
+    transfer = OrderTransferSerializer(help_text="The transfer of the tickets as the service saw it.")
     partner_reference = OptionalTextField(
         help_text="The partner's own reference, as sent; null when none was."
     )

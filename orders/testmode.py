@@ -81,7 +81,7 @@ def _step(order: Order, step: str, reason: str, reason_code: str | None) -> Orde
     the payout gate asks of a live order (docs/partners/orders.md "Transfer")."""
     if step == S.TICKET_RECEIVED:
         return extensions.ticket_receipt().receive(order=order, source="staff", actor=ACTOR, reason=reason)
-    if step == S.PAYOUT_IN_PROCESS and order.transfer_state != Order.TransferState.ACCEPTED:
+    if step == S.PAYOUT_IN_PROCESS and order.transfer.state != Order.TransferState.ACCEPTED:
         order = extensions.ticket_receipt().accept(
             order=order,
             actor=ACTOR,

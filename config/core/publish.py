@@ -12,6 +12,7 @@ import importlib
 import logging
 from typing import Any
 
+from celery import current_app
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
@@ -21,14 +22,13 @@ def task_named(name: str) -> Any:
     """The task registered under ``name``, its module imported when no one has imported it yet.
 
     Publishing through the registered task (rather than ``send_task``) keeps what the app configures for it:
-    routes and options apply (and a test that runs tasks in-process still runs it)."""
-    from config.celery import app
-
+    routes and options apply (and a test that runs tasks in-process still runs it). The app is the process's
+    default one, which config/celery.py sets as it is made (``config`` imports it first)."""
     try:
-        return app.tasks[name]
+        return current_app.tasks[name]
     except KeyError:
         importlib.import_module(name.rpartition(".")[0])
-        return app.tasks[name]
+        return current_app.tasks[name]
 
 
 def publish(task: Any, *args: Any, countdown: float | None = None, **kwargs: Any) -> bool:

@@ -64,7 +64,8 @@ Refusal = Callable[[Any, str, str], IllegalStateMove]
 class StateMachine:
     """The legal moves of one status field and the history model that records them.
 
-    The history model has a foreign key ``history_fk`` to the machine's model and the fields
+    The history model has a foreign key ``history_fk`` to the machine's model (or to the model whose primary key
+    the machine's row shares: an order's transfer progress and its history by the order) and the fields
     ``from_status``, ``to_status``, ``at``, ``actor`` and ``reason``. A machine whose moves nobody needs to
     trace (a webhook delivery: its attempts are its history) has ``history=None`` and records nothing.
     """
@@ -209,7 +210,7 @@ class StateMachine:
         return self.history._default_manager.bulk_create(
             [
                 self.history(
-                    **{self.history_fk: obj},
+                    **{f"{self.history_fk}_id": obj.pk},
                     from_status=from_state,
                     to_status=to_state,
                     at=at,
@@ -227,7 +228,7 @@ class StateMachine:
         if self.history is None:
             return None
         return self.history._default_manager.create(
-            **{self.history_fk: obj},
+            **{f"{self.history_fk}_id": obj.pk},
             from_status=from_state,
             to_status=to_state,
             at=at or timezone.now(),

@@ -27,6 +27,8 @@ import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from celery.signals import beat_init, worker_ready
+
 logger = logging.getLogger(__name__)
 
 _started: ThreadingHTTPServer | None = None
@@ -97,3 +99,16 @@ def start_from_settings() -> ThreadingHTTPServer | None:
     from django.conf import settings
 
     return start(port=settings.METRICS_PORT, bind=settings.METRICS_BIND)
+
+
+# Each worker and beat serve their own /metrics on METRICS_PORT: the worker once its pool runs (the pool's processes
+# count, the main process serves), beat as it starts. The settings import this module in every process (``prepare``),
+# so the hooks are connected before either signal is sent; the Celery app itself knows nothing of them.
+@worker_ready.connect(weak=False)
+def _worker_metrics_serve(**_kwargs) -> None:
+    start_from_settings()
+
+
+@beat_init.connect(weak=False)
+def _beat_metrics_serve(**_kwargs) -> None:
+    start_from_settings()

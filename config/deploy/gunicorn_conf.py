@@ -9,8 +9,8 @@ from pathlib import Path
 
 from gunicorn.glogging import Logger
 
+from config.core.redaction import redact
 from config.deploy import early_errors
-from config.deploy.redaction import redact
 
 accesslog = "-"
 # The combined format plus the request id the API answers with (X-Request-ID), so a partner's request

@@ -162,7 +162,7 @@ def orders_expire_overdue(*, now=None) -> list[str]:
     candidates = (
         Order.objects.filter(status=S.AWAITING_TRANSFER)
         .filter(Q(in_hand_date__lt=horizon) | Q(in_hand_date__isnull=True, event__starts_at__lte=now))
-        .select_related("event")
+        .select_related("event", "transfer_progress")
         .order_by("pk")
     )
     expired = []
@@ -171,7 +171,7 @@ def orders_expire_overdue(*, now=None) -> list[str]:
             local_today = now.astimezone(order.event.zone).date()
             if local_today <= order.in_hand_date:
                 continue
-            held = order.transfer_case_open and all(check(order) for check in _expiry_holds)
+            held = order.transfer.case_open and all(check(order) for check in _expiry_holds)
             if held and order.event.starts_at > now:
                 continue  # staff are looking at what arrived: the deadline waits for them
             reason = f"In-hand date {order.in_hand_date.isoformat()} passed before the tickets arrived"

@@ -216,8 +216,44 @@ class TransferCaseHistory(StatusHistory):
         verbose_name_plural = "case history"
 
 
+class TransferProgress(models.Model):
+    """An order's transfer as the service has seen it (docs/partners/orders.md "Transfer"), written only by
+    ``orders.transfers.decision.state``; the payout gate, the expiry, the API, the portal and the admin read it
+    with the order (a join on the order's key). Not made with the order: the first write about an order makes it
+    (``INSERT … ON CONFLICT``, in the writer's transaction); an order without one reads as the defaults (state
+    ``none``, nothing detected, no source, no times, no case open: ``Order.transfer``)."""
+
+    order = models.OneToOneField(
+        Order, primary_key=True, on_delete=models.CASCADE, related_name="transfer_progress"
+    )
+    state = models.CharField(
+        max_length=10, choices=Order.TransferState.choices, default=Order.TransferState.NONE
+    )
+    quantity_detected = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=8, choices=Order.TransferSource.choices, null=True, blank=True)
+    detected_at = models.DateTimeField(null=True, blank=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    case_open = models.BooleanField(
+        default=False, help_text="A staff case about this order's transfer is open: no payout, no expiry."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "transfer progress"
+        verbose_name_plural = "transfer progress"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(state__in=["none", "partial", "detected", "accepted", "mismatch", "recalled"]),
+                name="transfer_progress_state_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.order_id}: {self.state}"
+
+
 class TransferStateHistory(StatusHistory):
-    """Every change of an order's ``transfer_state``: from, to, when, who, why."""
+    """Every change of an order's transfer state (``TransferProgress.state``): from, to, when, who, why."""
 
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="transfer_history")
 

@@ -15,7 +15,7 @@ logger = logging.getLogger(__name__)
 # Every task of transfer detection has a soft time limit (``SoftTimeLimitExceeded`` raised in the task: a
 # message then ends with a case) and a hard one (the worker process is replaced), so that no message, file or
 # sweep holds a worker of the default queue, where the payout and confirmation work runs too. A message's hard limit
-# stays under its run's lease (``orders.transfers.decision.services.process.LEASE``, 2 min).
+# stays under its run's lease (``orders.transfers.pipeline.process.LEASE``, 2 min).
 LIMITS = {
     "message": {"soft_time_limit": 60, "time_limit": 90},
     "sweep": {"soft_time_limit": 30, "time_limit": 60},
@@ -30,8 +30,8 @@ LIMITS = {
     base=RetryingTask, name="orders.transfers.tasks.message_process", acks_late=True, **LIMITS["message"]
 )
 def message_process(message_pk: int) -> str:
-    """Authenticate, parse, match and decide one stored message (``orders.transfers.decision.services.process``)."""
-    from orders.transfers.decision.services.process import message_process as process
+    """Authenticate, parse, match and decide one stored message (``orders.transfers.pipeline.process``)."""
+    from orders.transfers.pipeline.process import message_process as process
 
     return process(message_pk=message_pk)
 
@@ -138,7 +138,7 @@ def raw_purge() -> int:
 )
 def platform_cases_reprocess(version_pk: int) -> dict:
     """A template version was activated: process its platform's open unparsed cases again."""
-    from orders.transfers.decision.services.reprocess import platform_cases_reprocess as reprocess
+    from orders.transfers.pipeline.reprocess import platform_cases_reprocess as reprocess
 
     return reprocess(version_pk=version_pk)
 
@@ -146,6 +146,6 @@ def platform_cases_reprocess(version_pk: int) -> dict:
 @shared_task(name="orders.transfers.tasks.platform_cases_reprocess_due", **LIMITS["long_sweep"])
 def platform_cases_reprocess_due() -> int:
     """The open unparsed cases a version in force has not processed yet (its activation's message was lost)."""
-    from orders.transfers.decision.services.reprocess import platform_cases_reprocess_due as sweep
+    from orders.transfers.pipeline.reprocess import platform_cases_reprocess_due as sweep
 
     return sweep()

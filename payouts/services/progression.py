@@ -154,7 +154,7 @@ def payout_ready_orders(*, now=None):
     """The live ``ticket_received`` orders whose transfer allows the payout (docs/partners/orders.md
     "Transfer"): a mobile transfer once the tickets were accepted on the platform (until then the sender can recall
     them); a ticket file ``TRANSFER_FILE_PAYOUT_HOLD_HOURS`` after detection, with no staff case open. One
-    filter over the order's own transfer fields."""
+    filter over the order joined to its transfer progress (an order without one has no transfer to pay on)."""
     now = now or timezone.now()
     hold_until = now - timedelta(hours=settings.TRANSFER_FILE_PAYOUT_HOLD_HOURS)
     D = Order.DeliveryType
@@ -162,11 +162,11 @@ def payout_ready_orders(*, now=None):
         Order.objects.live()
         .filter(status=Order.Status.TICKET_RECEIVED)
         .filter(
-            Q(delivery_type=D.MOBILE_TRANSFER, transfer_state=Order.TransferState.ACCEPTED)
+            Q(delivery_type=D.MOBILE_TRANSFER, transfer_progress__state=Order.TransferState.ACCEPTED)
             | Q(
                 delivery_type__in=(D.PDF, D.MOBILE_QR),
-                transfer_detected_at__lte=hold_until,
-                transfer_case_open=False,
+                transfer_progress__detected_at__lte=hold_until,
+                transfer_progress__case_open=False,
             )
         )
     )

@@ -3,7 +3,7 @@ application itself still reads the request as sent."""
 
 import json
 
-from config.deploy.redaction import RedactLogEnviron
+from config.core.redaction import RedactLogEnviron
 
 SECRET = "eyJ2IjoxLCJwIjoicHRuX1NFQ1JFVFRPS0VO.c2lnbmF0dXJl"
 

@@ -287,8 +287,9 @@ def test_make_run_serves_the_documented_walkthroughs_as_printed_and_a_restart_ro
         def cases() -> list[tuple]:
             with psycopg.connect(first.services["DATABASE_URL"]) as db:
                 return db.execute(
-                    "SELECT c.kind, c.state, o.status, o.transfer_state FROM transfers_transfercase c "
-                    "JOIN orders_order o ON o.id = c.order_id WHERE o.order_id = %s",
+                    "SELECT c.kind, c.state, o.status, coalesce(p.state, 'none') FROM transfers_transfercase c "
+                    "JOIN orders_order o ON o.id = c.order_id "
+                    "LEFT JOIN transfers_transferprogress p ON p.order_id = o.id WHERE o.order_id = %s",
                     (forged_id,),
                 ).fetchall()
 

@@ -4,7 +4,7 @@ never reaches an access log: gunicorn's (with the production settings file, and 
 
 import pytest
 
-from config.deploy.redaction import redact
+from config.core.redaction import redact
 
 from .live import BIN, free_port, http, production_env, wait_for
 

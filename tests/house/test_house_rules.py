@@ -28,7 +28,7 @@ MACHINES = (
     ("WebhookEndpoint", "status", "orders/webhooks/machines.py", "ENABLED"),
     ("WebhookDelivery", "state", "orders/webhooks/machines.py", "PENDING"),
     ("WebhookAttempt", "status", "orders/webhooks/machines.py", "PENDING"),
-    ("Order", "transfer_state", "orders/transfers/decision/state.py", "NONE"),
+    ("TransferProgress", "state", "orders/transfers/decision/state.py", "NONE"),
     ("TransferCase", "state", "orders/transfers/decision/state.py", "OPEN"),
 )
 # The names a row of each model goes by in app code (``charge.status = …``).
@@ -42,6 +42,7 @@ ROW_NAMES = {
     "WebhookDelivery": {"delivery"},
     "WebhookAttempt": {"attempt"},
     "TransferCase": {"case"},
+    "TransferProgress": {"progress"},
 }
 # Names a row of any model goes by: counted as a row of each stateful model the module imports.
 GENERIC_ROW_NAMES = {"locked", "obj", "row", "instance", "fresh", "current", "item"}

@@ -162,7 +162,7 @@ def test_bulk_mark_ticket_received_goes_through_the_life_cycle(staff_client, par
     assert too_early.status == "accepted"
     last = ready.status_history.order_by("-at", "-id").first()
     assert last.actor == "staff:root"
-    assert (ready.transfer_state, ready.transfer_source) == ("detected", "staff")
+    assert (ready.transfer.state, ready.transfer.source) == ("detected", "staff")
     messages = [str(m) for m in get_messages(response.wsgi_request)]
     assert any(ready.order_id in m and "Marked" in m for m in messages)
     assert any(too_early.order_id in m and "accepted" in m and "Not" in m for m in messages)

@@ -113,7 +113,7 @@ def test_an_order_costs_two_statements_on_postgresql(auth_client, partner, publi
     assert order.delivery_type == delivery_type
     assert order.has_ticket_file is (delivery_type == "pdf")
     assert order.restrictions == ["Obstructed view"] and order.offer_price == row.offer_price
-    assert order.transfer_state == "none" and order.confirmation_started_at is None
+    assert order.transfer.state == "none" and order.confirmation_started_at is None
     assert Quote.objects.get(pk=quote.pk).consumed_at == order.created_at
     assert Row.objects.get(pk=row.pk).available_quantity == 6
     assert list(OrderStatusHistory.objects.filter(order=order).values_list("to_status", flat=True)) == [

@@ -43,10 +43,10 @@ from orders.transfers.authenticity.dkim import (
 )
 from orders.transfers.authenticity.dns import DnsTempError, get_resolver
 from orders.transfers.authenticity.spf import spf_verdict
-from orders.transfers.decision.verdicts import AuthVerdict
 from orders.transfers.intake.bounds import header_problem, no_nul
 from orders.transfers.models import InboundMessage
 from orders.transfers.reading import platforms
+from orders.transfers.verdicts import AuthVerdict
 
 SANDBOX_PLATFORM = "sandbox"
 DATE_SLACK = timedelta(minutes=15)

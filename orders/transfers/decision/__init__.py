@@ -1,3 +1,3 @@
-"""Decision: one message through every stage (``process``), what it does to its order (``decide``), and the one
-writer of the transfer fields and cases (``state``), with the reminders, sweeps and retention
-(docs/architecture.md "Transfer detection")."""
+"""Decision: what a read message does to its order (``services.decide``), and the one writer of the transfer
+progress and cases (``state``), with the reminders, sweeps and retention (docs/architecture.md "Transfer
+detection")."""

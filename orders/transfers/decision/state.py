@@ -1,11 +1,12 @@
-"""The one writer of an order's transfer fields and of the transfer cases (docs/architecture.md "Transfer
+"""The one writer of an order's transfer progress and of the transfer cases (docs/architecture.md "Transfer
 detection").
 
-``transfer_transition`` moves ``Order.transfer_state`` through its machine and writes the
+``transfer_transition`` moves ``TransferProgress.state`` through its machine and writes the
 ``order.transfer_updated`` notification in the same transaction. ``order_receive`` and ``order_recall`` are
 the two moves that also change the order's status (``awaiting_transfer`` ⇄ ``ticket_received``);
-``case_open`` and ``case_move`` keep ``Order.transfer_case_open`` true while any case of the order is open,
-which is all the payout gate and the expiry need to read.
+``case_open`` and ``case_move`` keep ``TransferProgress.case_open`` true while any case of the order is open,
+which is all the payout gate and the expiry need to read. The progress row is made by the first of these writes
+about an order (``INSERT … ON CONFLICT``); until then the order reads as the defaults (``Order.transfer``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from orders import outbox
 from orders.models import Order
 from orders.services import order_transition
 from orders.transfers.intake.bounds import no_nul
-from orders.transfers.models import TransferCase, TransferCaseHistory, TransferStateHistory
+from orders.transfers.models import TransferCase, TransferCaseHistory, TransferProgress, TransferStateHistory
 
 S = Order.Status
 TS = Order.TransferState
@@ -35,7 +36,7 @@ TRANSFER_MOVES: dict[str, frozenset[str]] = {
 }
 TRANSFER_MACHINE = StateMachine(
     name="transfer",
-    field="transfer_state",
+    field="state",
     moves=TRANSFER_MOVES,
     history=TransferStateHistory,
     history_fk="order",
@@ -58,6 +59,26 @@ RECEIVED_REASON = {
 }
 
 
+def _progress_locked(order: Order) -> TransferProgress:
+    """``order``'s transfer progress under its row lock, made first (with the defaults) when no write about the
+    order made it yet: ``INSERT … ON CONFLICT DO NOTHING``, so two writers making it at once make one row. The row
+    is cached on ``order``, so that ``order.transfer`` reads it."""
+    TransferProgress.objects.bulk_create([TransferProgress(order_id=order.pk)], ignore_conflicts=True)
+    progress = TransferProgress.objects.select_for_update().get(pk=order.pk)
+    progress.order = order
+    return progress
+
+
+def _progress_write(order_pk: int, **values) -> None:
+    """Set ``values`` on the order's transfer progress in one statement, the row made when it is missing."""
+    TransferProgress.objects.bulk_create(
+        [TransferProgress(order_id=order_pk, **values)],
+        update_conflicts=True,
+        unique_fields=["order"],
+        update_fields=[*values, "updated_at"],
+    )
+
+
 def transfer_transition(
     *,
     order: Order,
@@ -68,7 +89,8 @@ def transfer_transition(
     quantity_detected: int | None = None,
     source: str | None = None,
 ) -> Order:
-    """Move ``order.transfer_state`` to ``to`` and write ``order.transfer_updated``; return the fresh order.
+    """Move ``order``'s transfer state to ``to`` and write ``order.transfer_updated``; return the fresh order
+    (its ``transfer`` the fresh progress).
 
     A move to the state the order already has only updates ``quantity_detected`` (and the source), with no
     notification: partners are told of every change of the state. Raises ``IllegalStateMove`` for a move
@@ -76,27 +98,30 @@ def transfer_transition(
     """
     with transaction.atomic():
         now = timezone.now()
+        # The order's lock first, as every writer of the order takes it, then its progress row's.
         locked = Order.objects.select_for_update().get(pk=order.pk)
+        progress = _progress_locked(locked)
         changes: dict = {}
         if quantity_detected is not None:
-            changes["transfer_quantity_detected"] = quantity_detected
+            changes["quantity_detected"] = quantity_detected
         if source is not None:
-            changes["transfer_source"] = source
-        if to in (TS.DETECTED, TS.ACCEPTED) and locked.transfer_detected_at is None:
-            changes["transfer_detected_at"] = now
+            changes["source"] = source
+        if to in (TS.DETECTED, TS.ACCEPTED) and progress.detected_at is None:
+            changes["detected_at"] = now
         if to == TS.ACCEPTED:
-            changes["transfer_accepted_at"] = now
+            changes["accepted_at"] = now
         if to in (TS.RECALLED,):
-            changes.update(transfer_accepted_at=None, transfer_detected_at=None)
-        if to == locked.transfer_state:
+            changes.update(accepted_at=None, detected_at=None)
+        if to == progress.state:
             for name, value in changes.items():
-                setattr(locked, name, value)
+                setattr(progress, name, value)
             if changes:
-                locked.save(update_fields=[*changes, "updated_at"])
+                progress.save(update_fields=[*changes, "updated_at"])
             return locked
-        locked, previous = TRANSFER_MACHINE.move(
-            obj=locked, to=to, actor=actor, reason=reason or reason_code, changes=changes, at=now
+        progress, previous = TRANSFER_MACHINE.move(
+            obj=progress, to=to, actor=actor, reason=reason or reason_code, changes=changes, at=now
         )
+        progress.order = locked
         outbox.transfer_notification_record(
             order=locked, previous_transfer_state=previous, reason=reason_code, at=now
         )
@@ -119,8 +144,9 @@ def order_receive(
             # Refused before any transfer change, so that the transaction writes nothing.
             return order_transition(order=locked, to=S.TICKET_RECEIVED, actor=actor, reason=reason)
         target = TS.ACCEPTED if accepted else TS.DETECTED
-        if locked.transfer_state != target:
-            if not TRANSFER_MACHINE.allows(locked.transfer_state, target):
+        current = locked.transfer.state
+        if current != target:
+            if not TRANSFER_MACHINE.allows(current, target):
                 target = TS.DETECTED
             transfer_transition(
                 order=locked,
@@ -159,9 +185,8 @@ def order_recall(*, order: Order, actor: str, reason: str, message=None) -> Orde
             return locked
         if locked.status not in (S.TICKET_RECEIVED, S.AWAITING_TRANSFER):
             return locked  # canceled or expired: nothing left to recall
-        if locked.transfer_state != TS.RECALLED and TRANSFER_MACHINE.allows(
-            locked.transfer_state, TS.RECALLED
-        ):
+        current = locked.transfer.state
+        if current != TS.RECALLED and TRANSFER_MACHINE.allows(current, TS.RECALLED):
             locked = transfer_transition(
                 order=locked,
                 to=TS.RECALLED,
@@ -217,7 +242,7 @@ def order_expiry_held(order: Order) -> bool:
 def case_open(
     *, order: Order | None, kind: str, summary: str, message=None, details: dict | None = None
 ) -> TransferCase:
-    """Open a staff case (one open case per order, kind and message); the order keeps ``transfer_case_open``."""
+    """Open a staff case (one open case per order, kind and message); the order's transfer keeps ``case_open``."""
     with transaction.atomic():
         existing = TransferCase.objects.filter(
             order=order, kind=kind, message=message, state__in=TransferCase.OPEN_STATES
@@ -236,8 +261,10 @@ def case_open(
             obj=case, from_state="", to_state=CS.OPEN, actor="system:transfers", reason=summary
         )
         if order is not None:
-            Order.objects.filter(pk=order.pk, transfer_case_open=False).update(transfer_case_open=True)
-            order.transfer_case_open = True
+            _progress_write(order.pk, case_open=True)
+            relation = Order._meta.get_field("transfer_progress")
+            if relation.is_cached(order):
+                relation.delete_cached_value(order)  # ``order.transfer`` reads the row just written
     return case
 
 
@@ -260,7 +287,7 @@ def case_move(*, case: TransferCase, to: str, actor: str, reason: str, resolutio
             still_open = TransferCase.objects.filter(
                 order_id=locked.order_id, state__in=TransferCase.OPEN_STATES
             ).exists()
-            Order.objects.filter(pk=locked.order_id).update(transfer_case_open=still_open)
+            _progress_write(locked.order_id, case_open=still_open)
     return locked
 
 

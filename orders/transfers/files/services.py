@@ -205,7 +205,7 @@ def _cases_open(*, order, check, message, problems, held, replayed, distinct) ->
         )
     # A count mismatch leaves the order awaiting its transfer with ``transfer.state`` ``mismatch``.
     mismatch = any(kind == K.MISMATCH for _, kind, _ in problems) and order.status == S.AWAITING_TRANSFER
-    if mismatch and state.TRANSFER_MACHINE.allows(order.transfer_state, Order.TransferState.MISMATCH):
+    if mismatch and state.TRANSFER_MACHINE.allows(order.transfer.state, Order.TransferState.MISMATCH):
         state.transfer_transition(
             order=order,
             to=Order.TransferState.MISMATCH,
@@ -237,7 +237,7 @@ def _received(*, order: Order, check: TicketFileCheck, quantity: int) -> None:
 def message_attachments_check(message: InboundMessage, order: Order, raw: bytes) -> TicketFileCheck | None:
     """Check the ticket files attached to an authentic mail sent to ``order``'s transfer address.
 
-    For the processing of inbound mail (``orders.transfers.decision.services.process``): call it once the message is proven
+    For the processing of inbound mail (``orders.transfers.pipeline.process``): call it once the message is proven
     authentic (``message.authentic``) and belongs to ``order``, with the message's raw bytes. Every PDF and
     image part is read; together they are one delivery (one image per ticket is fine): their distinct
     barcodes must number the order's quantity. An inline image with no barcode (a logo, a signature) is left

@@ -22,7 +22,7 @@ import unicodedata
 from rapidfuzz import fuzz
 
 from orders.models import Order
-from orders.transfers.decision.verdicts import MatchResult, ParsedMail
+from orders.transfers.verdicts import MatchResult, ParsedMail
 
 _PREFIX = re.compile(r"^(?:section|sect|sec|row)\b\.?\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+")

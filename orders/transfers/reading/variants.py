@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from orders.transfers.decision.verdicts import ParsedMail
 from orders.transfers.reading import platforms
 from orders.transfers.reading.layout import seller_name
 from orders.transfers.reading.matching import normalise, seats_normalise
 from orders.transfers.reading.platforms.text import MailText
+from orders.transfers.verdicts import ParsedMail
 
 OTHER_SELLERS = ("Devon Brooks", "Priya Raman")
 OTHER_EVENTS = ("Harbour Lights Gala", "Northern Stars Tour")

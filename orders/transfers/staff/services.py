@@ -68,7 +68,7 @@ def order_accept(*, order: Order, actor: str, reason: str) -> Order:
                 "received is accepted on the platform (an order awaiting transfer is marked received, with "
                 "“accepted on the platform” ticked)."
             )
-        if locked.transfer_state == TS.ACCEPTED:
+        if locked.transfer.state == TS.ACCEPTED:
             raise Refused(f"{locked.order_id} was already recorded as accepted on the platform.")
         return state.transfer_accept(
             order=locked, actor=actor, reason=reason, reason_code=outbox.REASON_ACCEPTED_BY_STAFF

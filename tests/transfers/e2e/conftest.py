@@ -157,10 +157,10 @@ def snapshot(order: Order) -> dict:
     order.refresh_from_db()
     return {
         "status": order.status,
-        "transfer_state": order.transfer_state,
-        "transfer_quantity_detected": order.transfer_quantity_detected,
-        "transfer_source": order.transfer_source,
-        "transfer_detected_at": order.transfer_detected_at,
+        "transfer_state": order.transfer.state,
+        "transfer_quantity_detected": order.transfer.quantity_detected,
+        "transfer_source": order.transfer.source,
+        "transfer_detected_at": order.transfer.detected_at,
         "status_history": order.status_history.count(),
         "notifications": sorted(
             Notification.objects.filter(

@@ -27,7 +27,7 @@ def test_mail_before_the_confirmation_is_received_once_the_order_is_confirmed(sh
     assert message.authentic is True and message.stage == InboundMessage.Stage.DEFERRED
     assert message.verdicts["decision"]["action"] == "waiting_for_confirmation"
     order.refresh_from_db()
-    assert order.status == S.ACCEPTED and order.transfer_state == TS.NONE
+    assert order.status == S.ACCEPTED and order.transfer.state == TS.NONE
     auth = message.verdicts["auth"]
 
     # The confirmation's order.status_changed makes the waiting message due at once: no retry is needed.
@@ -37,7 +37,7 @@ def test_mail_before_the_confirmation_is_received_once_the_order_is_confirmed(sh
     message.refresh_from_db()
     order.refresh_from_db()
     assert message.outcome == InboundMessage.Outcome.MATCHED and message.verdicts["auth"] == auth
-    assert (order.status, order.transfer_state) == (S.TICKET_RECEIVED, TS.DETECTED)
+    assert (order.status, order.transfer.state) == (S.TICKET_RECEIVED, TS.DETECTED)
     with shop.capture(execute=True):
         assert messages_process_due() == 0
     assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 1

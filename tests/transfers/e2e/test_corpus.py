@@ -128,17 +128,17 @@ def test_the_corpus_through_the_pipeline_gives_each_fixtures_decision(shop):
     for name, truth, decision, _message, _order in results:
         order = Order.objects.get(pk=final[name].pk)
         if decision == "received":
-            assert (order.status, order.transfer_state) == (S.TICKET_RECEIVED, TS.DETECTED), name
-            assert order.transfer_quantity_detected == order.quantity and open_cases(order) == []
+            assert (order.status, order.transfer.state) == (S.TICKET_RECEIVED, TS.DETECTED), name
+            assert order.transfer.quantity_detected == order.quantity and open_cases(order) == []
         elif decision == "mismatch":
-            assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.MISMATCH), name
+            assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.MISMATCH), name
             assert open_cases(order) == ["mismatch"]
         elif decision == "unparsed":
-            assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.NONE), name
+            assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.NONE), name
             assert open_cases(order) == ["unparsed"]
         elif decision in ("transfer_accepted", "transfer_canceled"):
             # A notice with no transfer before it moves nothing.
-            assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.NONE), name
+            assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.NONE), name
     # A person reads a mismatch: the service never received one automatically.
     wrongly = [
         n

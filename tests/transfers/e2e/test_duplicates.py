@@ -19,7 +19,7 @@ S, TS, NT = Order.Status, Order.TransferState, Notification.Type
 
 def assert_changed_once(order: Order) -> None:
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.TICKET_RECEIVED, TS.DETECTED)
+    assert (order.status, order.transfer.state) == (S.TICKET_RECEIVED, TS.DETECTED)
     assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 1
     assert order.transfer_history.filter(to_status=TS.DETECTED).count() == 1
     detected = Notification.objects.filter(
@@ -134,8 +134,8 @@ def test_copies_of_one_general_admission_ticket_at_once_count_one_ticket(shop):
 
     assert _at_once(2, receive) == []
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.PARTIAL)
-    assert order.transfer_quantity_detected == 1
+    assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.PARTIAL)
+    assert order.transfer.quantity_detected == 1
     assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 0
     outcomes = sorted(InboundMessage.objects.filter(order=order).values_list("outcome", flat=True))
     assert outcomes.count(InboundMessage.Outcome.PARTIAL) == 1
@@ -159,7 +159,7 @@ def test_one_message_id_for_two_orders_at_once_moves_one_order_at_most(shop):
     assert len(moved) == 1
     [other] = [o for o in (first, second) if o not in moved]
     assert open_cases(other) == ["replay_suspected"]
-    assert Order.objects.get(pk=other.pk).transfer_state == TS.NONE
+    assert Order.objects.get(pk=other.pk).transfer.state == TS.NONE
     [copy] = InboundMessage.objects.filter(order=other)
     assert copy.authentic is False and copy.verdicts["auth"]["authentic"] is False
     assert copy.verdicts["auth"]["case_kind"] == "replay_suspected"

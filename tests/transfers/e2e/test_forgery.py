@@ -222,7 +222,7 @@ def test_forged_or_replayed_mail_leaves_the_order_and_opens_one_case(name, shop,
     assert case.message == message and case.summary.startswith("Not authentic")
     assert case.details["failures"] == message.verdicts["auth"]["failures"] != []
     order.refresh_from_db()
-    assert order.transfer_case_open is True
+    assert order.transfer.case_open is True
     # The partner sees nothing but the order still waiting for its tickets.
     client = shop.live if order.livemode else shop.test
     assert client.get(f"/v1/orders/{order.order_id}").json()["data"]["status"] == S.AWAITING_TRANSFER
@@ -249,7 +249,7 @@ def test_the_genuine_counterpart_of_the_replay_still_moves_its_own_order(shop):
     assert (
         message.authentic is True
         and order.status == S.TICKET_RECEIVED
-        and order.transfer_state == TS.DETECTED
+        and order.transfer.state == TS.DETECTED
     )
 
 

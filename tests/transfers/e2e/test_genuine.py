@@ -20,12 +20,12 @@ def test_the_platforms_genuine_mail_moves_a_test_order_to_ticket_received(shop):
     assert message.authentic is True and message.stage == InboundMessage.Stage.PROCESSED
     assert message.outcome == InboundMessage.Outcome.MATCHED and message.platform == "sandbox"
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         S.TICKET_RECEIVED,
         TS.DETECTED,
         "email",
     )
-    assert order.transfer_quantity_detected == 2 and order.transfer_detected_at is not None
+    assert order.transfer.quantity_detected == 2 and order.transfer.detected_at is not None
     assert open_cases(order) == []
     assert TransferEvidence.objects.filter(order=order, message=message, matched=True).count() == 1
     history = order.status_history.get(to_status=S.TICKET_RECEIVED)

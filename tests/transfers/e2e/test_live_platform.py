@@ -56,12 +56,12 @@ def test_a_live_order_of_the_platform_is_received_from_its_mail(shop, platform_k
     assert (message.platform, message.outcome) == (PLATFORM, InboundMessage.Outcome.MATCHED)
     assert message.verdicts["auth"]["dkim"]["d"] == "tickets-example.com"
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         S.TICKET_RECEIVED,
         TS.DETECTED,
         "email",
     )
-    assert order.transfer_quantity_detected == order.quantity and open_cases(order) == []
+    assert order.transfer.quantity_detected == order.quantity and open_cases(order) == []
     changed = Notification.objects.get(
         order=order, type=NT.ORDER_STATUS_CHANGED, payload__data__reason="transfer_detected"
     )

@@ -68,7 +68,7 @@ def test_a_signed_transfer_over_smtp_moves_the_order_and_its_webhooks_arrive(
 
     assert wait_for(lambda: Order.objects.get(pk=order.pk).status == S.TICKET_RECEIVED, timeout=30)
     order.refresh_from_db()
-    assert (order.transfer_state, order.transfer_source, order.transfer_quantity_detected) == (
+    assert (order.transfer.state, order.transfer.source, order.transfer.quantity_detected) == (
         "detected",
         "email",
         2,

@@ -27,8 +27,8 @@ def test_an_authentic_cancel_notice_returns_a_received_test_order_to_awaiting_tr
     message = deliver(genuine(order, kind="transfer_canceled"), order, shop.capture)
     assert message.authentic is True and message.outcome == InboundMessage.Outcome.RECALLED
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.RECALLED)
-    assert order.transfer_quantity_detected == 0 and order.transfer_detected_at is None
+    assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.RECALLED)
+    assert order.transfer.quantity_detected == 0 and order.transfer.detected_at is None
     back = order.status_history.filter(to_status=S.AWAITING_TRANSFER).latest("id")
     assert back.from_status == S.TICKET_RECEIVED
     changed = Notification.objects.filter(order=order, type=NT.ORDER_STATUS_CHANGED).latest("id")
@@ -47,7 +47,7 @@ def test_an_authentic_cancel_notice_returns_a_received_test_order_to_awaiting_tr
     # A new complete transfer is received again.
     deliver(genuine(order), order, shop.capture)
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.TICKET_RECEIVED, TS.DETECTED)
+    assert (order.status, order.transfer.state) == (S.TICKET_RECEIVED, TS.DETECTED)
 
 
 def test_a_cancel_notice_after_the_payout_started_opens_a_case_and_reverses_nothing(shop, platform_key):
@@ -60,7 +60,7 @@ def test_a_cancel_notice_after_the_payout_started_opens_a_case_and_reverses_noth
     )
     assert accepted.outcome == InboundMessage.Outcome.ACCEPTED
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.TICKET_RECEIVED, TS.ACCEPTED)
+    assert (order.status, order.transfer.state) == (S.TICKET_RECEIVED, TS.ACCEPTED)
     with shop.capture(execute=True):
         order = order_transition(order=order, to=S.PAYOUT_IN_PROCESS, actor="system:payouts", reason="payout")
     before = snapshot(order)
@@ -71,8 +71,8 @@ def test_a_cancel_notice_after_the_payout_started_opens_a_case_and_reverses_noth
     assert message.authentic is True and message.outcome == InboundMessage.Outcome.CASE
     assert snapshot(order) == before
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.PAYOUT_IN_PROCESS, TS.ACCEPTED)
-    assert open_cases(order) == ["recalled_after_payout"] and order.transfer_case_open is True
+    assert (order.status, order.transfer.state) == (S.PAYOUT_IN_PROCESS, TS.ACCEPTED)
+    assert open_cases(order) == ["recalled_after_payout"] and order.transfer.case_open is True
     assert outbox_mail.outbox == []  # nothing was reversed: the seller is not asked to transfer again
 
 
@@ -94,7 +94,7 @@ def test_a_live_orders_recall_e_mails_the_seller_himself(shop, platform_key):
     message = deliver(raw, order, shop.capture)
     order.refresh_from_db()
     assert message.outcome == InboundMessage.Outcome.RECALLED
-    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.RECALLED)
+    assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.RECALLED)
     [sent] = outbox_mail.outbox
     assert sent.to == ["seller@example.com"] and not sent.subject.startswith("[TEST]")
     assert order.transfer_address in sent.body

@@ -30,7 +30,7 @@ def open_cases(order) -> list[str]:
 def assert_stays(order, status=S.AWAITING_TRANSFER) -> Order:
     order.refresh_from_db()
     assert order.status == status
-    assert order.transfer_case_open is True
+    assert order.transfer.case_open is True
     return order
 
 
@@ -45,9 +45,9 @@ def test_a_verified_file_moves_a_pdf_order_to_ticket_received(partner):
     assert check.details["applied"] is True and check.details["event_named"] is True
     order.refresh_from_db()
     assert order.status == S.TICKET_RECEIVED
-    assert order.transfer_source == "file" and order.transfer_state == "detected"
-    assert order.transfer_quantity_detected == 2 and order.transfer_detected_at is not None
-    assert order.transfer_case_open is False
+    assert order.transfer.source == "file" and order.transfer.state == "detected"
+    assert order.transfer.quantity_detected == 2 and order.transfer.detected_at is not None
+    assert order.transfer.case_open is False
     status_changed = Notification.objects.filter(
         order=order, type=Notification.Type.ORDER_STATUS_CHANGED
     ).last()
@@ -76,7 +76,7 @@ def test_a_count_mismatch_opens_a_mismatch_case_and_the_order_stays(partner, fou
 
     assert check.verdict == "count_mismatch"
     order = assert_stays(order)
-    assert order.transfer_state == "mismatch" and order.transfer_quantity_detected == min(found, 2)
+    assert order.transfer.state == "mismatch" and order.transfer.quantity_detected == min(found, 2)
     assert open_cases(order) == [K.MISMATCH]
     case = order.transfer_cases.get()
     assert f"{found} distinct barcode" in case.summary and case.details["ticket_file_check"] == check.pk
@@ -166,7 +166,7 @@ def test_a_file_that_proves_nothing_opens_an_unparsed_case(partner, make, verdic
 
     assert check.verdict == verdict
     order = assert_stays(order)
-    assert order.transfer_state == "none"
+    assert order.transfer.state == "none"
     assert open_cases(order) == [K.UNPARSED]
     assert TicketBarcode.objects.filter(order=order).count() == 0
 
@@ -188,7 +188,7 @@ def test_a_verified_file_of_an_order_not_yet_awaiting_its_transfer_moves_nothing
     check = ticket_file_check(order=order, data=ticket_pdf(codes(2)))
     assert check.verdict == "verified" and check.details["applied"] is False
     order.refresh_from_db()
-    assert order.status == S.ACCEPTED and order.transfer_state == "none"
+    assert order.status == S.ACCEPTED and order.transfer.state == "none"
 
 
 def test_barcodes_stay_found_across_a_secret_key_rotation(partner, settings):

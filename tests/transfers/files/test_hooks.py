@@ -49,7 +49,7 @@ def test_a_pdf_order_with_its_tickets_ends_ticket_received_once_confirmed(
         ("accepted", "awaiting_transfer"),
         ("awaiting_transfer", "ticket_received"),
     ]
-    assert order.transfer_source == "file" and order.transfer_state == "detected"
+    assert order.transfer.source == "file" and order.transfer.state == "detected"
     check = TicketFileCheck.objects.get(order=order)
     assert check.verdict == "verified" and check.details["source"] == "pdf"
 
@@ -62,8 +62,8 @@ def test_a_pdf_order_whose_file_proves_nothing_waits_with_an_unparsed_case(
 
     order = create_and_confirm(auth_client, pdf_form(quote, fake), django_capture_on_commit_callbacks)
 
-    assert order.status == S.AWAITING_TRANSFER and order.transfer_state == "none"
-    assert order.transfer_case_open is True
+    assert order.status == S.AWAITING_TRANSFER and order.transfer.state == "none"
+    assert order.transfer.case_open is True
     assert list(order.transfer_cases.values_list("kind", flat=True)) == [K.UNPARSED]
 
 
@@ -139,7 +139,7 @@ def test_one_qr_image_per_ticket_attached_to_mail_moves_a_mobile_qr_order(partne
         "terms.pdf",
     ]
     order.refresh_from_db()
-    assert order.status == S.TICKET_RECEIVED and order.transfer_source == "file"
+    assert order.status == S.TICKET_RECEIVED and order.transfer.source == "file"
     assert check.message.order_id == order.pk
     assert message_attachments_check(check.message, order, raw).pk == check.pk  # processed again: once
 
@@ -201,7 +201,7 @@ def test_a_file_verified_before_confirmation_moves_the_order_once_it_awaits_the_
         )
 
     order.refresh_from_db()
-    assert order.status == S.TICKET_RECEIVED and order.transfer_source == "file"
+    assert order.status == S.TICKET_RECEIVED and order.transfer.source == "file"
     assert TicketFileCheck.objects.get(order=order).details["applied"] is True
 
 

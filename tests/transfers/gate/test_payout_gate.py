@@ -92,5 +92,5 @@ def test_an_accepted_mobile_transfer_with_no_hold_and_a_file_inside_it_are_indep
 
 def test_a_test_mode_order_never_gets_a_payout_even_accepted(partner):
     order = received_order(partner, accepted=True, livemode=False)
-    assert order.livemode is False and order.transfer_state == "accepted"
+    assert order.livemode is False and order.transfer.state == "accepted"
     assert payouts_create_missing() == 0 and not _has_payout(order)

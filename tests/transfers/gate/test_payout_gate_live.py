@@ -47,7 +47,7 @@ def test_a_staff_received_mobile_transfer_is_paid_only_once_accepted_on_the_plat
     order = order_receive(
         order=order, source="staff", actor="staff:ops", reason="Seen in the seller's app", accepted=False
     )
-    assert (order.status, order.transfer_state) == ("ticket_received", "detected")
+    assert (order.status, order.transfer.state) == ("ticket_received", "detected")
 
     # The job runs again and again on the worker: the order stays received, with no payout.
     runs = len(RAN.findall(worker.output()))
@@ -62,4 +62,4 @@ def test_a_staff_received_mobile_transfer_is_paid_only_once_accepted_on_the_plat
     ), logs()
     assert Payout.objects.filter(order_id=order.pk).count() == 1
     order.refresh_from_db()
-    assert order.transfer_state == "accepted"
+    assert order.transfer.state == "accepted"

@@ -18,12 +18,12 @@ pytestmark = pytest.mark.django_db
 def test_advancing_to_ticket_received_records_a_staff_detection_not_yet_accepted(partner):
     order = order_advance(order=awaiting_order(partner, livemode=False), to="ticket_received")
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         "ticket_received",
         "detected",
         "staff",
     )
-    assert order.transfer_quantity_detected == order.quantity and order.transfer_accepted_at is None
+    assert order.transfer.quantity_detected == order.quantity and order.transfer.accepted_at is None
     history = list(order.status_history.values_list("to_status", "reason"))
     assert history[-1] == ("ticket_received", "Test mode: ticket received")
 
@@ -35,8 +35,8 @@ def test_advancing_past_ticket_received_records_accepted_before_the_payout(partn
         order = order_advance(order=order, to="ticket_received")
     order = order_advance(order=order, to="paid")
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == ("paid", "accepted")
-    assert order.transfer_accepted_at is not None
+    assert (order.status, order.transfer.state) == ("paid", "accepted")
+    assert order.transfer.accepted_at is not None
     accepted = order.transfer_history.get(to_status="accepted").at
     payout_started = order.status_history.get(to_status="payout_in_process").at
     assert accepted <= payout_started
@@ -46,4 +46,4 @@ def test_advancing_past_ticket_received_records_accepted_before_the_payout(partn
 
 def test_advance_to_expired_leaves_the_transfer_alone(partner):
     order = order_advance(order=awaiting_order(partner, livemode=False), to="expired")
-    assert Order.objects.get(pk=order.pk).transfer_state == "none"
+    assert Order.objects.get(pk=order.pk).transfer.state == "none"

@@ -8,8 +8,8 @@ import pytest
 
 from catalog.services import local_event_date
 from orders.services import order_create, order_transition
-from orders.transfers.decision.services import process
 from orders.transfers.intake import services as intake
+from orders.transfers.pipeline import process
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory, VenueFactory
 from tests.orders.factories import PATH
@@ -59,9 +59,6 @@ class Kit:
     """Signs mail with the sandbox platform's key and delivers it to the intake; the service's own
     authentication decides it."""
 
-    def __init__(self, monkeypatch):
-        monkeypatch.setattr(process, "AUTHENTICATE", None)
-
     def sign(self, raw: bytes) -> bytes:
         return sandbox_sign(raw)
 
@@ -85,5 +82,5 @@ class Kit:
 
 
 @pytest.fixture
-def kit(monkeypatch):
-    return Kit(monkeypatch)
+def kit():
+    return Kit()

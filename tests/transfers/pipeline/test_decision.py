@@ -5,8 +5,8 @@ import pytest
 from django.core import mail as outbox_mail
 
 from orders.models import Notification, Order
-from orders.transfers.decision.services import process
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
+from orders.transfers.pipeline import process
 
 from .conftest import transfer_order
 
@@ -18,12 +18,12 @@ def test_full_match_moves_the_order_to_ticket_received(kit, partner):
     order = transfer_order(partner, quantity=2)
     message = kit.process(kit.offer(order, seats=[1, 2]), order)
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         S.TICKET_RECEIVED,
         TS.DETECTED,
         "email",
     )
-    assert order.transfer_quantity_detected == 2
+    assert order.transfer.quantity_detected == 2
     assert (
         message.stage == InboundMessage.Stage.PROCESSED and message.outcome == InboundMessage.Outcome.MATCHED
     )
@@ -41,23 +41,23 @@ def test_per_ticket_mails_add_up_by_distinct_seats(kit, partner, django_capture_
     order = transfer_order(partner, quantity=4)
     first = kit.process(kit.offer(order, seats=[1, 2]), order)
     order.refresh_from_db()
-    assert first.outcome == "partial" and order.transfer_state == TS.PARTIAL
-    assert order.transfer_quantity_detected == 2 and order.status == S.AWAITING_TRANSFER
+    assert first.outcome == "partial" and order.transfer.state == TS.PARTIAL
+    assert order.transfer.quantity_detected == 2 and order.status == S.AWAITING_TRANSFER
     # Seat 2 again with seat 3: counted once.
     kit.process(kit.offer(order, seats=["02", 3]), order)
     order.refresh_from_db()
-    assert order.transfer_quantity_detected == 3 and order.status == S.AWAITING_TRANSFER
+    assert order.transfer.quantity_detected == 3 and order.status == S.AWAITING_TRANSFER
     last = kit.process(kit.offer(order, seats=[4]), order)
     order.refresh_from_db()
     assert last.outcome == "matched" and order.status == S.TICKET_RECEIVED
-    assert order.transfer_state == TS.DETECTED and order.transfer_quantity_detected == 4
+    assert order.transfer.state == TS.DETECTED and order.transfer.quantity_detected == 4
 
 
 def test_general_admission_counts_tickets(kit, partner):
     order = transfer_order(partner, quantity=3, general_admission=True)
     kit.process(kit.offer(order, quantity=1), order)
     order.refresh_from_db()
-    assert order.transfer_state == TS.PARTIAL and order.transfer_quantity_detected == 1
+    assert order.transfer.state == TS.PARTIAL and order.transfer.quantity_detected == 1
     kit.process(kit.offer(order, quantity=2), order)
     order.refresh_from_db()
     assert order.status == S.TICKET_RECEIVED
@@ -98,8 +98,8 @@ def test_mismatch_opens_a_case_and_leaves_the_order_awaiting(kit, partner):
     order = transfer_order(partner, quantity=2)
     message = kit.process(kit.offer(order, seats=[1, 2], row="B"), order)
     order.refresh_from_db()
-    assert order.status == S.AWAITING_TRANSFER and order.transfer_state == TS.MISMATCH
-    assert order.transfer_case_open is True
+    assert order.status == S.AWAITING_TRANSFER and order.transfer.state == TS.MISMATCH
+    assert order.transfer.case_open is True
     case = TransferCase.objects.get(order=order, kind="mismatch")
     assert case.message == message and case.details["fields"]["row"]["ok"] is False
     assert "similarity" in case.details["fields"]["row"] and "Row: B" in case.details["text"]
@@ -110,12 +110,12 @@ def test_transfer_accepted_after_detection(kit, partner):
     order = transfer_order(partner, quantity=2)
     early = kit.process(kit.notice(order, "transfer_accepted"), order)
     order.refresh_from_db()
-    assert early.outcome == "ignored" and order.transfer_state == TS.NONE  # evidence only
+    assert early.outcome == "ignored" and order.transfer.state == TS.NONE  # evidence only
     assert TransferEvidence.objects.filter(message=early, kind="transfer_accepted").exists()
     kit.process(kit.offer(order, seats=[1, 2]), order)
     order.refresh_from_db()
     # The acceptance that came first is applied once the transfer is detected.
-    assert order.status == S.TICKET_RECEIVED and order.transfer_state == TS.ACCEPTED
+    assert order.status == S.TICKET_RECEIVED and order.transfer.state == TS.ACCEPTED
 
 
 def test_transfer_accepted_moves_a_detected_transfer_to_accepted(kit, partner):
@@ -124,7 +124,7 @@ def test_transfer_accepted_moves_a_detected_transfer_to_accepted(kit, partner):
     message = kit.process(kit.notice(order, "transfer_accepted"), order)
     order.refresh_from_db()
     assert (
-        message.outcome == "accepted" and order.transfer_state == TS.ACCEPTED and order.transfer_accepted_at
+        message.outcome == "accepted" and order.transfer.state == TS.ACCEPTED and order.transfer.accepted_at
     )
 
 
@@ -138,7 +138,7 @@ def test_recall_before_payout_returns_the_order_to_awaiting_transfer(
         message = kit.process(kit.notice(order, "transfer_canceled"), order)
     order.refresh_from_db()
     assert message.outcome == "recalled"
-    assert order.status == S.AWAITING_TRANSFER and order.transfer_state == TS.RECALLED
+    assert order.status == S.AWAITING_TRANSFER and order.transfer.state == TS.RECALLED
     assert order.status_history.filter(to_status=S.AWAITING_TRANSFER).exists()
     # The seller (the partner, for a test order) is given the transfer address again.
     assert any(
@@ -147,7 +147,7 @@ def test_recall_before_payout_returns_the_order_to_awaiting_transfer(
     # The offers before the recall no longer count: a new transfer must arrive in full.
     kit.process(kit.offer(order, seats=[1]), order)
     order.refresh_from_db()
-    assert order.status == S.AWAITING_TRANSFER and order.transfer_state == TS.PARTIAL
+    assert order.status == S.AWAITING_TRANSFER and order.transfer.state == TS.PARTIAL
     kit.process(kit.offer(order, seats=[2]), order)
     order.refresh_from_db()
     assert order.status == S.TICKET_RECEIVED
@@ -163,7 +163,7 @@ def test_recall_after_payout_started_opens_a_case_only(kit, partner):
     order = order_transition(order=order, to=S.PAYOUT_IN_PROCESS, actor="staff:test", reason="test")
     message = kit.process(kit.notice(order, "transfer_canceled"), order)
     order.refresh_from_db()
-    assert order.status == S.PAYOUT_IN_PROCESS and order.transfer_state == TS.ACCEPTED
+    assert order.status == S.PAYOUT_IN_PROCESS and order.transfer.state == TS.ACCEPTED
     assert TransferCase.objects.filter(order=order, kind="recalled_after_payout", state="open").exists()
     assert message.outcome == "case"
 
@@ -190,7 +190,7 @@ def test_unparsed_mail_opens_a_case_showing_its_text(kit, partner):
     order = transfer_order(partner, quantity=2)
     message = kit.process(kit.offer(order, body="Hello, here are your tickets.\nEnjoy the show!\n"), order)
     order.refresh_from_db()
-    assert order.status == S.AWAITING_TRANSFER and order.transfer_state == TS.NONE
+    assert order.status == S.AWAITING_TRANSFER and order.transfer.state == TS.NONE
     case = TransferCase.objects.get(order=order, kind="unparsed")
     assert "Enjoy the show!" in case.details["text"] and "missing" in case.summary.lower()
     assert message.outcome == "case"

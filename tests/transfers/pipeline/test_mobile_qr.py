@@ -63,7 +63,7 @@ def test_authentic_mail_with_the_orders_qr_codes_moves_it_to_ticket_received(
 
     order.refresh_from_db()
     assert order.status == S.TICKET_RECEIVED
-    assert (order.transfer_state, order.transfer_source) == ("detected", "file")
+    assert (order.transfer.state, order.transfer.source) == ("detected", "file")
     changed = Notification.objects.filter(order=order, type="order.status_changed").last()
     assert changed.payload["data"]["reason"] == "file_verified"
     message = InboundMessage.objects.get(order=order)

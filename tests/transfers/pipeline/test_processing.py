@@ -11,10 +11,10 @@ from django.utils import timezone
 from orders.models import Order
 from orders.transfers.authenticity import authenticate as auth
 from orders.transfers.authenticity.dns import DnsTempError, StaticResolver, use_resolver
-from orders.transfers.decision.services import process
 from orders.transfers.decision.services.reminders import messages_process_due, partial_overdue_sweep
 from orders.transfers.intake import services as intake
 from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.pipeline import process
 
 from . import mail
 from .conftest import transfer_order
@@ -78,7 +78,7 @@ def test_two_halves_at_once_add_up_to_the_whole(kit, partner, monkeypatch):
     for t in threads:
         t.join(30)
     order.refresh_from_db()
-    assert order.status == S.TICKET_RECEIVED and order.transfer_quantity_detected == 4
+    assert order.status == S.TICKET_RECEIVED and order.transfer.quantity_detected == 4
 
 
 @pytest.mark.django_db
@@ -101,7 +101,7 @@ def test_temporary_dns_failure_is_retried_then_opens_auth_temperror(partner, mon
     assert message.verdicts["auth"]["dkim"]["result"] == "temperror"
     assert TransferCase.objects.filter(order=order, kind="auth_temperror", message=message).exists()
     order.refresh_from_db()
-    assert order.status == S.AWAITING_TRANSFER and order.transfer_case_open
+    assert order.status == S.AWAITING_TRANSFER and order.transfer.case_open
 
 
 def _retried_four_times_then_a_case(message):

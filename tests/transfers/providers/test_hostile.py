@@ -179,8 +179,8 @@ def test_a_smuggled_to_posted_by_a_provider_opens_unverifiable_and_moves_nothing
 ):
     """A provider cannot refuse at DATA: the genuine signed mail of another order, with an unsigned line on
     top hiding a To of this order behind a bare CR (or LF), is posted over HTTP and nothing is read from it."""
-    from orders.transfers.decision.services import process
     from orders.transfers.models import TransferCase
+    from orders.transfers.pipeline import process
     from orders.transfers.testing import simulator as sandbox
     from tests.transfers.pipeline import conftest as pipeline
     from tests.transfers.pipeline import mail
@@ -202,4 +202,4 @@ def test_a_smuggled_to_posted_by_a_provider_opens_unverifiable_and_moves_nothing
     case = TransferCase.objects.get(order=order)
     assert case.kind == "unverifiable" and case.defers_expiry is False
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == ("awaiting_transfer", "none")
+    assert (order.status, order.transfer.state) == ("awaiting_transfer", "none")

@@ -1,14 +1,14 @@
 """A transfer e-mail that arrives through a provider gets the same decision as over SMTP: the sandbox
-platform's mail, signed with the sandbox key, decided by ``orders.transfers.decision.services.process.message_process`` with
+platform's mail, signed with the sandbox key, decided by ``orders.transfers.pipeline.process.message_process`` with
 the service's own authentication; a provider payload without the raw message opens ``unverifiable``."""
 
 import pytest
 from django.test import Client
 
 from orders.models import Order
-from orders.transfers.decision.services import process
 from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.pipeline import process
 from orders.transfers.testing import simulator as sandbox
 from tests.transfers.pipeline import conftest as pipeline
 from tests.transfers.pipeline import mail
@@ -66,7 +66,7 @@ def decision(channel: str, variant: str, partner, request) -> tuple:
     outcome = process.message_process(message_pk=message.pk)
     message.refresh_from_db()
     order.refresh_from_db()
-    return outcome, message.authentic, order.status, order.transfer_state, order.transfer_quantity_detected
+    return outcome, message.authentic, order.status, order.transfer.state, order.transfer.quantity_detected
 
 
 @pytest.mark.parametrize("variant, expected", [("match", "matched"), ("wrong_row", "case")])
@@ -105,7 +105,7 @@ def test_a_payload_without_the_raw_message_opens_unverifiable(inbound_settings, 
 
     assert process.message_process(message_pk=message.pk) == "case"
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == (S.AWAITING_TRANSFER, TS.NONE)
+    assert (order.status, order.transfer.state) == (S.AWAITING_TRANSFER, TS.NONE)
     case = TransferCase.objects.get(order=order)
     assert case.kind == TransferCase.Kind.UNVERIFIABLE and case.state == TransferCase.State.OPEN
 

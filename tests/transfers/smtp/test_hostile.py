@@ -35,7 +35,7 @@ def smuggled(order: Order, other: Order) -> bytes:
 
 def status(order: Order) -> tuple[str, str]:
     order.refresh_from_db()
-    return order.status, order.transfer_state
+    return order.status, order.transfer.state
 
 
 def test_a_bare_cr_smuggling_a_second_to_is_refused_at_data_and_moves_nothing(receiver, waiting_orders, dns):

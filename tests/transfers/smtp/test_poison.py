@@ -16,9 +16,10 @@ from django.utils import timezone
 from config.celery import app
 from orders.services import orders_expire_overdue
 from orders.transfers.authenticity.dns import use_resolver
-from orders.transfers.decision.services import process, reminders
+from orders.transfers.decision.services import reminders
 from orders.transfers.decision.services.retention import raw_purge
 from orders.transfers.models import InboundMessage, TransferCase
+from orders.transfers.pipeline import process
 from orders.transfers.testing.simulator import sandbox_sign
 from tests.transfers.e2e.conftest import PLATFORM, PLATFORM_FROM, genuine, mail_for
 from tests.transfers.mailkit import inbound_message, resolver_for, sign

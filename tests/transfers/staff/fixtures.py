@@ -15,9 +15,9 @@ from django.utils import timezone
 from orders import outbox
 from orders.models import Order
 from orders.transfers.decision import state
-from orders.transfers.decision.verdicts import AuthVerdict, MatchResult
 from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
+from orders.transfers.verdicts import AuthVerdict, MatchResult
 
 SELECTOR, DOMAIN = b"s2026", b"sandbox.invalid"
 _KEYS: dict[str, tuple[bytes, bytes]] = {}

@@ -80,7 +80,7 @@ def test_staff_resolve_a_mismatch_once_and_the_mail_never_renders(live_server, b
     assert [(h.actor, h.reason) for h in resolved] == [("staff:boss@service.example", REASON)]
     assert page.get_by_text(REASON).count() == 2  # the history row and the resolution's reason, once each
     order.refresh_from_db()
-    assert (order.status, order.transfer_source) == ("ticket_received", "staff")
+    assert (order.status, order.transfer.source) == ("ticket_received", "staff")
     assert order.status_history.filter(to_status="ticket_received").count() == 1
     assert page.locator("form.case-action").count() == 0  # resolved: no action left
     page.screenshot(path=str(shots / "transfer-case-resolved-1280.png"), full_page=True)

@@ -66,7 +66,7 @@ def everything(case: TransferCase) -> tuple:
     fresh = TransferCase.objects.get(pk=case.pk)
     return (
         order.status,
-        order.transfer_state,
+        order.transfer.state,
         fresh.state,
         fresh.resolution,
         TransferCaseHistory.objects.count(),
@@ -188,7 +188,7 @@ def test_mark_received_with_accepted_moves_once_and_a_second_post_changes_nothin
     response = post_confirmed(client, url("mark_received", case), data)
     assert response.status_code == 302 and response["Location"] == page(case)
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         "ticket_received",
         "accepted",
         "staff",
@@ -202,7 +202,7 @@ def test_mark_received_with_accepted_moves_once_and_a_second_post_changes_nothin
         "marked_received",
         data["reason"],
     )
-    assert fresh.resolved_by.startswith("staff:ops") and not order.transfer_case_open
+    assert fresh.resolved_by.startswith("staff:ops") and not order.transfer.case_open
     before = everything(case)
     again = post_confirmed(client, url("mark_received", case), data, follow=True)
     assert any("already resolved" in str(m) for m in get_messages(again.wsgi_request))
@@ -240,7 +240,7 @@ def test_dismiss_and_forged_resolve_and_leave_the_order(order, case, name, resol
     post_confirmed(client, url(name, case), {"confirmed": "yes", "reason": "checked"})
     assert TransferCase.objects.get(pk=case.pk).resolution == resolution
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_case_open) == (
+    assert (order.status, order.transfer.state, order.transfer.case_open) == (
         "awaiting_transfer",
         "mismatch",
         False,
@@ -253,7 +253,7 @@ def test_mark_recalled_sends_a_received_order_back_to_awaiting_transfer(order):
     client = staff("ops", "mark_recalled")
     post_confirmed(client, url("recalled", case), {"confirmed": "yes", "reason": "seller took them back"})
     order.refresh_from_db()
-    assert (order.status, order.transfer_state) == ("awaiting_transfer", "recalled")
+    assert (order.status, order.transfer.state) == ("awaiting_transfer", "recalled")
     assert TransferCase.objects.get(pk=case.pk).resolution == "recalled"
 
 
@@ -280,8 +280,8 @@ def test_accepted_on_platform_in_bulk_lists_the_accept_links_and_records_once():
     )
     for o in orders:
         o.refresh_from_db()
-        assert o.transfer_state == "accepted" and o.transfer_accepted_at is not None
-    assert Order.objects.get(pk=waiting.pk).transfer_state == "none"
+        assert o.transfer.state == "accepted" and o.transfer.accepted_at is not None
+    assert Order.objects.get(pk=waiting.pk).transfer.state == "none"
     assert TransferCase.objects.get(pk=cases[2].pk).state == "open"
     assert any("only an order whose tickets were received" in str(m) for m in get_messages(done.wsgi_request))
     notes = Notification.objects.filter(order__in=orders, payload__data__reason="accepted_by_staff").count()

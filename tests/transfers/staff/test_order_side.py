@@ -58,12 +58,12 @@ def test_mark_received_from_the_order_page_asks_about_the_platform_and_records_a
     )
     assert response.status_code == 302
     order.refresh_from_db()
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         "ticket_received",
         "accepted",
         "staff",
     )
-    assert order.transfer_accepted_at is not None
+    assert order.transfer.accepted_at is not None
     last = order.status_history.order_by("-id").first()
     assert (last.to_status, last.reason) == ("ticket_received", "In our platform account")
     reasons = set(Notification.objects.filter(order=order).values_list("payload__data__reason", flat=True))
@@ -92,12 +92,12 @@ def test_the_order_list_records_detected_transfers_accepted_on_the_platform_in_b
         post_confirmed(client, CHANGELIST, {**selection, "confirmed": "yes", "reason": " "}).status_code
         == 200
     )
-    assert Order.objects.get(pk=detected.pk).transfer_state == "detected"
+    assert Order.objects.get(pk=detected.pk).transfer.state == "detected"
     post_confirmed(
         client, CHANGELIST, {**selection, "confirmed": "yes", "reason": "accepted in the platform app"}
     )
-    assert Order.objects.get(pk=detected.pk).transfer_state == "accepted"
-    assert Order.objects.get(pk=waiting.pk).transfer_state == "none"
+    assert Order.objects.get(pk=detected.pk).transfer.state == "accepted"
+    assert Order.objects.get(pk=waiting.pk).transfer.state == "none"
     assert Notification.objects.filter(order=detected, payload__data__reason="accepted_by_staff").count() == 1
     post_confirmed(
         client, CHANGELIST, {**selection, "confirmed": "yes", "reason": "accepted in the platform app"}
@@ -119,7 +119,7 @@ def test_the_order_list_action_needs_its_permission(partner):
             "reason": "x",
         },
     )
-    assert Order.objects.get(pk=order.pk).transfer_state == "detected"
+    assert Order.objects.get(pk=order.pk).transfer.state == "detected"
 
 
 def test_the_dashboard_queue_and_the_metric_count_open_live_cases(partner, client, settings):

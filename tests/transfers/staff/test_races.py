@@ -46,4 +46,4 @@ def test_concurrent_confirmations_of_a_case_act_once(name):
     assert TransferCaseHistory.objects.filter(case=case, to_status="resolved").count() == 1
     received = OrderStatusHistory.objects.filter(order=order, to_status="ticket_received").count()
     assert received == (1 if name == "mark_received" else 0)
-    assert Order.objects.get(pk=order.pk).transfer_case_open is False
+    assert Order.objects.get(pk=order.pk).transfer.case_open is False

@@ -167,7 +167,7 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
 
     eventually(lambda: Order.objects.get(pk=learned_order.pk).status == "ticket_received")
     order = Order.objects.get(pk=learned_order.pk)
-    assert (order.transfer_state, order.transfer_source) == ("detected", "email")
+    assert (order.transfer.state, order.transfer.source) == ("detected", "email")
     assert order.status_history.filter(to_status="ticket_received").count() == 1
     case.refresh_from_db()
     assert case.state == "resolved" and case.details["decided_by"]["template_version"] == second.version

@@ -108,7 +108,7 @@ def test_a_template_kept_as_proposed_reads_the_next_sellers_mail(admin_page, ble
     message = bleacherbox.mail(following, seller="Devon Brooks", seats=["17", "18", "19"])
     assert message.authentic is True and message.verdicts["parse"]["template_version"] == draft.version
     following.refresh_from_db()
-    assert (following.status, following.transfer_state, following.transfer_source) == (
+    assert (following.status, following.transfer.state, following.transfer.source) == (
         "ticket_received",
         "detected",
         "email",

@@ -13,9 +13,9 @@ from django.contrib.admin.models import LogEntry
 from django.test import Client
 
 from orders.models import Order
-from orders.transfers.decision.services.reprocess import case_reprocess
 from orders.transfers.decision.state import case_move
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.pipeline.reprocess import case_reprocess
 from orders.transfers.reading import platforms
 from orders.transfers.reading.services import Refused, version_activate, version_approve, version_create
 from orders.transfers.reading.templates_store import data_dump
@@ -206,7 +206,7 @@ def test_the_test_is_read_only_and_refuses_activation_for_one_disagreeing_messag
     second.refresh_from_db()
     assert second.state == "active" and second.activated_by == "staff:alice@service.example"
     order = Order.objects.get(pk=learned_order.pk)
-    assert (order.status, order.transfer_state, order.transfer_source) == (
+    assert (order.status, order.transfer.state, order.transfer.source) == (
         "ticket_received",
         "detected",
         "email",

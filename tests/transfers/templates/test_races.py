@@ -9,8 +9,8 @@ from django.db import connections
 
 from config.celery import app as celery_app
 from orders.models import Order
-from orders.transfers.decision.services.reprocess import case_reprocess
 from orders.transfers.models import PlatformTemplateVersion, TransferCase
+from orders.transfers.pipeline.reprocess import case_reprocess
 from orders.transfers.reading.services import Refused, version_activate, version_create
 
 from .conftest import stagepass_template

@@ -1,10 +1,10 @@
 """What an authentic, parsed transfer e-mail does to its order (docs/operations/receiving-mail.md "Transfer detection").
 
 - ``transfer_offer``: matched against the order; a mismatch opens a ``mismatch`` case and sets
-  ``transfer_state = mismatch`` (the order stays in ``awaiting_transfer``). A match is recorded as evidence,
+  ``transfer.state = mismatch`` (the order stays in ``awaiting_transfer``). A match is recorded as evidence,
   and the order's matched offers since the last cancel notice add up by distinct seats (general admission:
   by ticket count): all of them → ``awaiting_transfer → ticket_received`` (reason ``transfer_detected``);
-  fewer → ``transfer_state = partial`` with ``quantity_detected``, and an hour later the seller is e-mailed
+  fewer → ``transfer.state = partial`` with ``quantity_detected``, and an hour later the seller is e-mailed
   what is missing if the order is still partial.
 - An order still ``accepted`` (its confirmation has not run yet) cannot receive its tickets: its complete
   evidence is kept and the message is deferred (1, 5, 15, 60 min, then hourly) until the confirmation moved
@@ -31,10 +31,10 @@ from config.core.publish import publish_on_commit
 from orders import outbox
 from orders.models import Order
 from orders.transfers.decision import state
-from orders.transfers.decision.verdicts import ParsedMail
 from orders.transfers.intake.bounds import no_nul
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
 from orders.transfers.reading.matching import match
+from orders.transfers.verdicts import ParsedMail
 
 logger = logging.getLogger(__name__)
 S, TS = Order.Status, Order.TransferState
@@ -181,7 +181,7 @@ def offer_decide(message: InboundMessage, order: Order, parsed: ParsedMail) -> s
             details={"fields": result.fields, "text": parsed.text},
         )
         changed = False
-        if order.status in (S.ACCEPTED, S.AWAITING_TRANSFER) and order.transfer_state in (
+        if order.status in (S.ACCEPTED, S.AWAITING_TRANSFER) and order.transfer.state in (
             TS.NONE,
             TS.PARTIAL,
             TS.RECALLED,
@@ -249,7 +249,7 @@ def offer_settle(message: InboundMessage, order: Order) -> str:
             quantity=order.quantity,
         )
         accepted = current_evidence(order).filter(kind=Evidence.ACCEPTED).exists()
-        if accepted and order.transfer_state == TS.DETECTED:
+        if accepted and order.transfer.state == TS.DETECTED:
             state.transfer_accept(
                 order=order,
                 actor=ACTOR,
@@ -277,7 +277,7 @@ def offer_settle(message: InboundMessage, order: Order) -> str:
 def accepted_decide(message: InboundMessage, order: Order, parsed: ParsedMail) -> str:
     order = _lock(order)
     evidence_record(message, order, parsed, seats=[], quantity=parsed.quantity, matched=True)
-    if order.transfer_state == TS.DETECTED:
+    if order.transfer.state == TS.DETECTED:
         state.transfer_accept(
             order=order,
             actor=ACTOR,
@@ -287,8 +287,8 @@ def accepted_decide(message: InboundMessage, order: Order, parsed: ParsedMail) -
         return finish(message, Outcome.ACCEPTED, {"action": "accepted"})
     why = (
         "already accepted"
-        if order.transfer_state == TS.ACCEPTED
-        else f"transfer is {order.transfer_state}: recorded as evidence only"
+        if order.transfer.state == TS.ACCEPTED
+        else f"transfer is {order.transfer.state}: recorded as evidence only"
     )
     return finish(message, Outcome.IGNORED, {"action": "evidence", "why": why})
 

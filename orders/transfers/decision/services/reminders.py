@@ -52,13 +52,13 @@ def partial_reminder(order_pk: int, *, now: datetime | None = None) -> bool:
         # under the order's lock, and sends it once the lock is released (never across SMTP).
         order = (
             Order.objects.select_for_update(of=("self",))
-            .select_related("event__venue", "partner", "quote")
+            .select_related("event__venue", "partner", "quote", "transfer_progress")
             .filter(pk=order_pk)
             .first()
         )
         if (
             order is None
-            or order.transfer_state != TS.PARTIAL
+            or order.transfer.state != TS.PARTIAL
             or order.status not in (S.ACCEPTED, S.AWAITING_TRANSFER)
         ):
             return False
@@ -88,7 +88,7 @@ def partial_reminders_due(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     orders = (
         Order.objects.filter(
-            transfer_state=TS.PARTIAL,
+            transfer_progress__state=TS.PARTIAL,
             status__in=(S.ACCEPTED, S.AWAITING_TRANSFER),
             inbound_messages__outcome=InboundMessage.Outcome.PARTIAL,
             inbound_messages__processed_at__lte=now - PARTIAL_GRACE,
@@ -117,11 +117,11 @@ def partial_overdue_sweep(*, now: datetime | None = None) -> list[str]:
     now = now or timezone.now()
     candidates = (
         Order.objects.filter(
-            status=S.AWAITING_TRANSFER, transfer_state=TS.PARTIAL, in_hand_date__isnull=False
+            status=S.AWAITING_TRANSFER, transfer_progress__state=TS.PARTIAL, in_hand_date__isnull=False
         )
         .filter(in_hand_date__lte=(now + timedelta(days=1)).date())
         .exclude(transfer_cases__kind=TransferCase.Kind.PARTIAL_OVERDUE)
-        .select_related("event")
+        .select_related("event", "transfer_progress")
         .order_by("pk")
     )
     opened = []
@@ -132,7 +132,7 @@ def partial_overdue_sweep(*, now: datetime | None = None) -> list[str]:
         state.case_open(
             order=order,
             kind=TransferCase.Kind.PARTIAL_OVERDUE,
-            summary=f"Only {order.transfer_quantity_detected} of {order.quantity} tickets transferred and the "
+            summary=f"Only {order.transfer.quantity_detected} of {order.quantity} tickets transferred and the "
             f"in-hand date {order.in_hand_date.isoformat()} has begun.",
         )
         opened.append(order.order_id)

@@ -33,8 +33,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 
-from orders.transfers.decision.verdicts import ParsedMail
 from orders.transfers.reading.platforms.text import MailText, mail_text
+from orders.transfers.verdicts import ParsedMail
 
 SANDBOX = "sandbox"
 KINDS = ("transfer_offer", "transfer_accepted", "transfer_canceled")

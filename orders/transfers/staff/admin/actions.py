@@ -144,9 +144,9 @@ def applies(action: CaseAction, case: TransferCase) -> bool:
     if action.name == "ask_seller":
         return True
     if action.name == "accept":
-        return order.status in ACCEPTABLE_STATUSES and order.transfer_state != TS.ACCEPTED
+        return order.status in ACCEPTABLE_STATUSES and order.transfer.state != TS.ACCEPTED
     if action.name == "recalled":
-        return order.status in RECALLABLE_STATUSES and order.transfer_state != TS.RECALLED
+        return order.status in RECALLABLE_STATUSES and order.transfer.state != TS.RECALLED
     return False
 
 

@@ -170,8 +170,8 @@ class TransferCaseAdmin(ReadOnly, admin.ModelAdmin):
         o = obj.order
         return format_html(
             "{} · {} of {} tickets detected · {} · section {} row {}",
-            o.get_transfer_state_display(),
-            o.transfer_quantity_detected,
+            o.transfer.get_state_display(),
+            o.transfer.quantity_detected,
             o.quantity,
             o.get_status_display(),
             o.section_name_display,

@@ -55,7 +55,7 @@ def order_cells(orders) -> Callable[[Order | None], tuple]:
         return (
             format_html('<a href="{}"><code>{}</code></a>{}', url, order.order_id, test),
             order.get_status_display(),
-            order.get_transfer_state_display(),
+            order.transfer.get_state_display(),
             f"{order.partner.name} · {order.event.name}",
             f"{order.quantity} × {order.section_name_display} / {order.row_name_display}",
             format_html_join(mark_safe("<br>"), "{}", ((link,) for link in received)) or "none received",
@@ -89,15 +89,17 @@ class OrderTransferAdminMixin:
             else "none"
         )
 
+        transfer = obj.transfer
+
         def when(value) -> str:
             return value.strftime("%Y-%m-%d %H:%M UTC") if value else "—"
 
         rows = (
-            ("State", obj.get_transfer_state_display()),
-            ("Quantity detected", f"{obj.transfer_quantity_detected} of {obj.quantity}"),
-            ("Source", obj.get_transfer_source_display() if obj.transfer_source else "—"),
-            ("Detected at", when(obj.transfer_detected_at)),
-            ("Accepted at", when(obj.transfer_accepted_at)),
+            ("State", transfer.get_state_display()),
+            ("Quantity detected", f"{transfer.quantity_detected} of {obj.quantity}"),
+            ("Source", transfer.get_source_display() if transfer.source else "—"),
+            ("Detected at", when(transfer.detected_at)),
+            ("Accepted at", when(transfer.accepted_at)),
         )
         return format_html(
             '<table data-testid="transfer-panel">{}<tr><th>Open cases</th><td>{}</td></tr></table>',

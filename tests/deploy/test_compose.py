@@ -13,7 +13,7 @@ import subprocess
 import time
 import uuid
 
-from config.deploy.container.partner_flow import printed_pairs, take_a_test_order_to_paid
+from tests.deploy.partner_flow import printed_pairs, take_a_test_order_to_paid
 from tests.faults.live import ROOT, free_port, wait_for
 
 HERE = ROOT / "config" / "deploy" / "container"

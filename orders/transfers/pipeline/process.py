@@ -17,8 +17,9 @@ finished ``MAX_RUNS`` (5) times, or whose MIME passes the bounds of ``orders.tra
 - Authentic, but no template, no kind recognised or required fields missing → an ``unparsed`` case showing
   the text. Otherwise the decision by kind (``orders.transfers.decision.services.decide``).
 
-``AUTHENTICATE`` is the one seam to the authentication: ``None`` means
-``orders.transfers.authenticity.authenticate.authenticate``, resolved at call time.
+It sits above every stage it drives (intake, authenticity, reading, decision, files: import-linter's layers in
+pyproject.toml). The authentication is ``authenticate`` of ``orders.transfers.authenticity.authenticate``, called
+through this module's name for it (the one seam: a test replaces ``process.authenticate``).
 """
 
 from __future__ import annotations
@@ -34,19 +35,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.core.retrying import TRANSIENT_ERRORS
+from orders.transfers.authenticity.authenticate import authenticate
 from orders.transfers.decision import state
 from orders.transfers.decision.services import decide as decision
 from orders.transfers.decision.services.decide import finish
-from orders.transfers.decision.verdicts import AuthVerdict
 from orders.transfers.files import services as files
 from orders.transfers.intake.bounds import header_section, mime_shape, no_nul
 from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, TransferCase
 from orders.transfers.reading import new_platform, platforms
+from orders.transfers.verdicts import AuthVerdict
 
 logger = logging.getLogger(__name__)
 
-AUTHENTICATE = None
 RETRY_MINUTES = (1, 5, 15, 60)  # after the 1st, 2nd, 3rd and 4th temporary failure; the 5th opens a case
 # Runs started and never finished (killed, timed out, failing for now) before the message is closed with a case.
 MAX_RUNS = 5
@@ -55,14 +56,6 @@ LEASE = timedelta(minutes=2)
 ACTOR = "system:transfers"
 Stage, Outcome, Kind = InboundMessage.Stage, InboundMessage.Outcome, TransferCase.Kind
 UNFINISHED = (Stage.RECEIVED, Stage.DEFERRED)
-
-
-def authenticator():
-    if AUTHENTICATE is not None:
-        return AUTHENTICATE
-    from orders.transfers.authenticity.authenticate import authenticate
-
-    return authenticate
 
 
 def message_process(*, message_pk: int) -> str:
@@ -122,7 +115,7 @@ def _process(message: InboundMessage) -> str:
     if message.order_id is not None and not decision.waiting_for_confirmation(message):
         raw = raw_read(message)
         if raw is not None and not mime_shape(raw).problem:
-            verdict = authenticator()(raw, message=message, order=message.order)  # DNS: no lock held
+            verdict = authenticate(raw, message=message, order=message.order)  # DNS: no lock held
     with transaction.atomic():
         # Race: two runs of one message (a lease that ran out) deciding it twice: the later one finds the row
         # locked (nowait: retried) or processed already.
@@ -241,7 +234,7 @@ def _run(message: InboundMessage, raw: bytes | None, verdict: AuthVerdict | None
     if problem:
         return case(message, Kind.UNPARSED, f"The message is not read: {problem}.", {"problem": problem})
     if verdict is None:
-        verdict = authenticator()(raw, message=message, order=order)
+        verdict = authenticate(raw, message=message, order=order)
     _record_auth(message, verdict, raw)
     if verdict.temperror:
         message.attempts += 1

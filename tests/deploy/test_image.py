@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from config.deploy.container.partner_flow import printed_pairs, take_a_test_order_to_paid
+from tests.deploy.partner_flow import printed_pairs, take_a_test_order_to_paid
 from tests.faults.live import free_port, wait_for
 
 IMAGE = os.environ.get("IMAGE", "localhost/partner-service:latest")

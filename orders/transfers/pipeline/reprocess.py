@@ -2,7 +2,7 @@
 not know, processed again once a new template version is in force (docs/staff-guide.md "Re-processing").
 
 Each case's message goes through the whole processing again — authentication, parsing, matching and the
-decision (``orders.transfers.decision.services.process``) — so an order moves only when everything holds, through the same
+decision (``orders.transfers.pipeline.process``) — so an order moves only when everything holds, through the same
 decision as a new message. Under the case's and the message's locks, and only while the case is still an open
 ``unparsed`` one: a second run (a task delivered twice, a second activation) changes nothing. A message the
 version still cannot read leaves its case open, noting the version tried. Otherwise the case is closed
@@ -19,10 +19,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from orders.transfers.decision import state
-from orders.transfers.decision.services import process
 from orders.transfers.intake.bounds import mime_shape
 from orders.transfers.intake.selectors import raw_read
 from orders.transfers.models import InboundMessage, PlatformTemplateVersion, TransferCase
+from orders.transfers.pipeline import process
 from orders.transfers.reading import platforms
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def _authenticated_beforehand(case_pk: int):
     raw = raw_read(message)
     if raw is None or mime_shape(raw).problem:
         return raw, None
-    return raw, process.authenticator()(raw, message=message, order=message.order)
+    return raw, process.authenticate(raw, message=message, order=message.order)
 
 
 def case_reprocess(*, case_pk: int) -> str:
