@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -241,6 +241,32 @@ def quote_unwritten(claims: QuoteClaims, *, quoted: CatalogRow | None = None) ->
         user_metadata={},
         created_at=claims.created_at,
         expires_at=claims.expires_at,
+    )
+
+
+def quote_consume_sql(*, unwritten: bool) -> str:
+    """The quote's single use as SQL, for a caller that runs it inside one statement of its own (the order's
+    creation: a data-modifying ``WITH``). It returns the quote's id when this statement consumed it, nothing
+    when it was consumed already.
+
+    Parameters: the instant and the quote's pk (``UPDATE … WHERE consumed_at IS NULL``); for a quote whose row
+    is not written yet (``unwritten``), its row, consumed, as one JSON object (``rawsql.json_row`` with its pk):
+    inserted, or, if the batched writer wrote it meanwhile, that row consumed if it was not.
+    Race: N requests with one quote — the others wait for the first one's update (or insert), then find it
+    consumed."""
+    if not unwritten:
+        return (
+            f"UPDATE {Quote._meta.db_table} SET consumed_at = %s"  # noqa: S608 - names from the model
+            " WHERE id = %s AND consumed_at IS NULL RETURNING id"
+        )
+    table, names, fields, pk = rawsql.columns(Quote)
+    quote_name = connection.ops.quote_name
+    select = ", ".join(f"x.{quote_name(f.column)}" for f in fields)
+    consumed = quote_name(Quote._meta.get_field("consumed_at").column)
+    return (
+        f"INSERT INTO {table} ({pk}, {names}) SELECT x.{pk}, {select}"  # noqa: S608 - names from the model
+        f" FROM jsonb_populate_record(NULL::{table}, %s::jsonb) AS x ON CONFLICT ({pk})"
+        f" DO UPDATE SET {consumed} = EXCLUDED.{consumed} WHERE {table}.{consumed} IS NULL RETURNING {pk}"
     )
 
 

@@ -4,15 +4,16 @@ The quote and its event are read in one query, quotes' own (``quotes.selectors.q
 ``quotes.queries``). A quote named by a self-contained id (quotes/codec.py) may not have its row yet (it is kept
 in Redis first, for the batched writer): the query then reads the event through the quote's row in the
 catalog, the quote comes from Redis's copy (or is rebuilt from its id if Redis lost it), and the write below
-inserts it. The checks then run on that
-copy in the documented order, the order, its history row and its ``order.created`` notification are built and
-rendered in memory, and everything is written at once, in **one statement**, a data-modifying ``WITH`` run as
-its own transaction (under a savepoint when the caller holds one open):
-  1. ``q`` consumes the quote: ``UPDATE … SET consumed_at WHERE consumed_at IS NULL``; for a quote whose row
-     was not written yet, ``INSERT … ON CONFLICT (id) DO UPDATE SET consumed_at … WHERE consumed_at IS NULL``
-     (the writer may have written it meanwhile);
+inserts it. The checks then run on that copy in the documented order, the order, its history row and its
+``order.created`` notification are built and rendered in memory, and everything is written at once, in **one
+statement**, a data-modifying ``WITH`` run as its own transaction (under a savepoint when the caller holds one
+open):
+  1. ``q`` consumes the quote (quotes' statement, ``quotes.services.quote_consume_sql``): ``UPDATE … SET
+     consumed_at WHERE consumed_at IS NULL``; for a quote whose row was not written yet, ``INSERT … ON CONFLICT
+     (id) DO UPDATE SET consumed_at … WHERE consumed_at IS NULL`` (the writer may have written it meanwhile);
   2. ``r`` takes the quantity off the row, only if ``q`` did (the catalog's conditional decrement,
-     ``catalog.services.row_take_sql``); a test-mode order only checks that the row could take it;
+     ``catalog.services.row_take_sql``); a test-mode order only checks that the row could take it
+     (``row_can_take_sql``);
   3. ``o`` inserts the order, only if ``q`` did, with the row id that ``r`` returned; ``h`` and ``n`` insert
      the history row and the notification of the order ``o`` returned.
   A quote already consumed leaves ``q`` empty and nothing is written. A row with fewer tickets left than the
@@ -34,11 +35,12 @@ from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from catalog.models import Row
-from catalog.services import row_quantity_taken, row_take_sql
+from catalog.services import row_can_take_sql, row_quantity_taken, row_take_sql
 from config.api.envelope import utc_iso
 from config.core import metrics, rawsql
 from quotes.models import Quote
 from quotes.selectors import quote_for_order
+from quotes.services import quote_consume_sql
 
 from .. import dispatch, errors, outbox
 from ..models import Notification, Order, OrderStatusHistory
@@ -192,32 +194,11 @@ def _inserted(model, *, source: str, replaced: dict[str, str]) -> str:
 
 
 def _one_statement(livemode: bool, unwritten: bool) -> str:
-    quote_table, row_table = Quote._meta.db_table, Row._meta.db_table
-    if unwritten:
-        # The quote's row, written consumed, or consumed if the batched writer wrote it meanwhile. Race: N
-        # requests with one quote — the others wait for the first one's insert (or update), then find it
-        # consumed.
-        table, names, _, pk = rawsql.columns(Quote)
-        select = ", ".join(f"x.{_quote_name(f.column)}" for f in rawsql.columns(Quote).fields)
-        consumed = _quote_name(Quote._meta.get_field("consumed_at").column)
-        consume = (
-            f"INSERT INTO {table} ({pk}, {names}) SELECT x.{pk}, {select}"  # noqa: S608 - names from the models
-            f" FROM jsonb_populate_record(NULL::{table}, %s::jsonb) AS x ON CONFLICT ({pk})"
-            f" DO UPDATE SET {consumed} = EXCLUDED.{consumed} WHERE {table}.{consumed} IS NULL RETURNING {pk}"
-        )
-    else:
-        # Race: N requests with one quote — the others wait for this UPDATE's row lock, then find it consumed.
-        consume = (
-            f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
-            " WHERE id = %s AND consumed_at IS NULL RETURNING id"
-        )
-    if livemode:
-        take = row_take_sql(only_if="EXISTS (SELECT 1 FROM q)")
-    else:  # a test order never changes a real row: it only checks the row could take it
-        take = (
-            f"SELECT id FROM {row_table}"  # noqa: S608
-            " WHERE id = %s AND available_quantity >= %s AND EXISTS (SELECT 1 FROM q)"
-        )
+    # The quote's single use (quotes' statement; the race is decided there).
+    consume = quote_consume_sql(unwritten=unwritten)
+    # The quantity off the row, only if the quote was consumed; a test order never changes a real row: it only
+    # checks the row could take it.
+    take = (row_take_sql if livemode else row_can_take_sql)(only_if="EXISTS (SELECT 1 FROM q)")
     # The row id from the decrement: NULL (and the statement fails on NOT NULL) when the row had too few.
     order_sql = _inserted(Order, source="q", replaced={"row_id": "(SELECT id FROM r)"})
     history_sql = _inserted(OrderStatusHistory, source="o", replaced={"order_id": "o.id"})
