@@ -1,4 +1,4 @@
-"""Reads of quotes for the partner API."""
+"""Reads of quotes: for the partner API, and the quote an order is made of (``quote_for_order``)."""
 
 from django.core.exceptions import ObjectDoesNotExist
 
