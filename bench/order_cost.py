@@ -98,8 +98,8 @@ def test_web_cpu_per_order(settings):
             profile.disable()
         bare = [_cpu_ms(healthz) for _ in range(PER_ROUND)]
         lines.append(
-            f"round {n + 1}: order {statistics.median(orders):.3f} ms (p90 "
-            f"{statistics.quantiles(orders, n=10)[-1]:.3f}), /healthz {statistics.median(bare):.3f} ms"
+            f"round {n + 1}: order {statistics.median(orders):.3f} ms (p10 {statistics.quantiles(orders, n=10)[0]:.3f},"
+            f" p90 {statistics.quantiles(orders, n=10)[-1]:.3f}), /healthz {statistics.median(bare):.3f} ms"
         )
     print("\n" + "\n".join(lines))
     if profile is not None:
