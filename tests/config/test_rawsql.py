@@ -94,9 +94,7 @@ def test_the_quote_reads_its_row_in_one_query_with_the_orms_values(event, row_na
         )
     assert len(queries) == 1
     stored = Row.objects.select_related("section__event").get(section__event=event, name="A")
-    assert quoted == CatalogRow.of(
-        event=stored.section.event, section=stored.section, row=stored
-    )
+    assert quoted == CatalogRow.of(event=stored.section.event, section=stored.section, row=stored)
     assert quoted.starts_at == stored.section.event.starts_at
     assert (quoted.offer_price, quoted.face_value, quoted.restrictions) == (
         Decimal("142.25"),
