@@ -30,7 +30,7 @@ from .serializers import (
     order_output,
     too_large_error,
 )
-from .uploads import TicketPdfUploadHandler
+from .uploads import OrderFormParser, TicketPdfUploadHandler
 
 ORDERS_TAG = ["Orders"]
 
@@ -45,7 +45,7 @@ _order_form = ReusedValidator(OrderCreateSerializer)
 class OrderListCreateView(APIView):
     """POST /v1/orders (create, multipart) and GET /v1/orders (list)."""
 
-    parser_classes = [MultiPartParser]
+    parser_classes = [OrderFormParser]
 
     @property
     def required_scope(self) -> str | None:

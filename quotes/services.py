@@ -8,15 +8,16 @@ answer, its row is written at once."""
 import logging
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
+from catalog.queries import CatalogRow, row_best, row_by_pk, row_named
 from config.core import rawsql
 from config.core.pending import drain_all
 from config.core.publish import publish
@@ -28,61 +29,6 @@ from .codec import QuoteClaims, new_quote_pk, quote_instant
 from .models import Quote
 
 logger = logging.getLogger(__name__)
-
-
-def _best_row(*, section: Section, quantity: int) -> Row:
-    """The row with the highest offer that can take ``quantity``; INSUFFICIENT_QUANTITY if none can."""
-    rows = Row.objects.filter(section=section)
-    row = rows.filter(available_quantity__gte=quantity).order_by("-offer_price", "name", "id").first()
-    if row is None:
-        available = max(rows.values_list("available_quantity", flat=True), default=0)
-        raise errors.InsufficientQuantity(details={"requested": quantity, "available": available})
-    return row
-
-
-class QuotedRow(NamedTuple):
-    """What a quote takes from the catalog: one row with its section and event (the columns of
-    ``_ROW_SQL``, in its order)."""
-
-    row_pk: int
-    row_name: str
-    row_name_display: str
-    available_quantity: int
-    offer_price: Decimal
-    face_value: Decimal
-    restrictions: list
-    restriction_detail: str | None
-    section_pk: int
-    section_name: str
-    section_name_display: str
-    general_admission: bool
-    event_pk: int
-    event_name: str
-    primary_site: str
-    event_status: str
-    starts_at: datetime
-
-    @classmethod
-    def of(cls, *, event: Event, section: Section, row: Row) -> "QuotedRow":
-        return cls(
-            row.pk,
-            row.name,
-            row.name_display,
-            row.available_quantity,
-            row.offer_price,
-            row.face_value,
-            row.restrictions,
-            row.restriction_detail,
-            section.pk,
-            section.name,
-            section.name_display,
-            section.general_admission,
-            event.pk,
-            event.name,
-            event.primary_site,
-            event.status,
-            event.starts_at,
-        )
 
 
 def _expired_reason(*, status: str, starts_at: datetime) -> str | None:
@@ -137,7 +83,7 @@ def quote_create(
     )
 
 
-def _row_step_by_step(*, event_id: str, section_name: str, row_name: str | None, quantity: int) -> QuotedRow:
+def _row_step_by_step(*, event_id: str, section_name: str, row_name: str | None, quantity: int) -> CatalogRow:
     """The quoted row, found one model at a time, raising the first check's error that fails."""
     event = Event.objects.filter(event_id=event_id).first()
     if event is None:
@@ -149,65 +95,34 @@ def _row_step_by_step(*, event_id: str, section_name: str, row_name: str | None,
     if section is None:
         raise errors.SectionNotFound(details={"event_id": event_id, "section_name": section_name})
     if row_name is None:
-        row = _best_row(section=section, quantity=quantity)
-    else:
-        row = Row.objects.filter(section=section, name=row_name).first()
-        if row is None:
-            raise errors.RowNotFound(details={"section_name": section_name, "row_name": row_name})
-    return QuotedRow.of(event=event, section=section, row=row)
+        # The usual case's query again: no row can take the quantity (unless one just became able to).
+        quoted = row_best(event_id=event_id, section_name=section_name, quantity=quantity)
+        if quoted is None:
+            left = Row.objects.filter(section=section).values_list("available_quantity", flat=True)
+            raise errors.InsufficientQuantity(
+                details={"requested": quantity, "available": max(left, default=0)}
+            )
+        return quoted
+    row = Row.objects.filter(section=section, name=row_name).first()
+    if row is None:
+        raise errors.RowNotFound(details={"section_name": section_name, "row_name": row_name})
+    return CatalogRow.of(event=event, section=section, row=row)
 
 
 def _row_in_one_query(
     *, event_id: str, section_name: str, row_name: str | None, quantity: int
-) -> QuotedRow | None:
-    """The quoted row with its section and event, in one query, or None when any of them is missing (or,
-    for the best row, none can take ``quantity``).
-
-    Plain SQL naming only the columns a quote uses: the ORM's version of this join (27 columns, and the
-    four-column ORDER BY the models' default orderings add) spent more time compiling than the database
-    spent answering, on every quote. ``rawsql.Select`` gives the values the ORM would (an aware
-    ``starts_at``, ``Decimal`` prices, ``bool`` and decoded JSON) on PostgreSQL."""
-    best = row_name is None
-    query = _BEST_ROW if best else _NAMED_ROW
-    found = query.fetchone([event_id, section_name, quantity if best else row_name])
-    return None if found is None else QuotedRow(*found)
-
-
-_ROW_COLUMNS = [
-    *(Row._meta.get_field(name) for name in ("id", "name", "name_display", "available_quantity")),
-    *(
-        Row._meta.get_field(name)
-        for name in ("offer_price", "face_value", "restrictions", "restriction_detail")
-    ),
-    *(Section._meta.get_field(name) for name in ("id", "name", "name_display", "general_admission")),
-    *(Event._meta.get_field(name) for name in ("id", "name", "primary_site", "status", "starts_at")),
-]
-_ROW_SQL = f"""
-    SELECT r.id, r.name, r.name_display, r.available_quantity, r.offer_price, r.face_value, r.restrictions,
-           r.restriction_detail, s.id, s.name, s.name_display, s.general_admission,
-           e.id, e.name, e.primary_site, e.status, e.starts_at
-      FROM {Row._meta.db_table} r
-      JOIN {Section._meta.db_table} s ON s.id = r.section_id
-      JOIN {Event._meta.db_table} e ON e.id = s.event_id
-     WHERE e.event_id = %s AND s.name = %s
-"""  # noqa: S608 - table names from the models, values as parameters
-_NAMED_ROW = rawsql.Select(_ROW_SQL + " AND r.name = %s LIMIT 1", _ROW_COLUMNS)
-# The quoted row by its primary key: what a quote rebuilt from its id takes from the catalog.
-_ROW_BY_PK = rawsql.Select(
-    _ROW_SQL.replace("WHERE e.event_id = %s AND s.name = %s", "WHERE r.id = %s"), _ROW_COLUMNS
-)
-# The columns of ``QuotedRow``, in its order (order creation reads them to rebuild a quote).
-ROW_COLUMNS = _ROW_COLUMNS
-_BEST_ROW = rawsql.Select(
-    _ROW_SQL + " AND r.available_quantity >= %s ORDER BY r.offer_price DESC, r.name, r.id LIMIT 1",
-    _ROW_COLUMNS,
-)
+) -> CatalogRow | None:
+    """The quoted row with its section and event, in one query (``catalog.queries``), or None when any of them
+    is missing (or, for the best row, none can take ``quantity``)."""
+    if row_name is None:
+        return row_best(event_id=event_id, section_name=section_name, quantity=quantity)
+    return row_named(event_id=event_id, section_name=section_name, row_name=row_name)
 
 
 def _quote_insert(
     *,
     partner_pk: int,
-    quoted: QuotedRow,
+    quoted: CatalogRow,
     quantity: int,
     user_metadata: dict[str, Any] | None,
     livemode: bool,
@@ -229,7 +144,7 @@ def _quote_insert(
     return quote
 
 
-def _quote_of(quoted: QuotedRow, *, offer_price: Decimal, quantity: int, **values: Any) -> Quote:
+def _quote_of(quoted: CatalogRow, *, offer_price: Decimal, quantity: int, **values: Any) -> Quote:
     """A quote of the row ``quoted``, with its snapshot of the catalog's names and restrictions."""
     return Quote(
         pk=values["pk"],
@@ -302,7 +217,7 @@ def quotes_flush_all(*, rounds: int = 20) -> int:
     return drain_all(quotes_flush, batch=FLUSH_BATCH, rounds=rounds)
 
 
-def quote_unwritten(claims: QuoteClaims, *, quoted: QuotedRow | None = None) -> Quote | None:
+def quote_unwritten(claims: QuoteClaims, *, quoted: CatalogRow | None = None) -> Quote | None:
     """The quote a self-contained id names, when its row is not (yet) in the database: Redis's copy, else
     (Redis lost it before the writer ran) rebuilt from the id, which proves the partner, mode, row, quantity,
     prices and times, with the names and restrictions of the catalog as they are now and no seller contact.
@@ -311,10 +226,9 @@ def quote_unwritten(claims: QuoteClaims, *, quoted: QuotedRow | None = None) -> 
     if copy is not None:
         return copy
     if quoted is None:
-        found = _ROW_BY_PK.fetchone([claims.row_pk])
-        if found is None:
+        quoted = row_by_pk(claims.row_pk)
+        if quoted is None:
             return None
-        quoted = QuotedRow(*found)
     logger.info("quote rebuilt from its id", extra={"quote_pk": claims.pk})
     return _quote_of(
         quoted,
@@ -327,6 +241,32 @@ def quote_unwritten(claims: QuoteClaims, *, quoted: QuotedRow | None = None) -> 
         user_metadata={},
         created_at=claims.created_at,
         expires_at=claims.expires_at,
+    )
+
+
+def quote_consume_sql(*, unwritten: bool) -> str:
+    """The quote's single use as SQL, for a caller that runs it inside one statement of its own (the order's
+    creation: a data-modifying ``WITH``). It returns the quote's id when this statement consumed it, nothing
+    when it was consumed already.
+
+    Parameters: the instant and the quote's pk (``UPDATE … WHERE consumed_at IS NULL``); for a quote whose row
+    is not written yet (``unwritten``), its row, consumed, as one JSON object (``rawsql.json_row`` with its pk):
+    inserted, or, if the batched writer wrote it meanwhile, that row consumed if it was not.
+    Race: N requests with one quote — the others wait for the first one's update (or insert), then find it
+    consumed."""
+    if not unwritten:
+        return (
+            f"UPDATE {Quote._meta.db_table} SET consumed_at = %s"  # noqa: S608 - names from the model
+            " WHERE id = %s AND consumed_at IS NULL RETURNING id"
+        )
+    table, names, fields, pk = rawsql.columns(Quote)
+    quote_name = connection.ops.quote_name
+    select = ", ".join(f"x.{quote_name(f.column)}" for f in fields)
+    consumed = quote_name(Quote._meta.get_field("consumed_at").column)
+    return (
+        f"INSERT INTO {table} ({pk}, {names}) SELECT x.{pk}, {select}"  # noqa: S608 - names from the model
+        f" FROM jsonb_populate_record(NULL::{table}, %s::jsonb) AS x ON CONFLICT ({pk})"
+        f" DO UPDATE SET {consumed} = EXCLUDED.{consumed} WHERE {table}.{consumed} IS NULL RETURNING {pk}"
     )
 
 

@@ -24,6 +24,7 @@ from .events import (
 from .imports import ImportReport, catalog_import
 from .quantities import (
     QuantityAdjustmentRefused,
+    row_can_take_sql,
     row_quantity_adjust,
     row_quantity_release,
     row_quantity_take,
@@ -44,6 +45,7 @@ __all__ = [
     "event_transition",
     "local_event_date",
     "performers_get_or_create",
+    "row_can_take_sql",
     "row_quantity_adjust",
     "row_quantity_release",
     "row_quantity_take",

@@ -45,6 +45,17 @@ def row_take_sql(*, only_if: str = "") -> str:
     )
 
 
+def row_can_take_sql(*, only_if: str = "") -> str:
+    """:func:`row_take_sql`'s check without the decrement, for a statement that must not change the row (a
+    test-mode order). Parameters: the row's pk, the quantity. It returns the row's id when the row has the
+    quantity left, nothing otherwise."""
+    condition = f" AND {only_if}" if only_if else ""
+    return (
+        f"SELECT id FROM {Row._meta.db_table}"  # noqa: S608 - names from the model
+        f" WHERE id = %s AND available_quantity >= %s{condition}"
+    )
+
+
 def row_quantity_taken(*, event_id: str) -> None:
     """A caller's own statement (:func:`row_take_sql`) took quantity from a row of this event: the next read of
     its sections and rows, in any web process, shows it once the change commits (at once outside a

@@ -4,10 +4,18 @@ import secrets
 import string
 
 _ALPHABET = string.ascii_letters + string.digits
+# Random bytes to characters in one pass: a byte below 248 (4 × 62) maps to ``_ALPHABET[byte % 62]``, each
+# character as likely as any other; the 8 bytes above are dropped.
+_ACCEPTED = 4 * len(_ALPHABET)
+_TO_CHARACTER = bytes(ord(_ALPHABET[byte % len(_ALPHABET)]) for byte in range(256))
+_REJECTED = bytes(range(_ACCEPTED, 256))
 
 
 def new_public_id(prefix: str, length: int = 20) -> str:
-    return f"{prefix}_" + "".join(secrets.choice(_ALPHABET) for _ in range(length))
+    drawn = b""
+    while len(drawn) < length:
+        drawn += secrets.token_bytes(length).translate(_TO_CHARACTER, _REJECTED)
+    return f"{prefix}_{drawn[:length].decode('ascii')}"
 
 
 def id_factory(prefix: str, length: int = 20):

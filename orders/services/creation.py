@@ -1,17 +1,19 @@
 """Order creation from a quote (docs/partners/orders.md "Orders"): the checks, then one write.
 
-The quote and its event are read in one query (plain SQL through ``config.core.rawsql``). A quote named by a
-self-contained id (quotes/codec.py) may not have its row yet (it is kept in Redis first, for the batched
-writer): the query then reads the event through the quote's row in the catalog, the quote comes from Redis's
-copy (or is rebuilt from its id if Redis lost it), and the write below inserts it. The checks then run on that
-copy in the documented order, the order, its history row and its ``order.created`` notification are built and
-rendered in memory, and everything is written at once, in **one statement**, a data-modifying ``WITH`` run as
-its own transaction (under a savepoint when the caller holds one open):
-  1. ``q`` consumes the quote: ``UPDATE … SET consumed_at WHERE consumed_at IS NULL``; for a quote whose row
-     was not written yet, ``INSERT … ON CONFLICT (id) DO UPDATE SET consumed_at … WHERE consumed_at IS NULL``
-     (the writer may have written it meanwhile);
+The quote and its event are read in one query, quotes' own (``quotes.selectors.quote_for_order``, plain SQL in
+``quotes.queries``). A quote named by a self-contained id (quotes/codec.py) may not have its row yet (it is kept
+in Redis first, for the batched writer): the query then reads the event through the quote's row in the
+catalog, the quote comes from Redis's copy (or is rebuilt from its id if Redis lost it), and the write below
+inserts it. The checks then run on that copy in the documented order, the order, its history row and its
+``order.created`` notification are built and rendered in memory, and everything is written at once, in **one
+statement**, a data-modifying ``WITH`` run as its own transaction (under a savepoint when the caller holds one
+open):
+  1. ``q`` consumes the quote (quotes' statement, ``quotes.services.quote_consume_sql``): ``UPDATE … SET
+     consumed_at WHERE consumed_at IS NULL``; for a quote whose row was not written yet, ``INSERT … ON CONFLICT
+     (id) DO UPDATE SET consumed_at … WHERE consumed_at IS NULL`` (the writer may have written it meanwhile);
   2. ``r`` takes the quantity off the row, only if ``q`` did (the catalog's conditional decrement,
-     ``catalog.services.row_take_sql``); a test-mode order only checks that the row could take it;
+     ``catalog.services.row_take_sql``); a test-mode order only checks that the row could take it
+     (``row_can_take_sql``);
   3. ``o`` inserts the order, only if ``q`` did, with the row id that ``r`` returned; ``h`` and ``n`` insert
      the history row and the notification of the order ``o`` returned.
   A quote already consumed leaves ``q`` empty and nothing is written. A row with fewer tickets left than the
@@ -32,13 +34,13 @@ from django.core.files import File
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
-from catalog.models import Event, Row, Section
-from catalog.services import row_quantity_taken, row_take_sql
+from catalog.models import Row
+from catalog.services import row_can_take_sql, row_quantity_taken, row_take_sql
 from config.api.envelope import utc_iso
 from config.core import metrics, rawsql
-from quotes.codec import QuoteClaims, decode_quote_claims
-from quotes.models import ORDER_SNAPSHOT_FIELDS, Quote
-from quotes.services import ROW_COLUMNS, QuotedRow, quote_unwritten
+from quotes.models import Quote
+from quotes.selectors import quote_for_order
+from quotes.services import quote_consume_sql
 
 from .. import dispatch, errors, outbox
 from ..models import Notification, Order, OrderStatusHistory
@@ -51,70 +53,6 @@ IN_HAND_MIN_DAYS_BEFORE_EVENT = 2
 
 def latest_in_hand_date(event_date: date) -> date:
     return event_date - timedelta(days=IN_HAND_MIN_DAYS_BEFORE_EVENT)
-
-
-# --- the read: the quote and its event, in one query ------------------------------------------------------
-# What the checks read, then what the order copies (``quotes.models.ORDER_SNAPSHOT_FIELDS``).
-_QUOTE_FIELDS = ("id", "partner", "row", "expires_at", "consumed_at", *ORDER_SNAPSHOT_FIELDS)
-# The event's columns an order uses at creation (the checks and the rendering); the rest stay deferred.
-_EVENT_FIELDS = ("id", "event_id", "name", "starts_at", "timezone", "event_date", "primary_site", "status")
-_QUOTE_COLUMNS = [Quote._meta.get_field(name) for name in _QUOTE_FIELDS]
-_EVENT_COLUMNS = [Event._meta.get_field(name) for name in _EVENT_FIELDS]
-_SELECTED = ", ".join(
-    [*(f"q.{f.column}" for f in _QUOTE_COLUMNS), *(f"e.{f.column}" for f in _EVENT_COLUMNS)]
-)
-# Names from the models' metadata, values as parameters.
-_QUOTE_AND_EVENT = rawsql.Select(
-    f"SELECT {_SELECTED} FROM {Quote._meta.db_table} q JOIN {Event._meta.db_table} e ON e.id = q.event_id"  # noqa: S608
-    " WHERE q.id = %s AND q.livemode = %s",
-    [*_QUOTE_COLUMNS, *_EVENT_COLUMNS],
-)
-_SNAPSHOT_AT = len(("id", "partner", "row", "expires_at", "consumed_at"))
-_EVENT_AT = len(_QUOTE_COLUMNS)
-_EVENT_ATTNAMES = [f.attname for f in _EVENT_COLUMNS]
-_QUOTE_ATTNAMES = [f.attname for f in _QUOTE_COLUMNS]
-# A self-contained quote id (quotes/codec.py) names its row: the same columns, read from the catalog's row, with
-# the quote's row if the batched writer (or an earlier order) has written it, and the catalog's columns that
-# rebuild a quote Redis lost (quotes.services.quote_unwritten).
-_ALIASES = {Quote: "q", Event: "e", Row: "r", Section: "s"}
-_CATALOG_AT = _EVENT_AT + len(_EVENT_COLUMNS)
-_CLAIMED_QUOTE = rawsql.Select(
-    f"SELECT {_SELECTED}, {', '.join(f'{_ALIASES[f.model]}.{f.column}' for f in ROW_COLUMNS)}"  # noqa: S608
-    f" FROM {Row._meta.db_table} r JOIN {Section._meta.db_table} s ON s.id = r.section_id"
-    f" JOIN {Event._meta.db_table} e ON e.id = s.event_id"
-    f" LEFT JOIN {Quote._meta.db_table} q ON q.id = %s WHERE r.id = %s",
-    [*_QUOTE_COLUMNS, *_EVENT_COLUMNS, *ROW_COLUMNS],
-)
-
-
-def _quote_read(*, quote_id: str, partner_pk: int, livemode: bool) -> tuple[tuple, Quote | None]:
-    """The quote's columns (``_QUOTE_FIELDS``) and its event's (``_EVENT_FIELDS``), in one query, with the
-    quote still to be written when its row is not in the database yet (Redis's copy, or rebuilt from its id);
-    QUOTE_NOT_FOUND or FORBIDDEN as the id and the caller decide."""
-    claims = decode_quote_claims(quote_id)
-    if isinstance(claims, QuoteClaims):
-        if claims.livemode != livemode:
-            raise errors.QuoteNotFound(details={"quote_id": quote_id})
-        if claims.partner_pk != partner_pk:
-            raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
-        found = _CLAIMED_QUOTE.fetchone([claims.pk, claims.row_pk])
-        if found is None:  # its row is gone from the catalog
-            raise errors.QuoteNotFound(details={"quote_id": quote_id})
-        if found[0] is not None:
-            return found[:_CATALOG_AT], None
-        unwritten = quote_unwritten(claims, quoted=QuotedRow(*found[_CATALOG_AT:]))
-        if unwritten is None:
-            raise errors.QuoteNotFound(details={"quote_id": quote_id})
-        return (
-            *(getattr(unwritten, name) for name in _QUOTE_ATTNAMES),
-            *found[_EVENT_AT:_CATALOG_AT],
-        ), unwritten
-    found = _QUOTE_AND_EVENT.fetchone([claims, livemode]) if claims is not None else None
-    if found is None:
-        raise errors.QuoteNotFound(details={"quote_id": quote_id})
-    if found[1] != partner_pk:
-        raise errors.Forbidden("The quote belongs to another partner.", details={"quote_id": quote_id})
-    return found, None
 
 
 def order_create(
@@ -140,16 +78,15 @@ def order_create(
     mode"). The order comes back with ``detail_output``: the order as ``GET /v1/orders/{order_id}`` shows it,
     rendered once for its notification and its 201.
     """
-    found, unwritten = _quote_read(quote_id=quote_id, partner_pk=partner_pk, livemode=livemode)
-    pk, _, row_pk, expires_at, consumed_at = found[:_SNAPSHOT_AT]
+    quote = quote_for_order(quote_id=quote_id, partner_pk=partner_pk, livemode=livemode)
     now = timezone.now()
     # docs/partners/orders.md "Contract choices": a consumed quote answers QUOTE_ALREADY_CONSUMED even once its
     # TTL is over.
-    if consumed_at is not None:
+    if quote.consumed_at is not None:
         raise errors.QuoteAlreadyConsumed(details={"quote_id": quote_id})
-    if expires_at <= now:
-        raise errors.QuoteExpired(details={"quote_id": quote_id, "expired_at": utc_iso(expires_at)})
-    event = Event.from_db("default", _EVENT_ATTNAMES, found[_EVENT_AT:])
+    if quote.expires_at <= now:
+        raise errors.QuoteExpired(details={"quote_id": quote_id, "expired_at": utc_iso(quote.expires_at)})
+    event = quote.event
     if in_hand_date is not None and in_hand_date > latest_in_hand_date(event.event_date):
         raise errors.InvalidDeliveryDeadline(
             "in_hand_date is after the event date."
@@ -165,19 +102,17 @@ def order_create(
     if event.is_canceled or event.starts_at <= now:
         raise errors.EventExpired(details={"event_id": event.event_id})
 
-    snapshot = dict(zip(_QUOTE_FIELDS[_SNAPSHOT_AT:], found[_SNAPSHOT_AT:_EVENT_AT], strict=True))
-    snapshot["restrictions"] = list(snapshot["restrictions"] or [])
     order = Order(
         partner_id=partner_pk,
         livemode=livemode,
-        quote_id=pk,
+        quote_id=quote.pk,
         event=event,
-        row_id=row_pk,
+        row_id=quote.row_pk,
         status=S.ACCEPTED,
         status_changed_at=now,
         quote_token=quote_id,
-        quote_expires_at=expires_at,
-        **snapshot,
+        quote_expires_at=quote.expires_at,
+        **quote.snapshot,
         delivery_type=delivery_type,
         is_ready_to_deliver=is_ready_to_deliver,
         in_hand_date=in_hand_date,
@@ -191,7 +126,7 @@ def order_create(
     stored_name = ticket_pdf_store(order_id=order.order_id, upload=file) if file is not None else ""
     order.ticket_file.name = stored_name
     try:
-        _order_write(order=order, now=now, actor=actor, unwritten=unwritten)
+        _order_write(order=order, now=now, actor=actor, unwritten=quote.unwritten)
     except BaseException:
         if stored_name:
             ticket_pdf_delete(stored_name)
@@ -259,32 +194,11 @@ def _inserted(model, *, source: str, replaced: dict[str, str]) -> str:
 
 
 def _one_statement(livemode: bool, unwritten: bool) -> str:
-    quote_table, row_table = Quote._meta.db_table, Row._meta.db_table
-    if unwritten:
-        # The quote's row, written consumed, or consumed if the batched writer wrote it meanwhile. Race: N
-        # requests with one quote — the others wait for the first one's insert (or update), then find it
-        # consumed.
-        table, names, _, pk = rawsql.columns(Quote)
-        select = ", ".join(f"x.{_quote_name(f.column)}" for f in rawsql.columns(Quote).fields)
-        consumed = _quote_name(Quote._meta.get_field("consumed_at").column)
-        consume = (
-            f"INSERT INTO {table} ({pk}, {names}) SELECT x.{pk}, {select}"  # noqa: S608 - names from the models
-            f" FROM jsonb_populate_record(NULL::{table}, %s::jsonb) AS x ON CONFLICT ({pk})"
-            f" DO UPDATE SET {consumed} = EXCLUDED.{consumed} WHERE {table}.{consumed} IS NULL RETURNING {pk}"
-        )
-    else:
-        # Race: N requests with one quote — the others wait for this UPDATE's row lock, then find it consumed.
-        consume = (
-            f"UPDATE {quote_table} SET consumed_at = %s"  # noqa: S608 - names from the models
-            " WHERE id = %s AND consumed_at IS NULL RETURNING id"
-        )
-    if livemode:
-        take = row_take_sql(only_if="EXISTS (SELECT 1 FROM q)")
-    else:  # a test order never changes a real row: it only checks the row could take it
-        take = (
-            f"SELECT id FROM {row_table}"  # noqa: S608
-            " WHERE id = %s AND available_quantity >= %s AND EXISTS (SELECT 1 FROM q)"
-        )
+    # The quote's single use (quotes' statement; the race is decided there).
+    consume = quote_consume_sql(unwritten=unwritten)
+    # The quantity off the row, only if the quote was consumed; a test order never changes a real row: it only
+    # checks the row could take it.
+    take = (row_take_sql if livemode else row_can_take_sql)(only_if="EXISTS (SELECT 1 FROM q)")
     # The row id from the decrement: NULL (and the statement fails on NOT NULL) when the row had too few.
     order_sql = _inserted(Order, source="q", replaced={"row_id": "(SELECT id FROM r)"})
     history_sql = _inserted(OrderStatusHistory, source="o", replaced={"order_id": "o.id"})

@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog.models import Event, Row, Section
+from catalog.queries import CatalogRow
 from config.core import rawsql
 from quotes import services as quote_services
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
@@ -93,9 +94,7 @@ def test_the_quote_reads_its_row_in_one_query_with_the_orms_values(event, row_na
         )
     assert len(queries) == 1
     stored = Row.objects.select_related("section__event").get(section__event=event, name="A")
-    assert quoted == quote_services.QuotedRow.of(
-        event=stored.section.event, section=stored.section, row=stored
-    )
+    assert quoted == CatalogRow.of(event=stored.section.event, section=stored.section, row=stored)
     assert quoted.starts_at == stored.section.event.starts_at
     assert (quoted.offer_price, quoted.face_value, quoted.restrictions) == (
         Decimal("142.25"),

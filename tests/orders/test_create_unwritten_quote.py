@@ -67,12 +67,12 @@ def test_an_order_writes_the_quote_it_uses(auth_client, partner, monkeypatch, re
 
 
 def test_an_order_of_a_quote_the_writer_wrote_meanwhile_consumes_that_row(auth_client, partner, monkeypatch):
-    from orders.services import creation
+    from quotes import selectors
 
     row = order_row(available_quantity=10)
     quote = _unwritten(partner, row)
     monkeypatch.setattr(quote_cache, "quote_copy", lambda pk: quote)
-    real = creation.quote_unwritten
+    real = selectors.quote_unwritten
 
     def writer_runs_meanwhile(claims, **kwargs):
         found = real(claims, **kwargs)
@@ -86,7 +86,7 @@ def test_an_order_of_a_quote_the_writer_wrote_meanwhile_consumes_that_row(auth_c
         )
         return found
 
-    monkeypatch.setattr(creation, "quote_unwritten", writer_runs_meanwhile)
+    monkeypatch.setattr(selectors, "quote_unwritten", writer_runs_meanwhile)
     response = post_order(auth_client, _form(quote))
     assert response.status_code == 201, response.content
     written = Quote.objects.get(pk=quote.pk)

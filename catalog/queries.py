@@ -1,0 +1,118 @@
+"""The catalog's reads on the quote and order paths, written as SQL: a row with its section and event, found by
+its name, by its key, or as the best row of a section for a quantity.
+
+Plain SQL naming only the columns a quote uses: the ORM's version of this join (27 columns, and the four-column
+ORDER BY the models' default orderings add) spent more time compiling than the database spent answering, on
+every quote. ``rawsql.Select`` gives the values the ORM would (an aware ``starts_at``, ``Decimal`` prices,
+``bool`` and decoded JSON) on PostgreSQL.
+
+The best row for a quantity is the one rule of :func:`row_best`: of the rows that can take the quantity, the
+highest offer, then the row's name, then its key (``BEST_ROW_ORDER``).
+"""
+
+from datetime import datetime
+from decimal import Decimal
+from typing import NamedTuple
+
+from config.core import rawsql
+
+from .models import Event, Row, Section
+
+
+class CatalogRow(NamedTuple):
+    """One row with its section and event: what a quote takes from the catalog (``ROW_COLUMNS``, in order)."""
+
+    row_pk: int
+    row_name: str
+    row_name_display: str
+    available_quantity: int
+    offer_price: Decimal
+    face_value: Decimal
+    restrictions: list
+    restriction_detail: str | None
+    section_pk: int
+    section_name: str
+    section_name_display: str
+    general_admission: bool
+    event_pk: int
+    event_name: str
+    primary_site: str
+    event_status: str
+    starts_at: datetime
+
+    @classmethod
+    def of(cls, *, event: Event, section: Section, row: Row) -> "CatalogRow":
+        return cls(
+            row.pk,
+            row.name,
+            row.name_display,
+            row.available_quantity,
+            row.offer_price,
+            row.face_value,
+            row.restrictions,
+            row.restriction_detail,
+            section.pk,
+            section.name,
+            section.name_display,
+            section.general_admission,
+            event.pk,
+            event.name,
+            event.primary_site,
+            event.status,
+            event.starts_at,
+        )
+
+
+def _fields(model, *names: str) -> list:
+    return [model._meta.get_field(name) for name in names]
+
+
+# The columns of ``CatalogRow``, in its order; ``ROW_ALIASES`` names their tables in ``ROW_FROM``.
+ROW_COLUMNS = [
+    *_fields(Row, "id", "name", "name_display", "available_quantity"),
+    *_fields(Row, "offer_price", "face_value", "restrictions", "restriction_detail"),
+    *_fields(Section, "id", "name", "name_display", "general_admission"),
+    *_fields(Event, "id", "name", "primary_site", "status", "starts_at"),
+]
+ROW_ALIASES = {Row: "r", Section: "s", Event: "e"}
+ROW_SELECTED = ", ".join(f"{ROW_ALIASES[f.model]}.{f.column}" for f in ROW_COLUMNS)
+ROW_FROM = (
+    f"{Row._meta.db_table} r JOIN {Section._meta.db_table} s ON s.id = r.section_id"
+    f" JOIN {Event._meta.db_table} e ON e.id = s.event_id"
+)
+
+# The best row, as the ORM's ``order_by`` names it: the highest offer, then the name, then the key.
+BEST_ROW_ORDER = ("-offer_price", "name", "id")
+_BEST_ROW_ORDER_BY = ", ".join(
+    f"r.{Row._meta.get_field(name.lstrip('-')).column}{' DESC' if name.startswith('-') else ''}"
+    for name in BEST_ROW_ORDER
+)
+
+# Table names from the models, values as parameters.
+_IN_SECTION = f"SELECT {ROW_SELECTED} FROM {ROW_FROM} WHERE e.event_id = %s AND s.name = %s"  # noqa: S608
+_NAMED_ROW = rawsql.Select(_IN_SECTION + " AND r.name = %s LIMIT 1", ROW_COLUMNS)
+_BEST_ROW = rawsql.Select(
+    _IN_SECTION + f" AND r.available_quantity >= %s ORDER BY {_BEST_ROW_ORDER_BY} LIMIT 1", ROW_COLUMNS
+)
+_ROW_BY_PK = rawsql.Select(f"SELECT {ROW_SELECTED} FROM {ROW_FROM} WHERE r.id = %s", ROW_COLUMNS)  # noqa: S608
+
+
+def _row(select: rawsql.Select, params: list) -> CatalogRow | None:
+    found = select.fetchone(params)
+    return None if found is None else CatalogRow(*found)
+
+
+def row_named(*, event_id: str, section_name: str, row_name: str) -> CatalogRow | None:
+    """The event's row ``row_name`` of the section ``section_name``, in one query; None if any is missing."""
+    return _row(_NAMED_ROW, [event_id, section_name, row_name])
+
+
+def row_best(*, event_id: str, section_name: str, quantity: int) -> CatalogRow | None:
+    """The best row of the event's section ``section_name`` that can take ``quantity`` (``BEST_ROW_ORDER``), in
+    one query; None when the event or section is missing or no row can take it."""
+    return _row(_BEST_ROW, [event_id, section_name, quantity])
+
+
+def row_by_pk(row_pk: int) -> CatalogRow | None:
+    """The row by its primary key, with its section and event; None when it is gone."""
+    return _row(_ROW_BY_PK, [row_pk])
