@@ -11,6 +11,8 @@ A heading is named by its text without a trailing parenthesis (``## Catalog (sco
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 APPS = ("catalog", "config", "orders", "partners", "payouts", "quotes", "tests", "templates")
 SUFFIXES = {".py", ".html", ".txt", ".toml"}
@@ -297,10 +299,23 @@ def names_missing_from_the_code(text: str, root: Path = ROOT) -> list[str]:
     return [span for span in dict.fromkeys(CODE_SPAN.findall(text)) if not exists(span)]
 
 
-def test_every_module_and_dotted_path_the_architecture_names_exists():
-    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    assert len(CODE_SPAN.findall(text)) > 100  # the scan reads the document's code spans
+ARCHITECTURE_PAGES = sorted((ROOT / "docs" / "architecture").glob("*.md"))
+
+
+@pytest.mark.parametrize("page", ARCHITECTURE_PAGES, ids=lambda page: page.name)
+def test_every_module_and_dotted_path_an_architecture_page_names_exists(page):
+    text = page.read_text(encoding="utf-8")
+    assert len(CODE_SPAN.findall(text)) > 10  # the scan reads the page's code spans
     assert names_missing_from_the_code(text) == []
+
+
+def test_the_architecture_is_a_one_screen_floor_plan_that_links_every_page():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 60
+    assert names_missing_from_the_code(text) == []
+    assert len(ARCHITECTURE_PAGES) >= 7
+    for page in ARCHITECTURE_PAGES:
+        assert f"](architecture/{page.name})" in text, page.name
 
 
 def test_a_module_or_dotted_path_that_is_gone_is_found():

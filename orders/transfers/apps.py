@@ -3,7 +3,7 @@ from django.apps import AppConfig
 
 class TransfersConfig(AppConfig):
     """Transfer detection: the sellers' transfer e-mails and ticket files, proven genuine, matched to their
-    order, and the order moved (docs/architecture.md "Transfer detection")."""
+    order, and the order moved (docs/architecture/transfers.md "Transfer detection")."""
 
     name = "orders.transfers"
     label = "transfers"

@@ -1,4 +1,4 @@
-"""The one writer of an order's transfer progress and of the transfer cases (docs/architecture.md "Transfer
+"""The one writer of an order's transfer progress and of the transfer cases (docs/architecture/transfers.md "Transfer
 detection").
 
 ``transfer_transition`` moves ``TransferProgress.state`` through its machine and writes the

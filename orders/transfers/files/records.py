@@ -1,4 +1,4 @@
-"""What a ticket file proved about an order (docs/architecture.md "Transfer detection"): the barcodes kept as
+"""What a ticket file proved about an order (docs/architecture/transfers.md "Transfer detection"): the barcodes kept as
 HMACs, the other live orders holding the same barcodes or the identical file, the problems found in their
 order of gravity, and the staff-facing details (barcodes masked to their last 4 characters, the page text
 with every barcode redacted).

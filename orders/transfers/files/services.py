@@ -1,4 +1,4 @@
-"""The ticket-file stage's entry points that write (docs/architecture.md "Transfer detection"): ticket files
+"""The ticket-file stage's entry points that write (docs/architecture/transfers.md "Transfer detection"): ticket files
 as evidence, a ``pdf`` order's own PDF, checked when the order is confirmed, and the PDFs and images attached
 to mail sent to a ``mobile_qr`` order's transfer address. ``records`` holds what a file proved.
 

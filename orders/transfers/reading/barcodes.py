@@ -1,5 +1,5 @@
 """Reading a ticket file: a PDF's pages rendered and their barcodes decoded, or an image's barcodes, within
-the limits of docs/architecture.md "Transfer detection" (20 pages, 10 s of decoding per file counted in
+the limits of docs/architecture/transfers.md "Transfer detection" (20 pages, 10 s of decoding per file counted in
 the reading thread's CPU time, the upload's size limit).
 
 ``ticket_file_read_isolated`` reads a file in a child process (an address-space and a CPU rlimit, killed at
