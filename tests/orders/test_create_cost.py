@@ -1,4 +1,4 @@
-"""What an order costs the database on PostgreSQL (docs/architecture.md "Creating an order"): the quote and its
+"""What an order costs the database on PostgreSQL (docs/architecture/orders.md "Creating an order"): the quote and its
 event read in one query, then the quote's single use, the row's decrement, the order, its history and its
 notification written in one statement, outside any transaction the test holds (``transaction=True``: the
 request commits as it does in production)."""

@@ -344,7 +344,7 @@ def test_the_sweep_recovers_a_task_lost_once_its_note_expired(
 def test_while_redis_does_not_answer_each_notification_is_published_alone(
     partner, subscribers, published, monkeypatch, django_capture_on_commit_callbacks
 ):
-    """The production fallback when Redis fails (docs/architecture.md "When Redis fails")."""
+    """The production fallback when Redis fails (docs/architecture/caching.md "When Redis fails")."""
     got, _ = subscribers
 
     def down(backend, pk):
