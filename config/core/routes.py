@@ -1,0 +1,159 @@
+"""The top of the middleware chain: a route that answers from stored bytes takes a short path, chosen by route.
+
+A catalog read (``GET /v1/events…`` with a bearer token) reads a stored answer and writes nothing: of the
+middleware every request passes, it needs the HTTP metrics, the request id, the retry of a lost database
+connection (a page not stored yet is read from the database), the security headers, the host check and
+``Content-Length`` (Django's common middleware) and ``X-Frame-Options``. The chunked-body reader, the static
+files, the body limit, idempotency and the pages' middleware have nothing to do for it. ``RouteMiddleware``,
+first in ``MIDDLEWARE``, resolves such a request's URL once and runs those in one place, in the order and with
+the exception handling the chain gives them, then the view; the URL is not resolved again. Every other request
+goes down the whole chain.
+
+A view offers the short path with :func:`short_path` (the methods it serves so). At start-up the middleware
+reads ``MIDDLEWARE``: the short path runs the metrics only when they are listed, and a middleware it does not
+know after it turns the short path off. Which URLs may hold such a view is read from the URL patterns once per
+URLconf (their literal prefix), so no other request pays for a resolution. A request that carries a body (a
+``Content-Length`` or ``Transfer-Encoding``) takes the whole chain, whose body limits answer it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.handlers.exception import response_for_exception
+from django.http import HttpRequest, HttpResponse
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.security import SecurityMiddleware
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls.exceptions import Resolver404
+from django.urls.resolvers import RoutePattern
+
+from config.api.middleware import with_request_id
+
+from . import metrics
+from .dbretry import with_retry
+
+SHORT_PATH_ATTRIBUTE = "short_path_methods"
+ROUTES_PATH = f"{__name__}.RouteMiddleware"
+METRICS_PATH = "config.core.metrics.HttpMetricsMiddleware"
+# What the short path does itself (each in the place it holds in the chain).
+_RUN = {
+    METRICS_PATH,
+    "config.api.middleware.RequestIdMiddleware",
+    "config.core.dbretry.RetryOnLostConnectionMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+}
+# What has nothing to do for a read without a body under /v1/.
+_SKIP = {
+    "config.api.middleware.ChunkedBodyMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.api.middleware.ApiBodyLimitMiddleware",
+    "partners.idempotency.gate.IdempotencyMiddleware",
+    "config.core.pages.PagesMiddleware",
+}
+
+
+def short_path(view: Callable, methods: tuple[str, ...] = ("GET",)) -> Callable:
+    """Mark ``view`` as answering ``methods`` from stored bytes (its requests take the short path)."""
+    setattr(view, SHORT_PATH_ATTRIBUTE, frozenset(methods))
+    return view
+
+
+def _prefixes(resolver: URLResolver) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The exact paths and the path prefixes under which a short-path view's pattern may match."""
+    exact: set[str] = set()
+    prefixes: set[str] = set()
+
+    def walk(patterns, route: str | None) -> None:
+        for entry in patterns:
+            pattern = entry.pattern
+            # Only plain routes: a regular expression's literal prefix is not read (its views take the chain).
+            part = str(pattern) if isinstance(pattern, RoutePattern) and route is not None else None
+            here = None if part is None else route + part
+            if isinstance(entry, URLResolver):
+                walk(entry.url_patterns, here)
+            elif isinstance(entry, URLPattern) and here is not None:
+                if getattr(entry.callback, SHORT_PATH_ATTRIBUTE, None):
+                    if "<" in here:
+                        prefixes.add("/" + here[: here.index("<")])
+                    else:
+                        exact.add("/" + here)
+
+    walk(resolver.url_patterns, "")
+    return frozenset(exact), tuple(sorted(prefixes))
+
+
+class RouteMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        listed = list(settings.MIDDLEWARE)
+        after = listed[listed.index(ROUTES_PATH) + 1 :] if ROUTES_PATH in listed else listed
+        atomic = any(db.get("ATOMIC_REQUESTS") for db in settings.DATABASES.values())
+        self.enabled = not atomic and all(path in _RUN or path in _SKIP for path in after)
+        self.metrics = METRICS_PATH in after
+        # Their hooks, called as the chain calls them (never their own get_response).
+        self.security = SecurityMiddleware(get_response)
+        self.common = CommonMiddleware(get_response)
+        self.xframe = XFrameOptionsMiddleware(get_response)
+        self._tables: dict[int, tuple[URLResolver, frozenset[str], tuple[str, ...]]] = {}
+
+    def _table(self, request: HttpRequest) -> tuple[URLResolver, frozenset[str], tuple[str, ...]]:
+        resolver = get_resolver(getattr(request, "urlconf", None))
+        table = self._tables.get(id(resolver))
+        if table is None or table[0] is not resolver:
+            table = (resolver, *_prefixes(resolver))
+            self._tables[id(resolver)] = table
+        return table
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self.enabled:
+            resolver, exact, prefixes = self._table(request)
+            path = request.path_info
+            if (path in exact or path.startswith(prefixes)) and _bodiless(request):
+                try:
+                    match = resolver.resolve(path)
+                except Resolver404:
+                    match = None
+                if match is not None and request.method in getattr(match.func, SHORT_PATH_ATTRIBUTE, ()):
+                    request.resolver_match = match
+                    return self._short(request)
+        return self.get_response(request)
+
+    # --- the short path: each step where the chain holds it --------------------------------------------
+    def _short(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        response = with_request_id(request, lambda r: with_retry(r, self._secured))
+        if self.metrics:
+            metrics.http_observe(request, response, started)
+        return response
+
+    def _secured(self, request: HttpRequest) -> HttpResponse:
+        response = self.security.process_request(request) or self._common(request)
+        return self.security.process_response(request, response)
+
+    def _common(self, request: HttpRequest) -> HttpResponse:
+        try:
+            response = self.common.process_request(request) or self._framed(request)
+            return self.common.process_response(request, response)
+        except Exception as exc:
+            return response_for_exception(request, exc)
+
+    def _framed(self, request: HttpRequest) -> HttpResponse:
+        match = request.resolver_match
+        try:
+            response = match.func(request, *match.args, **match.kwargs)
+            if hasattr(response, "render") and callable(response.render):
+                response = response.render()  # DRF's answer, as Django's handler renders it
+        except Exception as exc:
+            response = response_for_exception(request, exc)
+        return self.xframe.process_response(request, response)
+
+
+def _bodiless(request: HttpRequest) -> bool:
+    meta = request.META
+    return "HTTP_TRANSFER_ENCODING" not in meta and meta.get("CONTENT_LENGTH") in (None, "", "0")
