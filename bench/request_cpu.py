@@ -124,7 +124,14 @@ def _service_plans(call: Caller, creds: dict) -> dict[str, list[dict]]:
     }
 
 
-EXPECTED = {"bare": "200", "token": "200", "events": "200", "events304": "304", "rows": "200", "quotes": "201"}
+EXPECTED = {
+    "bare": "200",
+    "token": "200",
+    "events": "200",
+    "events304": "304",
+    "rows": "200",
+    "quotes": "201",
+}
 
 
 def child(kind: str, creds_file: str) -> None:

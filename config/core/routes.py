@@ -77,12 +77,15 @@ def _prefixes(resolver: URLResolver) -> tuple[frozenset[str], tuple[str, ...]]:
             here = None if part is None else route + part
             if isinstance(entry, URLResolver):
                 walk(entry.url_patterns, here)
-            elif isinstance(entry, URLPattern) and here is not None:
-                if getattr(entry.callback, SHORT_PATH_ATTRIBUTE, None):
-                    if "<" in here:
-                        prefixes.add("/" + here[: here.index("<")])
-                    else:
-                        exact.add("/" + here)
+            elif (
+                isinstance(entry, URLPattern)
+                and here is not None
+                and getattr(entry.callback, SHORT_PATH_ATTRIBUTE, None)
+            ):
+                if "<" in here:
+                    prefixes.add("/" + here[: here.index("<")])
+                else:
+                    exact.add("/" + here)
 
     walk(resolver.url_patterns, "")
     return frozenset(exact), tuple(sorted(prefixes))
