@@ -165,22 +165,10 @@ def child(kind: str, creds_file: str) -> None:
 
 
 def _service_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_ENV": "production",
-            "SECRET_KEY": "bench-secret-key-" + "x" * 40,
-            "TOKEN_SIGNING_KEY": "bench-token-signing-key",
-            "QUOTE_ENCRYPTION_KEY": "bench-quote-encryption-key",
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "SECURE_SSL_REDIRECT": "False",
-            "RATE_LIMIT_PER_MINUTE": "1000000000",
-            "TOKEN_RATE_LIMIT_PER_MINUTE": "1000000000",
-            "MEDIA_SHARED": "true",
-            "PAYMENT_PLATFORM": "sandbox",
-        }
-    )
-    return env
+    from bench.stack import PRODUCTION_ENV
+
+    # The service's production settings as the benchmark's stack runs them (the child picks its own module).
+    return {**os.environ, **PRODUCTION_ENV, "MEDIA_SHARED": "true", "PAYMENT_PLATFORM": "sandbox"}
 
 
 def main(argv: list[str] | None = None) -> int:

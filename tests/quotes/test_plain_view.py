@@ -8,6 +8,8 @@ import pytest
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
+from tests.conftest import issue_token
+
 pytestmark = pytest.mark.django_db
 
 VOLATILE = {"X-Request-ID", "RateLimit-Remaining", "RateLimit-Reset", "RateLimit", "Content-Length"}
@@ -35,17 +37,7 @@ def test_a_quote_and_a_token_are_answered_without_drfs_dispatch(auth_client, par
         response = auth_client.post("/v1/quotes", quote_body(), format="json")
         assert response.status_code == 201, response.content
         assert response["Allow"] == "POST, OPTIONS"
-        response = APIClient().post(
-            "/v1/auth/token",
-            {
-                "client_id": partner_creds.client_id,
-                "client_secret": partner_creds.client_secret,
-                "grant_type": "client_credentials",
-            },
-            format="json",
-        )
-        assert response.status_code == 200, response.content
-        assert response["Cache-Control"] == "no-store"
+        assert issue_token(APIClient(), partner_creds)  # 200
 
 
 def test_a_quote_is_answered_as_the_drf_view_answers(auth_client, quote_body):
