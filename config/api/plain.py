@@ -1,8 +1,8 @@
 """Plain views: a busy endpoint answered without DRF's dispatch, byte for byte as its DRF view answers.
 
 An endpoint's DRF view (``APIView``) stays: drf-spectacular documents it, and it answers every request the plain
-view does not take itself. :func:`plain_view` builds the URL's view: ``answer(request)`` for the requests
-``takes(request)`` accepts, the DRF view for the rest. The plain answer uses the same pieces as the DRF path:
+view does not take itself. :func:`plain_view` builds the URL's view: ``answer(request)`` for the requests of its
+method (POST) that ``takes(request)`` accepts, the DRF view for the rest. The plain answer uses the same pieces as the DRF path:
 the JSON parser of every view (:func:`json_body`), the envelope renderer, the exception handler (every error,
 its envelope, headers and log line), and DRF's ``Allow`` header.
 """
@@ -92,13 +92,17 @@ class Answer:
 
 
 def plain_view(
-    drf_view: Callable, takes: Callable[[HttpRequest], bool], answer: Callable[..., HttpResponse]
+    drf_view: Callable,
+    takes: Callable[[HttpRequest], bool],
+    answer: Callable[..., HttpResponse],
+    *,
+    method: str = "POST",
 ) -> Callable:
-    """The URL's view: ``answer`` for the requests ``takes`` accepts, ``drf_view`` (``APIView.as_view()``) for
-    the rest."""
+    """The URL's view: ``answer`` for the requests of ``method`` that ``takes`` accepts, ``drf_view``
+    (``APIView.as_view()``) for the rest (every other method: 405, ``OPTIONS``)."""
 
     def view(request: HttpRequest, **kwargs) -> HttpResponse:
-        if takes(request):
+        if request.method == method and takes(request):
             return answer(request, **kwargs)
         return drf_view(request, **kwargs)
 

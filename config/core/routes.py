@@ -7,7 +7,8 @@ connection (a page not stored yet is read from the database), the security heade
 files, the body limit, idempotency and the pages' middleware have nothing to do for it. ``RouteMiddleware``,
 first in ``MIDDLEWARE``, resolves such a request's URL once and runs those in one place, in the order and with
 the exception handling the chain gives them, then the view; the URL is not resolved again. Every other request
-goes down the whole chain.
+goes down the whole chain. The route of a path is kept per process (a bounded cache): a catalog path is
+resolved once.
 
 A view offers the short path with :func:`short_path` (the methods it serves so). At start-up the middleware
 reads ``MIDDLEWARE``: the short path runs the metrics only when they are listed, and a middleware it does not
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import lru_cache
 
 from django.conf import settings
 from django.core.handlers.exception import response_for_exception
@@ -27,7 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
-from django.urls import URLPattern, URLResolver, get_resolver
+from django.urls import ResolverMatch, URLPattern, URLResolver, get_resolver
 from django.urls.exceptions import Resolver404
 from django.urls.resolvers import RoutePattern
 
@@ -118,10 +120,7 @@ class RouteMiddleware:
             resolver, exact, prefixes = self._table(request)
             path = request.path_info
             if (path in exact or path.startswith(prefixes)) and _bodiless(request):
-                try:
-                    match = resolver.resolve(path)
-                except Resolver404:
-                    match = None
+                match = _resolved(resolver, path)
                 if match is not None and request.method in getattr(match.func, SHORT_PATH_ATTRIBUTE, ()):
                     request.resolver_match = match
                     return self._short(request)
@@ -155,6 +154,16 @@ class RouteMiddleware:
         except Exception as exc:
             response = response_for_exception(request, exc)
         return self.xframe.process_response(request, response)
+
+
+@lru_cache(maxsize=4096)
+def _resolved(resolver: URLResolver, path: str) -> ResolverMatch | None:
+    """The route of a path under a short-path prefix, resolved once per path and process (``None``: none).
+    A match holds only what the URLconf and the path decide, and no view changes it."""
+    try:
+        return resolver.resolve(path)
+    except Resolver404:
+        return None
 
 
 def _bodiless(request: HttpRequest) -> bool:

@@ -82,6 +82,12 @@ def test_a_quote_is_answered_as_the_drf_view_answers(auth_client, quote_body):
     for raw in (b"{", b"NaN", b'{"quantity": NaN}', b"\xff", b"[" * 5000):
         plain, drf = _both(auth_client, "/v1/quotes", raw)
         assert plain == drf, raw
+    for method in ("TRACE", "PUT", "PATCH", "DELETE"):  # another method with the same body: DRF's 405
+        response = auth_client.generic(
+            method, "/v1/quotes", json.dumps(good), content_type="application/json"
+        )
+        assert response.status_code == 405, (method, response.content)
+        assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
     anonymous = APIClient()
     for extra in ({}, {"HTTP_AUTHORIZATION": "Bearer nope"}, {"HTTP_AUTHORIZATION": "Basic x"}):
         plain, drf = _both(anonymous, "/v1/quotes", json.dumps(good).encode(), **extra)
@@ -116,3 +122,7 @@ def test_a_token_is_answered_as_the_drf_view_answers(partner_creds):
     for raw in (b"{", b"\xff"):
         plain, drf = _both(client, "/v1/auth/token", raw)
         assert plain == drf, raw
+    for method in ("TRACE", "PUT", "PATCH", "DELETE"):  # another method with the same body: DRF's 405
+        response = client.generic(method, "/v1/auth/token", json.dumps(good), content_type="application/json")
+        assert response.status_code == 405, (method, response.content)
+        assert response["Allow"] == "POST, OPTIONS"
