@@ -13,6 +13,7 @@ from config.api.parsers import JSONObjectParser
 from config.api.plain import Answer, json_body, plain_view, takes_json
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator, text_as_given
+from config.core.routes import short_path
 
 from . import services
 from .serializers import AccessTokenSerializer, ClientCredentialsSerializer
@@ -156,4 +157,4 @@ def _answer(request):
     return _token_answer.ok(data, request, headers=_NO_STORE)
 
 
-token_view = plain_view(TokenView.as_view(), takes_json, _answer)
+token_view = short_path(plain_view(TokenView.as_view(), takes_json, _answer), ("POST",), body=True)

@@ -9,6 +9,7 @@ from config.api.idempotency import META_KEY
 from config.api.plain import Answer, json_body, plain_view, takes_json
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
+from config.core.routes import short_path
 from partners.authentication import (
     HasRequiredScope,
     PayoutConfigured,
@@ -111,7 +112,7 @@ def _answer(request):
     return _quote_answer.ok(data, request, status=201)
 
 
-quote_create_view = plain_view(QuoteCreateView.as_view(), _takes, _answer)
+quote_create_view = short_path(plain_view(QuoteCreateView.as_view(), _takes, _answer), ("POST",), body=True)
 
 
 class QuoteDetailView(APIView):

@@ -33,12 +33,14 @@ from django.urls import ResolverMatch, URLPattern, URLResolver, get_resolver
 from django.urls.exceptions import Resolver404
 from django.urls.resolvers import RoutePattern
 
-from config.api.middleware import with_request_id
+from config.api.idempotency import META_KEY
+from config.api.middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware, with_request_id
 
 from . import metrics
 from .dbretry import with_retry
 
 SHORT_PATH_ATTRIBUTE = "short_path_methods"
+SHORT_PATH_BODY_ATTRIBUTE = "short_path_body"
 ROUTES_PATH = f"{__name__}.RouteMiddleware"
 METRICS_PATH = "config.core.metrics.HttpMetricsMiddleware"
 # What the short path does itself (each in the place it holds in the chain).
@@ -60,9 +62,12 @@ _SKIP = {
 }
 
 
-def short_path(view: Callable, methods: tuple[str, ...] = ("GET",)) -> Callable:
-    """Mark ``view`` as answering ``methods`` from stored bytes (its requests take the short path)."""
+def short_path(view: Callable, methods: tuple[str, ...] = ("GET",), *, body: bool = False) -> Callable:
+    """Mark ``view``'s requests of ``methods`` for the short path: without a body (a read from stored bytes),
+    or with ``body`` (a plain view's JSON body: read and limited as the chain does, and taken only without an
+    ``Idempotency-Key``, whose claim the chain keeps)."""
     setattr(view, SHORT_PATH_ATTRIBUTE, frozenset(methods))
+    setattr(view, SHORT_PATH_BODY_ATTRIBUTE, body)
     return view
 
 
@@ -105,6 +110,9 @@ class RouteMiddleware:
         self.security = SecurityMiddleware(get_response)
         self.common = CommonMiddleware(get_response)
         self.xframe = XFrameOptionsMiddleware(get_response)
+        # A body's readers, in their places: the chunked body before the retry, the limit after security.
+        self.chunked = ChunkedBodyMiddleware(lambda r: with_retry(r, self._secured_body))
+        self.body_limit = ApiBodyLimitMiddleware(self._common)
         self._tables: dict[int, tuple[URLResolver, frozenset[str], tuple[str, ...]]] = {}
 
     def _table(self, request: HttpRequest) -> tuple[URLResolver, frozenset[str], tuple[str, ...]]:
@@ -119,23 +127,42 @@ class RouteMiddleware:
         if self.enabled:
             resolver, exact, prefixes = self._table(request)
             path = request.path_info
-            if (path in exact or path.startswith(prefixes)) and _bodiless(request):
+            if path in exact or path.startswith(prefixes):
                 match = _resolved(resolver, path)
-                if match is not None and request.method in getattr(match.func, SHORT_PATH_ATTRIBUTE, ()):
-                    request.resolver_match = match
-                    return self._short(request)
+                view = match.func if match is not None else None
+                if request.method in getattr(view, SHORT_PATH_ATTRIBUTE, ()):
+                    if not getattr(view, SHORT_PATH_BODY_ATTRIBUTE, False):
+                        if _bodiless(request):
+                            request.resolver_match = match
+                            return self._short(request, self._read)
+                    elif META_KEY not in request.META:
+                        request.resolver_match = match
+                        return self._short(request, self._with_body)
         return self.get_response(request)
 
     # --- the short path: each step where the chain holds it --------------------------------------------
-    def _short(self, request: HttpRequest) -> HttpResponse:
+    def _short(self, request: HttpRequest, inner: Callable[[HttpRequest], HttpResponse]) -> HttpResponse:
         started = time.perf_counter()
-        response = with_request_id(request, lambda r: with_retry(r, self._secured))
+        response = with_request_id(request, inner)
         if self.metrics:
             metrics.http_observe(request, response, started)
         return response
 
+    def _read(self, request: HttpRequest) -> HttpResponse:
+        return with_retry(request, self._secured)
+
+    def _with_body(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self.chunked(request)
+        except Exception as exc:
+            return response_for_exception(request, exc)
+
     def _secured(self, request: HttpRequest) -> HttpResponse:
         response = self.security.process_request(request) or self._common(request)
+        return self.security.process_response(request, response)
+
+    def _secured_body(self, request: HttpRequest) -> HttpResponse:
+        response = self.security.process_request(request) or self.body_limit(request)
         return self.security.process_response(request, response)
 
     def _common(self, request: HttpRequest) -> HttpResponse:

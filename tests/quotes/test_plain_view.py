@@ -5,6 +5,8 @@ import json
 from unittest import mock
 
 import pytest
+from django.conf import settings
+from django.core.handlers.base import BaseHandler
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
@@ -126,3 +128,30 @@ def test_a_token_is_answered_as_the_drf_view_answers(partner_creds):
         response = client.generic(method, "/v1/auth/token", json.dumps(good), content_type="application/json")
         assert response.status_code == 405, (method, response.content)
         assert response["Allow"] == "POST, OPTIONS"
+
+
+def test_a_quote_and_a_token_take_the_short_path_resolved_once(auth_client, partner_creds, quote_body):
+    refuse = mock.Mock(side_effect=AssertionError("resolved by Django's handler"))
+    with mock.patch.object(BaseHandler, "resolve_request", refuse):
+        response = auth_client.post("/v1/quotes", quote_body(), format="json")
+        assert response.status_code == 201, response.content
+        assert response.resolver_match.url_name == "quotes-create"
+        assert response["X-Request-ID"].startswith("req_")
+        assert response["RateLimit-Limit"]
+        assert issue_token(APIClient(), partner_creds)
+    assert refuse.call_count == 0
+
+
+def test_a_body_over_the_limit_and_an_idempotency_key_are_the_chains(auth_client, quote_body):
+    too_big = str(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+    for path in ("/v1/quotes", "/v1/auth/token"):
+        response = auth_client.generic(
+            "POST", path, json.dumps(quote_body()), content_type="application/json", CONTENT_LENGTH=too_big
+        )
+        assert response.status_code == 413, response.content
+        assert response.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    first = auth_client.post("/v1/quotes", quote_body(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    again = auth_client.post("/v1/quotes", quote_body(), format="json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert again.json()["data"] == first.json()["data"]
