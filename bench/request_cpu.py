@@ -1,13 +1,14 @@
 """CPU per request of the service's hot paths against the bare project's view, in-process, without a server.
 
-``python -m bench.request_cpu --creds creds.json [--n 2000] [--rounds 5]`` (the service's environment:
-``DATABASE_URL``, ``REDIS_URL``, a database migrated and seeded with ``seed_catalog`` and a partner made by
-``create_partner --with-payment-methods --json``, whose JSON line ``creds.json`` holds). Two child processes,
+``python -m bench.request_cpu --creds creds.json [--n 2000] [--rounds 5] [--against DIR]`` (the service's
+environment: ``DATABASE_URL``, ``REDIS_URL``, a database migrated and seeded with ``seed_catalog`` and a partner
+made by ``create_partner --with-payment-methods --json``, whose JSON line ``creds.json`` holds). Two child processes,
 one with the service's production settings (``bench.settings``, as ``make bench`` runs them) and one with the
 bare project's (bench/bare_project), each call their WSGI handler ``--n`` times per scenario with a prepared
 environ and time it with ``time.process_time``; the scenarios run interleaved, round after round, and the
 table gives the median of the rounds in ms of CPU per request. No network, no gunicorn: the floor of what a
-request costs the worker's own code.
+request costs the worker's own code. ``--against`` names another checkout of the service (the tree before a
+change), measured by a third child in the same rounds.
 """
 
 from __future__ import annotations
@@ -178,39 +179,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default=",".join(SCENARIOS))
     parser.add_argument("--child", choices=("service", "bare"))
+    parser.add_argument(
+        "--against", default="", help="another checkout of the service, measured in the same rounds (before)"
+    )
     args = parser.parse_args(argv)
     if args.child:
         child(args.child, args.creds)
         return 0
-    scenarios = [s for s in SCENARIOS if s in args.only.split(",")]
-    if "bare" not in scenarios:
-        scenarios.insert(0, "bare")
+    scenarios = [s for s in SCENARIOS if s in args.only.split(",") and s != "bare"]
+    trees = {"service": os.getcwd(), **({"against": args.against} if args.against else {})}
     procs = {}
-    for kind in ("bare", "service"):
-        procs[kind] = subprocess.Popen(
-            [sys.executable, "-m", "bench.request_cpu", "--child", kind, "--creds", args.creds],
+    for name, cwd in {"bare": os.getcwd(), **trees}.items():
+        script = os.path.join(os.getcwd(), "bench", "request_cpu.py")
+        kind = "bare" if name == "bare" else "service"
+        procs[name] = subprocess.Popen(
+            [sys.executable, script, "--child", kind, "--creds", args.creds],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
-            env=_service_env(),
+            cwd=cwd,
+            env={**_service_env(), "PYTHONPATH": cwd},
         )
-        assert procs[kind].stdout.readline().strip() == "ready"
-    figures: dict[str, list[float]] = {name: [] for name in scenarios}
+        assert procs[name].stdout.readline().strip() == "ready"
+    plan = [("bare", "bare")] + [(tree, name) for name in scenarios for tree in trees]
+    figures: dict[tuple[str, str], list[float]] = {key: [] for key in plan}
     for _ in range(args.rounds):
-        for name in scenarios:
-            proc = procs["bare" if name == "bare" else "service"]
+        for tree, name in plan:
+            proc = procs[tree]
             proc.stdin.write(f"{name} {args.n if name != 'quotes' else max(1, args.n // 4)}\n")
             proc.stdin.flush()
-            figures[name].append(float(proc.stdout.readline()))
+            figures[tree, name].append(float(proc.stdout.readline()))
     for proc in procs.values():
         proc.stdin.close()
         proc.wait()
-    bare = statistics.median(figures["bare"])
-    print(f"{'scenario':<10} {'ms/request':>10} {'bare/ours':>9}  rounds")
-    for name in scenarios:
-        median = statistics.median(figures[name])
-        rounds = " ".join(f"{v:.3f}" for v in figures[name])
-        print(f"{name:<10} {median:>10.3f} {bare / median:>9.3f}  {rounds}")
+    bare = statistics.median(figures["bare", "bare"])
+    print(f"{'tree':<8} {'scenario':<10} {'ms/request':>10} {'bare/ours':>9}  rounds")
+    for tree, name in plan:
+        median = statistics.median(figures[tree, name])
+        rounds = " ".join(f"{v:.3f}" for v in figures[tree, name])
+        print(f"{tree:<8} {name:<10} {median:>10.3f} {bare / median:>9.3f}  {rounds}")
     return 0
 
 
