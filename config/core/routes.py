@@ -43,20 +43,22 @@ SHORT_PATH_ATTRIBUTE = "short_path_methods"
 SHORT_PATH_BODY_ATTRIBUTE = "short_path_body"
 ROUTES_PATH = f"{__name__}.RouteMiddleware"
 METRICS_PATH = "config.core.metrics.HttpMetricsMiddleware"
-# What the short path does itself (each in the place it holds in the chain).
-_RUN = {
+# What the short path runs itself, in the chain's order (the chunked-body reader and the body limit only for a
+# body); it stays off unless MIDDLEWARE lists exactly these in this order, with nothing else but _SKIP between.
+_RUN = (
     METRICS_PATH,
     "config.api.middleware.RequestIdMiddleware",
+    "config.api.middleware.ChunkedBodyMiddleware",
     "config.core.dbretry.RetryOnLostConnectionMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "config.api.middleware.ApiBodyLimitMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-}
-# What has nothing to do for a read without a body under /v1/.
+)
+# What has nothing to do on the short path: static files are never under /v1/, idempotency keeps an answer
+# only for a request with an Idempotency-Key (which takes the chain), and the pages' middleware skips /v1/.
 _SKIP = {
-    "config.api.middleware.ChunkedBodyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "config.api.middleware.ApiBodyLimitMiddleware",
     "partners.idempotency.gate.IdempotencyMiddleware",
     "config.core.pages.PagesMiddleware",
 }
@@ -104,8 +106,13 @@ class RouteMiddleware:
         listed = list(settings.MIDDLEWARE)
         after = listed[listed.index(ROUTES_PATH) + 1 :] if ROUTES_PATH in listed else listed
         atomic = any(db.get("ATOMIC_REQUESTS") for db in settings.DATABASES.values())
-        self.enabled = not atomic and all(path in _RUN or path in _SKIP for path in after)
         self.metrics = METRICS_PATH in after
+        run = [path for path in _RUN if path != METRICS_PATH or self.metrics]
+        self.enabled = (
+            not atomic
+            and all(path in _RUN or path in _SKIP for path in after)
+            and [path for path in after if path in _RUN] == run
+        )
         # Their hooks, called as the chain calls them (never their own get_response).
         self.security = SecurityMiddleware(get_response)
         self.common = CommonMiddleware(get_response)

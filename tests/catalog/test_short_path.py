@@ -92,8 +92,14 @@ def test_a_read_with_a_body_or_another_method_takes_the_whole_chain(auth_client,
     assert response["Allow"] == "GET, HEAD, OPTIONS"
 
 
-def test_a_middleware_the_short_path_does_not_know_turns_it_off():
-    listed = [*settings.MIDDLEWARE, "django.middleware.gzip.GZipMiddleware"]
-    with override_settings(MIDDLEWARE=listed):
-        assert routes.RouteMiddleware(lambda request: None).enabled is False
+def test_a_middleware_the_short_path_does_not_know_or_a_new_order_turns_it_off():
+    listed = list(settings.MIDDLEWARE)
+    common = listed.index("django.middleware.common.CommonMiddleware")
+    swapped = [*listed[:common], listed[common + 1], listed[common], *listed[common + 2 :]]
+    without = [m for m in listed if m != "django.middleware.clickjacking.XFrameOptionsMiddleware"]
+    for changed in ([*listed, "django.middleware.gzip.GZipMiddleware"], swapped, without):
+        with override_settings(MIDDLEWARE=changed):
+            assert routes.RouteMiddleware(lambda request: None).enabled is False, changed
     assert routes.RouteMiddleware(lambda request: None).enabled is True
+    with override_settings(MIDDLEWARE=[m for m in listed if m != routes.METRICS_PATH]):
+        assert routes.RouteMiddleware(lambda request: None).enabled is True
