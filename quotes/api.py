@@ -102,8 +102,8 @@ def _answer(request):
     """POST /v1/quotes without DRF's dispatch, in its order of checks: the token and the rate budget, the
     scope, the payment set-up, the body, then the service."""
     try:
-        principal, _claims, _found = bearer_authenticate(request, request.META["HTTP_AUTHORIZATION"])
-        request.user = principal
+        principal, claims, _found = bearer_authenticate(request, request.META["HTTP_AUTHORIZATION"])
+        request.user, request.auth = principal, claims  # as DRF's request leaves them on Django's
         scope_check(principal, QuoteCreateView.required_scope)
         payout_check(principal)
         data = _quote_create(json_body(request), principal)
