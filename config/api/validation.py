@@ -109,7 +109,7 @@ class ReusedValidator(threading.local):
 
 # --- Bodies judged by hand --------------------------------------------------------------------------------
 # A busy endpoint with a few fields reads a body the serializer would take as it is without building the
-# serializer's answer: each helper returns what the serializer's field makes of the value, or ``None`` when
+# serializer's answer: each function below returns what the serializer's field makes of the value, or ``None`` when
 # the field could refuse it. Then the serializer judges the body (its errors, as documented, are the answer).
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
