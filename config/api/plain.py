@@ -1,10 +1,10 @@
 """Plain views: a busy endpoint answered without DRF's dispatch, byte for byte as its DRF view answers.
 
 An endpoint's DRF view (``APIView``) stays: drf-spectacular documents it, and it answers every request the plain
-view does not take itself. :func:`plain_view` builds the URL's view: ``answer(request)`` for the requests of its
-method (POST) that ``takes(request)`` accepts, the DRF view for the rest. The plain answer uses the same pieces as the DRF path:
-the JSON parser of every view (:func:`json_body`), the envelope renderer, the exception handler (every error,
-its envelope, headers and log line), and DRF's ``Allow`` header.
+view does not take itself. :func:`plain_view` builds the URL's view: ``answer(request)`` for the requests of
+its method (POST) that ``takes(request)`` accepts, the DRF view for the rest. The plain answer uses the same
+pieces as the DRF path: the JSON parser of every view (:func:`json_body`), the envelope renderer, the
+exception handler (every error, its envelope, headers and log line), and DRF's ``Allow`` header.
 """
 
 from __future__ import annotations

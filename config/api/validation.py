@@ -109,8 +109,8 @@ class ReusedValidator(threading.local):
 
 # --- Bodies judged by hand --------------------------------------------------------------------------------
 # A busy endpoint with a few fields reads a body the serializer would take as it is without building the
-# serializer's answer: each function below returns what the serializer's field makes of the value, or ``None`` when
-# the field could refuse it. Then the serializer judges the body (its errors, as documented, are the answer).
+# serializer's answer: each function below returns what the serializer's field makes of the value, or
+# ``None`` when the field could refuse it. Then the serializer judges the body (its errors are the answer).
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
