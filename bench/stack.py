@@ -42,6 +42,21 @@ DEFAULT_GUNICORN_EXTRA = ("--keep-alive", "0")
 # Rate limits are raised far out of reach for the load run: the benchmark measures the request path,
 # not the limiter's refusals. The limiter still runs (and counts in Redis) on every request.
 BENCH_RATE_LIMIT = 1_000_000_000
+# The production settings every process of the benchmark runs with (bench/request_cpu.py too).
+PRODUCTION_ENV = {
+    # The service's settings plus the benchmark's hooks (bench/settings.py): the ceiling at /bench/bare, and the
+    # counting middleware where BENCH_COUNT=1.
+    "DJANGO_SETTINGS_MODULE": "bench.settings",
+    "DJANGO_ENV": "production",
+    "SECRET_KEY": "bench-secret-key-" + "x" * 40,
+    "TOKEN_SIGNING_KEY": "bench-token-signing-key",
+    "QUOTE_ENCRYPTION_KEY": "bench-quote-encryption-key",
+    "ALLOWED_HOSTS": "127.0.0.1,localhost",
+    # No TLS on loopback: the production redirect to https would answer every request with 301.
+    "SECURE_SSL_REDIRECT": "False",
+    "RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
+    "TOKEN_RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
+}
 
 
 def free_port() -> int:
@@ -170,21 +185,10 @@ class Stack:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
         env.update(
             {
-                # The service's settings plus the benchmark's hooks (bench/settings.py): the ceiling at
-                # /bench/bare, and the counting middleware where BENCH_COUNT=1.
-                "DJANGO_SETTINGS_MODULE": "bench.settings",
-                "DJANGO_ENV": "production",
-                "SECRET_KEY": "bench-secret-key-" + "x" * 40,
-                "TOKEN_SIGNING_KEY": "bench-token-signing-key",
-                "QUOTE_ENCRYPTION_KEY": "bench-quote-encryption-key",
-                "ALLOWED_HOSTS": "127.0.0.1,localhost",
-                # No TLS on loopback: the production redirect to https would answer every request with 301.
-                "SECURE_SSL_REDIRECT": "False",
+                **PRODUCTION_ENV,
                 "DATABASE_URL": self.database_url,
                 "REDIS_URL": self.redis_url,
                 "CACHE_KEY_PREFIX": self.cache_prefix,
-                "RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
-                "TOKEN_RATE_LIMIT_PER_MINUTE": str(BENCH_RATE_LIMIT),
                 # No BENCH_COUNT: the timed servers carry no counting middleware (bench/counting.py); the counting
                 # pass starts a server of its own with env={"BENCH_COUNT": "1"}.
                 "MEDIA_ROOT": str(self.run_dir / "media"),

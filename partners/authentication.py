@@ -172,10 +172,14 @@ class HasRequiredScope(BasePermission):
         principal = request.user
         if not isinstance(principal, PartnerPrincipal):
             return False  # DRF turns this into NotAuthenticated → 401 UNAUTHORIZED
-        scope = getattr(view, "required_scope", None)
-        if scope and scope not in principal.scopes:
-            raise errors.Forbidden(f"The token lacks the scope {scope}.", details={"required_scope": scope})
+        scope_check(principal, getattr(view, "required_scope", None))
         return True
+
+
+def scope_check(principal: PartnerPrincipal, scope: str | None) -> None:
+    """403 FORBIDDEN when the token lacks ``scope``."""
+    if scope and scope not in principal.scopes:
+        raise errors.Forbidden(f"The token lacks the scope {scope}.", details={"required_scope": scope})
 
 
 class PayoutConfigured(BasePermission):
@@ -183,15 +187,19 @@ class PayoutConfigured(BasePermission):
     sandbox test methods every partner has meet it (docs/partners/test-mode.md "Test mode")."""
 
     def has_permission(self, request, view) -> bool:
-        principal = request.user
-        if not principal.livemode:
-            return True
-        if principal.session is not None:
-            readiness = session_payment_readiness(state=principal.session)
-        else:
-            readiness = payment_readiness(partner_pk=principal.pk)
-        if readiness.missing:
-            raise errors.PayoutMethodNotConfigured(
-                details={"partner_id": request.user.partner_id, "missing": readiness.missing}
-            )
+        payout_check(request.user)
         return True
+
+
+def payout_check(principal: PartnerPrincipal) -> None:
+    """403 PAYOUT_METHOD_NOT_CONFIGURED when a live partner lacks a payout method or a card."""
+    if not principal.livemode:
+        return
+    if principal.session is not None:
+        readiness = session_payment_readiness(state=principal.session)
+    else:
+        readiness = payment_readiness(partner_pk=principal.pk)
+    if readiness.missing:
+        raise errors.PayoutMethodNotConfigured(
+            details={"partner_id": principal.partner_id, "missing": readiness.missing}
+        )

@@ -3,5 +3,5 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
-    path("auth/token", api.TokenView.as_view(), name="auth-token"),
+    path("auth/token", api.token_view, name="auth-token"),
 ]

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from catalog.serializers import money_number, money_string
 from config.api.envelope import utc_iso
-from config.api.validation import JSONBodySerializer
+from config.api.validation import JSONBodySerializer, integer_as_given, text_as_given
 
 from .codec import encode_quote_id
 from .models import Quote
@@ -40,6 +40,47 @@ class QuoteCreateSerializer(JSONBodySerializer):
         help_text="The seller's contact details, kept with the quote for the transfer; never shown to "
         "another partner. Other keys are ignored.",
     )
+
+
+_QUOTE_FIELDS = QuoteCreateSerializer().fields
+_METADATA_FIELDS = tuple(_QUOTE_FIELDS["user_metadata"].fields.items())
+
+
+def quote_body_valid(body: Any) -> dict[str, Any] | None:
+    """What QuoteCreateSerializer validates ``body`` to, for a body it takes as it is; ``None`` when it could
+    refuse it (then the serializer judges it and answers its errors). The fields' own limits are read."""
+    if type(body) is not dict:
+        return None
+    fields = _QUOTE_FIELDS
+    event_id = text_as_given(body.get("event_id"), fields["event_id"])
+    section_name = text_as_given(body.get("section_name"), fields["section_name"])
+    quantity = integer_as_given(body.get("quantity"), fields["quantity"])
+    if event_id is None or section_name is None or quantity is None:
+        return None
+    data: dict[str, Any] = {"event_id": event_id, "section_name": section_name}
+    if "row_name" in body:
+        row_name = body["row_name"]
+        if row_name is not None:
+            row_name = text_as_given(row_name, fields["row_name"])
+            if row_name is None:
+                return None
+        data["row_name"] = row_name
+    data["quantity"] = quantity
+    if "user_metadata" in body:
+        metadata = body["user_metadata"]
+        if metadata is not None:
+            if type(metadata) is not dict:
+                return None
+            given = {}
+            for name, field in _METADATA_FIELDS:  # in the serializer's order; other keys are ignored
+                if name in metadata:
+                    text = text_as_given(metadata[name], field)
+                    if text is None:
+                        return None
+                    given[name] = text
+            metadata = given
+        data["user_metadata"] = metadata
+    return data
 
 
 def exp_dt(value) -> str:

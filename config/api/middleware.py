@@ -42,19 +42,26 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request_id = _client_request_id(request.headers.get("X-Request-ID")) or new_request_id()
-        request.request_id = request_id
-        token = request_id_var.set(request_id)
-        try:
-            response = self.get_response(request)
-        finally:
-            request_id_var.reset(token)
-        response["X-Request-ID"] = request_id
-        state = getattr(request, "ratelimit", None)
-        if state is not None:
-            for name, value in state.headers().items():
-                response[name] = value
-        return response
+        return with_request_id(request, self.get_response)
+
+
+def with_request_id(request: HttpRequest, get_response) -> HttpResponse:
+    """``get_response(request)`` under the request's id, answered with ``X-Request-ID`` and, once the request
+    was counted, the rate-limit headers (the request id middleware, and the reads' own path:
+    config/api/routing.py)."""
+    request_id = _client_request_id(request.META.get("HTTP_X_REQUEST_ID")) or new_request_id()
+    request.request_id = request_id
+    token = request_id_var.set(request_id)
+    try:
+        response = get_response(request)
+    finally:
+        request_id_var.reset(token)
+    response["X-Request-ID"] = request_id
+    state = getattr(request, "ratelimit", None)
+    if state is not None:
+        for name, value in state.headers().items():
+            response[name] = value
+    return response
 
 
 class ApiBodyLimitMiddleware:

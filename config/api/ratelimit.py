@@ -162,8 +162,8 @@ def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tup
     """
     backend = caches["default"]
     if isinstance(backend, RedisCache):
-        full_key = backend.make_and_validate_key(cache_key)
-        commands = [("MGET", *(backend.make_and_validate_key(k) for k in read))] if read else []
+        full_key = _cache_key(backend, cache_key)
+        commands = [("MGET", *(_cache_key(backend, k) for k in read))] if read else []
         commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
         results = pipelined(backend._cache.get_client(full_key, write=True), commands)
         loads = backend._cache._serializer.loads
@@ -176,6 +176,15 @@ def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tup
     except ValueError:  # the key expired between add and incr
         backend.set(cache_key, 1, timeout=timeout)
         return 1, found
+
+
+def _cache_key(backend, key: str) -> str:
+    """``make_and_validate_key``: Django's warning of a key memcached could not hold (over 250 characters, a
+    space or a control character) is looked for only in a key that may be one, not character by character."""
+    full = backend.make_key(key)
+    if len(full) > 250 or not full.isprintable() or " " in full:
+        backend.validate_key(full)
+    return full
 
 
 def pipelined(client, commands: list[tuple]) -> list:

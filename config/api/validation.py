@@ -12,10 +12,13 @@ so one bound instance per thread validates every request alike: the same fields,
 as ``is_valid``. It takes the parsed body alone, so a view without DRF's request can call it too.
 """
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
 from django.http import QueryDict
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
@@ -102,3 +105,45 @@ class ReusedValidator(threading.local):
     def validate(self, data: Any) -> dict:
         """The validated data, or DRF's ``ValidationError`` with the details ``is_valid`` would give."""
         return self.serializer.run_validation(data)
+
+
+# --- Bodies judged by hand --------------------------------------------------------------------------------
+# A busy endpoint with a few fields reads a body the serializer would take as it is without building the
+# serializer's answer: each function below returns what the serializer's field makes of the value, or
+# ``None`` when the field could refuse it. Then the serializer judges the body (its errors are the answer).
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def text_as_given(value: Any, field: serializers.CharField) -> str | None:
+    """What ``field`` (a CharField, trimming whitespace) makes of a JSON string it takes: the text stripped;
+    ``None`` for anything it could refuse (another type, blank where not allowed, too long or too short,
+    NUL or surrogate characters, an e-mail address it would not take)."""
+    if type(value) is not str:
+        return None
+    text = value.strip()
+    if not text:
+        return "" if field.allow_blank else None
+    if (
+        (field.max_length is not None and len(text) > field.max_length)
+        or (field.min_length is not None and len(text) < field.min_length)
+        or "\x00" in text
+        or (not text.isascii() and _SURROGATES.search(text))
+    ):
+        return None
+    if isinstance(field, serializers.EmailField):
+        try:
+            validate_email(text)
+        except DjangoValidationError:
+            return None
+    return text
+
+
+def integer_as_given(value: Any, field: serializers.IntegerField) -> int | None:
+    """``value`` when it is a JSON integer ``field`` takes (within its bounds); ``None`` otherwise."""
+    if type(value) is not int:
+        return None
+    if (field.min_value is not None and value < field.min_value) or (
+        field.max_value is not None and value > field.max_value
+    ):
+        return None
+    return value

@@ -75,22 +75,28 @@ class RetryOnLostConnectionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not _replayable(request) or getattr(_local, "active", False):
-            return self.get_response(request)
-        statements = _Statements()
-        _local.active = True
-        try:
-            with connection.execute_wrapper(statements):
-                response = self.get_response(request)
-        finally:
-            _local.active = False
-        if not (statements.lost and not statements.wrote and response.status_code >= 500):
-            return response
-        logger.warning("database connection lost before any write; retrying the request once")
-        _discard_connection()
-        if hasattr(request, "ratelimit"):
-            del request.ratelimit
-        return self.get_response(request)
+        return with_retry(request, self.get_response)
+
+
+def with_retry(request: HttpRequest, get_response) -> HttpResponse:
+    """``get_response(request)``, once more on a fresh connection if the first attempt lost its connection
+    before any write and failed (the middleware, and the reads' own path: config/api/routing.py)."""
+    if not _replayable(request) or getattr(_local, "active", False):
+        return get_response(request)
+    statements = _Statements()
+    _local.active = True
+    try:
+        with connection.execute_wrapper(statements):
+            response = get_response(request)
+    finally:
+        _local.active = False
+    if not (statements.lost and not statements.wrote and response.status_code >= 500):
+        return response
+    logger.warning("database connection lost before any write; retrying the request once")
+    _discard_connection()
+    if hasattr(request, "ratelimit"):
+        del request.ratelimit
+    return get_response(request)
 
 
 def _discard_connection() -> None:

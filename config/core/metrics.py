@@ -113,15 +113,21 @@ class HttpMetricsMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
-        method = request.method if request.method in _METHODS else "<invalid method>"
-        route = _route(request)
-        _HTTP.requests_latency_by_view_method.labels(view=route, method=method).observe(
-            time.perf_counter() - started
-        )
-        _HTTP.responses_by_status_view_method.labels(
-            status=str(response.status_code), view=route, method=method
-        ).inc()
+        http_observe(request, response, started)
         return response
+
+
+def http_observe(request: HttpRequest, response: HttpResponse, started: float) -> None:
+    """The request's latency since ``started`` (``time.perf_counter()``) and its answer's status, by route (the
+    metrics middleware, and the reads' own path: config/api/routing.py)."""
+    method = request.method if request.method in _METHODS else "<invalid method>"
+    route = _route(request)
+    _HTTP.requests_latency_by_view_method.labels(view=route, method=method).observe(
+        time.perf_counter() - started
+    )
+    _HTTP.responses_by_status_view_method.labels(
+        status=str(response.status_code), view=route, method=method
+    ).inc()
 
 
 # --- database ----------------------------------------------------------------------------------------------

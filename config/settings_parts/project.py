@@ -1,6 +1,7 @@
 """The tables of the Django project itself: the installed apps, the middleware in its order, the
 authentication backends, the templates and the password rules. No environment variable changes them (the
-HTTP metrics middleware, first unless ``METRICS_HTTP=False``, is added in ``config.settings``)."""
+HTTP metrics middleware, right after the route middleware unless ``METRICS_HTTP=False``, is added in
+``config.settings``)."""
 
 from pathlib import Path
 
@@ -36,6 +37,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a catalog read, answered from stored bytes, runs what it needs of the rest in one place and skips
+    # the others, chosen by its route (config/core/routes.py); every other request goes on down this list.
+    "config.core.routes.RouteMiddleware",
     "config.api.middleware.RequestIdMiddleware",
     # Reads Transfer-Encoding: chunked bodies (gunicorn without nginx in front), which Django sees as empty.
     "config.api.middleware.ChunkedBodyMiddleware",
