@@ -107,15 +107,22 @@ def order_notification_build(
     ``order_detail_output`` gave it, when the caller already has it."""
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
+    if rendered is None and history is None:
+        order = Order.objects.select_related("event").get(pk=order.pk)
+        history = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
     rendered_order = (
         _json_ready(rendered) if rendered is not None else order_payload(order=order, history=history)
     )
-    return _notification_of(
+    notification = _notification_of(
         order=order,
         type=type,
         at=at,
         data={"order": rendered_order, "previous_status": previous_status, "reason": reason},
     )
+    if type == T.ORDER_STATUS_CHANGED and history:
+        # The move just recorded, the last of the order's history: what the in-process subscribers receive.
+        notification.transition = history[-1]
+    return notification
 
 
 def _notification_of(*, order: Order, type: str, at: datetime, data: dict) -> Notification:

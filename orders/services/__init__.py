@@ -1,6 +1,5 @@
 """Every write on orders: creation from a quote (``orders.services.creation``), the life cycle, expiry (the
-confirmation's steps are in ``orders.services.confirmation_state``, and for many orders at once in
-``orders.services.confirmation_batches``).
+confirmation, which charges, moves and e-mails, is driven by ``payouts.lifecycle`` through these).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
@@ -16,11 +15,11 @@ from django.utils import timezone
 
 from catalog.models import Event
 from catalog.services import row_quantity_release
-from config.core import metrics
+from config.core import mail_once, metrics
 from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
 
-from .. import errors, outbox
+from .. import errors, outbox, seller_mail
 from ..models import Notification, Order, OrderStatusHistory
 
 logger = logging.getLogger(__name__)
@@ -86,8 +85,8 @@ def order_transition(
             reason=reason_code,
             at=now,
         )
-        if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            publish_on_commit("orders.tasks.order_canceled_email", locked.pk)
+        if to == S.CANCELED:
+            _canceled_emails_publish([locked.pk])
     return locked
 
 
@@ -118,10 +117,27 @@ def orders_transition_many(
             if to in RELEASES_QUANTITY and order.livemode:  # a test order never took any
                 row_quantity_release(row_pk=order.row_id, quantity=order.quantity)
             metrics.order_transition_count(livemode=order.livemode, to_status=to, reason=reason_code)
-            if to == S.CANCELED and order.confirmation_email_sent_at and order.confirmation_email_to:
-                publish_on_commit("orders.tasks.order_canceled_email", order.pk)
+        if to == S.CANCELED:
+            _canceled_emails_publish([order.pk for order, _ in moves])
         outbox.order_notifications_record_many(moves=moves, reason=reason_code, at=now)
     return [order for order, _ in moves]
+
+
+def _canceled_emails_publish(order_pks: list[int]) -> None:
+    """A seller who was sent the confirmation is told the order is off, once the cancel commits."""
+    for key, recipient in mail_once.sent(purpose=seller_mail.CONFIRMATION_MAIL, keys=order_pks).items():
+        if recipient:
+            publish_on_commit("orders.tasks.order_canceled_email", int(key))
+
+
+def order_canceled_email(*, order_pk: int) -> None:
+    """Tell the seller of a canceled order, to the address its confirmation went to."""
+    order = Order.objects.select_related("partner", "event__venue", "quote").filter(pk=order_pk).first()
+    if order is None or order.status != S.CANCELED:
+        return
+    to = mail_once.sent(purpose=seller_mail.CONFIRMATION_MAIL, keys=[order_pk]).get(str(order_pk))
+    if to:
+        seller_mail.send_order_canceled(order=order, to=to)
 
 
 def order_cancel(
@@ -223,18 +239,6 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
     return canceled
 
 
-from .confirmation_batches import (  # noqa: E402, F401  (the confirmation's steps for many orders at once)
-    orders_confirmation_claim,
-    orders_confirmation_email_many,
-)
-from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
-    EMAIL_CLAIM_LEASE,
-    EMAIL_HANDOVER_LEASE,
-    order_canceled_email,
-    order_confirmation_email,
-    order_confirmation_started,
-    orders_requeue_unconfirmed,
-)
 from .creation import (  # noqa: E402, F401  (part of this module's interface)
     IN_HAND_MIN_DAYS_BEFORE_EVENT,
     latest_in_hand_date,

@@ -2,7 +2,7 @@
 
 Every cancel goes through ``orders.services.order_transition(..., to="canceled")`` (partner, staff, a canceled
 event), which writes an ``order.status_changed`` notification in the cancel's transaction. Payouts' subscriber
-(``order_reactions.on_order_status_changed``) then runs ``refund_request``, which marks the order's succeeded
+(``payouts.lifecycle.reactions.on_order_canceled``, on the move's ``Transition``) then runs ``refund_request``, which marks the order's succeeded
 charge as owing a refund (``refund_status = pending``), and ``refund_enqueue`` publishes the task
 ``payouts.tasks.refund_for_order``, which calls the service of the same name and retries it with backoff while
 the platform is unavailable. The beat's ``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a

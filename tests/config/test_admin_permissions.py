@@ -35,8 +35,8 @@ from orders.webhooks.models import WebhookEndpoint
 from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential
 from partners.portal_services import portal_user_invite
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, Payout
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner

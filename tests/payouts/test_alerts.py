@@ -16,10 +16,10 @@ from django.utils import timezone
 
 from orders.models import Order
 from payouts import tasks
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, Payout
 from payouts.services.alerts import CHARGE_DECLINED, PAYOUT_FAILED, REFUND_FAILED, payment_alert_send
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payout_retry, payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
