@@ -250,20 +250,20 @@ def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = 
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS)
-    pending = (
+    pending = list(
         Notification.objects.filter(dispatched_at__isnull=True, created_at__lt=cutoff)
-        .order_by("created_at", "id")
-        .values_list("pk", "type", "transition__to_status")[:limit]
+        .select_related("transition")
+        .defer("payload")
+        .order_by("created_at", "id")[:limit]
     )
-    pending = list(pending)
     try:
-        on_the_way = cache.get_many([_on_the_way_key(pk) for pk, _, _ in pending])
+        on_the_way = cache.get_many([_on_the_way_key(n.pk) for n in pending])
     except Exception:
         on_the_way = {}  # Redis is gone, and with it every message it held: publish them all again
     return notifications_dispatch(
         entries=[
-            (pk, notification_type, to_status)
-            for pk, notification_type, to_status in pending
-            if _on_the_way_key(pk) not in on_the_way
+            (n.pk, n.type, signals.notification_status(n))
+            for n in pending
+            if _on_the_way_key(n.pk) not in on_the_way
         ]
     )

@@ -120,8 +120,8 @@ def order_notification_build(
         data={"order": rendered_order, "previous_status": previous_status, "reason": reason},
     )
     if type == T.ORDER_STATUS_CHANGED and history:
-        # The move just recorded, the last of the order's history: what the in-process subscribers receive.
-        notification.transition = history[-1]
+        # The move just recorded, the order's latest history row: what the in-process subscribers receive.
+        notification.transition = max(history, key=lambda row: row.pk)
     return notification
 
 

@@ -22,7 +22,7 @@ from datetime import datetime
 
 from config.core.retrying import TRANSIENT_ERRORS
 
-from .models import Notification, OrderStatusHistory
+from .models import Notification, Order, OrderStatusHistory
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,11 @@ def transition_of(notification: Notification) -> Transition | None:
 
 
 def notification_status(notification: Notification) -> str | None:
-    """The status an ``order.status_changed`` notification moved its order to (``None``: not a move)."""
+    """The status the notification leaves its order in, as far as the notification's type and its move say:
+    ``accepted`` for ``order.created`` (every order is created in it), the move's target for
+    ``order.status_changed``; ``None`` (not known here: any) otherwise."""
+    if notification.type == Notification.Type.ORDER_CREATED:
+        return Order.Status.ACCEPTED
     transition = transition_of(notification)
     return transition.to_status if transition is not None else None
 

@@ -187,6 +187,70 @@ def _upsert(
         return cursor.rowcount
 
 
+def claim(*, purpose: str, recipients: Mapping[object, str], lease: timedelta, now: datetime) -> list[str]:
+    """Claim the unsent, not handed over messages of ``recipients`` (key → address) whose claim is free or older
+    than ``lease``, with ``now`` as this sender's token; returns the keys claimed. Outside a transaction (the
+    upsert is retried through a lost connection)."""
+    recipients = {str(key): to for key, to in recipients.items()}
+    if not recipients:
+        return []
+    mine = rows(purpose, recipients).filter(claimed_at=now)
+    # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over message
+    # goes on; its claim's timestamp is its token.
+    with_db_retry(
+        lambda: (
+            _upsert(
+                purpose=purpose,
+                recipients=recipients,
+                set_sql="claimed_at = EXCLUDED.claimed_at, recipient = EXCLUDED.recipient",
+                where_sql=(
+                    "{t}.sent_at IS NULL AND {t}.handed_over_at IS NULL "
+                    "AND ({t}.claimed_at IS NULL OR {t}.claimed_at < %s)"
+                ),
+                params=[now - lease],
+                claimed_at=now,
+                sent_at=None,
+            )
+            >= 0
+        ),
+        done=mine.exists,
+    )
+    return sorted(mine.values_list("key", flat=True))
+
+
+def release(*, purpose: str, keys: Iterable[object], token: datetime) -> None:
+    """Give up this sender's claim (``token``) on messages never handed over: the next sender may claim them at
+    once. Best effort: a claim left behind expires after its lease anyway."""
+    try:
+        with_db_retry(
+            lambda: (
+                rows(purpose, keys)
+                .filter(claimed_at=token, handed_over_at__isnull=True)
+                .update(claimed_at=None)
+                >= 0
+            ),
+            done=lambda: not rows(purpose, keys).filter(claimed_at=token).exists(),
+        )
+    except DB_ERRORS:
+        logger.warning(
+            "Could not release a %s e-mail claim; it expires after the lease", purpose, exc_info=True
+        )
+
+
+def record_sent(
+    *, purpose: str, keys: Iterable[object], token: datetime, recipient: str | None = None
+) -> None:
+    """The messages this sender (``token``) claimed left: recorded sent (to ``recipient`` when given), never sent
+    again."""
+    unrecorded = rows(purpose, keys).filter(claimed_at=token, sent_at__isnull=True)
+    values = {"sent_at": timezone.now(), **({"recipient": recipient} if recipient is not None else {})}
+    with_db_retry(
+        lambda: unrecorded.update(**values) >= 0,
+        done=lambda: not unrecorded.exists(),
+        seconds=RECORD_RETRY_SECONDS,
+    )
+
+
 @dataclass
 class Sending:
     """What ``send_once`` did: the keys whose message this call sent, and those still owed, each with the error
@@ -216,28 +280,7 @@ def send_once(
         return outcome
     now = now or timezone.now()
     settle_unconfirmed(purpose=purpose, keys=recipients, handover_lease=handover_lease, now=now)
-    mine = rows(purpose, recipients).filter(claimed_at=now)
-    # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over message
-    # goes on; its claim's timestamp is its token.
-    with_db_retry(
-        lambda: (
-            _upsert(
-                purpose=purpose,
-                recipients=recipients,
-                set_sql="claimed_at = EXCLUDED.claimed_at, recipient = EXCLUDED.recipient",
-                where_sql=(
-                    "{t}.sent_at IS NULL AND {t}.handed_over_at IS NULL "
-                    "AND ({t}.claimed_at IS NULL OR {t}.claimed_at < %s)"
-                ),
-                params=[now - claim_lease],
-                claimed_at=now,
-                sent_at=None,
-            )
-            >= 0
-        ),
-        done=mine.exists,
-    )
-    claimed = sorted(mine.values_list("key", flat=True))
+    claimed = claim(purpose=purpose, recipients=recipients, lease=claim_lease, now=now)
     if not claimed:
         return outcome
     mine = rows(purpose, claimed).filter(claimed_at=now)
@@ -283,10 +326,5 @@ def send_once(
             done=lambda: not owed.exists(),
         )
     if outcome.sent:
-        unrecorded = mine.filter(key__in=outcome.sent, sent_at__isnull=True)
-        with_db_retry(
-            lambda: unrecorded.update(sent_at=timezone.now()) >= 0,
-            done=lambda: not unrecorded.exists(),
-            seconds=RECORD_RETRY_SECONDS,
-        )
+        record_sent(purpose=purpose, keys=outcome.sent, token=now)
     return outcome

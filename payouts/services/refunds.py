@@ -36,7 +36,7 @@ from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
 from ..models import Charge, RefundStatusHistory
 from ..platform import get_platform
-from .alerts import REFUND_FAILED, payment_alert_enqueue
+from .alerts import REFUND_FAILED, payment_alert_enqueue, payment_alert_forget
 
 logger = logging.getLogger(__name__)
 
@@ -232,20 +232,23 @@ def _refund_may_be_owed(charge: Charge) -> bool:
 def refund_retry(*, charge: Charge, actor: str) -> bool:
     """Staff: try a failed refund again, as a new attempt (new idempotency key). Returns whether it was failed."""
     try:
-        refund_transition(
-            charge=charge,
-            to=R.PENDING,
-            actor=actor,
-            reason="Retried by staff",
-            changes=lambda locked: {
-                "refund_attempt": locked.refund_attempt + 1,
-                "platform_refund_id": "",
-                "refund_failure_reason": "",
-                "refund_last_error": "",
-                "refund_attempted_at": None,
-                "refund_failure_alerted_at": None,  # the next failure is a new event with its own alert
-            },
-        )
+        with transaction.atomic():
+            refund_transition(
+                charge=charge,
+                to=R.PENDING,
+                actor=actor,
+                reason="Retried by staff",
+                changes=lambda locked: {
+                    "refund_attempt": locked.refund_attempt + 1,
+                    "platform_refund_id": "",
+                    "refund_failure_reason": "",
+                    "refund_last_error": "",
+                    "refund_attempted_at": None,
+                },
+            )
+            payment_alert_forget(
+                kind=REFUND_FAILED, pk=charge.pk
+            )  # the next failure is a new event with its own alert
     except IllegalStateMove:  # a double click or a second staff member: it is pending already
         return False
     logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
