@@ -131,7 +131,7 @@ class Order(models.Model):
     seller_name = models.CharField(max_length=200, blank=True)
     partner_reference = models.CharField(max_length=64, blank=True)
 
-    # Background confirmation (charge the card, e-mail the seller); driven by payouts.lifecycle.confirmation.
+    # Background confirmation (charge the card, e-mail the seller), driven by the app above.
     confirmation_started_at = models.DateTimeField(
         null=True, blank=True, help_text="When the last confirmation attempt began."
     )

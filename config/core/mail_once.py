@@ -1,7 +1,7 @@
 """An e-mail sent at most once: the one mechanism, on its own table (``MailOnce``), keyed by its purpose and what it
 is about (``purpose``, ``key``: the object's primary key).
 
-Two ways to send, both on the same rows:
+Three ways to send, all on the same rows:
 
 ``send_once`` — for a message that must never go out twice, even when the sender dies or the database answers
 late (the seller's order confirmation, the question to a seller). A scheme that never has to guess whether a
@@ -15,6 +15,10 @@ message left:
 3. *sent*: ``sent_at``. A hand-over with no ``sent_at`` after the caller's ``handover_lease`` (the recording
    failed, or the sender died during the transfer) is settled as sent-unconfirmed (``unconfirmed``) and logged
    for staff: the recipient probably got it, and a second copy is worse than asking.
+
+``claim`` / ``release`` / ``record_sent`` — the same claim without a hand-over, for a message whose failed send
+may be retried (the question to a seller): one sender wins the claim, a failure releases it, a message recorded
+sent is never sent again.
 
 ``claim_with_sending`` — for an alert sent inside the transaction that claims it (the partner's payment
 alerts): the row is inserted as sent and commits only together with a handed-over message, so a mail-server
@@ -194,7 +198,8 @@ def claim(*, purpose: str, recipients: Mapping[object, str], lease: timedelta, n
     recipients = {str(key): to for key, to in recipients.items()}
     if not recipients:
         return []
-    mine = rows(purpose, recipients).filter(claimed_at=now)
+    # A message that left already is no one's to claim, whatever its claim's time.
+    mine = rows(purpose, recipients).filter(claimed_at=now, sent_at__isnull=True, handed_over_at__isnull=True)
     # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over message
     # goes on; its claim's timestamp is its token.
     with_db_retry(
@@ -328,3 +333,26 @@ def send_once(
     if outcome.sent:
         record_sent(purpose=purpose, keys=outcome.sent, token=now)
     return outcome
+
+
+def stamps_copy(
+    connection, *, purpose: str, table: str, values_sql: str, where_sql: str, batch: int = 5000
+) -> None:
+    """For a migration that moves an e-mail's stamp columns from ``table`` to these rows: ``INSERT … SELECT`` over
+    the table's ids in batches of ``batch`` (each its own transaction in a non-atomic migration, so a large table
+    is never locked for long); a row already here (written by the new code meanwhile) is kept.
+
+    ``values_sql``: the recipient, claimed, handed-over and sent values and the unconfirmed flag, from ``r`` (a
+    row of ``table``); ``where_sql``: which rows have something to move."""
+    insert = (
+        "INSERT INTO core_mailonce (purpose, key, recipient, claimed_at, handed_over_at, sent_at, unconfirmed) "  # noqa: S608
+        f"SELECT %s, r.id::text, {values_sql} FROM {table} r "
+        f"WHERE r.id >= %s AND r.id < %s AND ({where_sql}) ON CONFLICT (purpose, key) DO NOTHING"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT min(id), max(id) FROM {table}")  # noqa: S608  (the migration's own names)
+        low, high = cursor.fetchone()
+        if low is None:
+            return
+        for start in range(low, high + 1, batch):
+            cursor.execute(insert, [purpose, start, start + batch])

@@ -1,5 +1,5 @@
 """Every write on orders: creation from a quote (``orders.services.creation``), the life cycle, expiry (the
-confirmation, which charges, moves and e-mails, is driven by ``payouts.lifecycle`` through these).
+confirmation, which charges, moves and e-mails, is driven from the app above through these).
 
 ``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every

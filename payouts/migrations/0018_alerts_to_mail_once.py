@@ -1,11 +1,9 @@
 """The partner's payment alerts' stamps move to the e-mails sent at most once (``core.MailOnce``: the alert's
-kind as the purpose, the record's pk as the key); the columns go in the next migration. Copied in batches of
-ids, each its own short transaction, so a large table is never locked for long; a row already there (written
-by the new code meanwhile) is kept."""
+kind as the purpose, the record's pk as the key), in batches of ids; the columns go in the next migration."""
 
 from django.db import migrations
 
-BATCH = 5000
+from config.core.mail_once import stamps_copy
 
 # (purpose, table, stamp column)
 STAMPS = [
@@ -17,21 +15,14 @@ STAMPS = [
 
 
 def copy_stamps(apps, schema_editor):
-    connection = schema_editor.connection
-    with connection.cursor() as cursor:
-        for purpose, table, column in STAMPS:
-            cursor.execute(f"SELECT min(id), max(id) FROM {table}")  # noqa: S608  (names from this file)
-            low, high = cursor.fetchone()
-            if low is None:
-                continue
-            for start in range(low, high + 1, BATCH):
-                cursor.execute(
-                    "INSERT INTO core_mailonce (purpose, key, recipient, claimed_at, sent_at, unconfirmed) "  # noqa: S608
-                    f"SELECT %s, r.id::text, '', r.{column}, r.{column}, false FROM {table} r "
-                    f"WHERE r.id >= %s AND r.id < %s AND r.{column} IS NOT NULL "
-                    "ON CONFLICT (purpose, key) DO NOTHING",
-                    [purpose, start, start + BATCH],
-                )
+    for purpose, table, column in STAMPS:
+        stamps_copy(
+            schema_editor.connection,
+            purpose=purpose,
+            table=table,
+            values_sql=f"'', r.{column}, NULL, r.{column}, false",
+            where_sql=f"r.{column} IS NOT NULL",
+        )
 
 
 class Migration(migrations.Migration):
