@@ -94,9 +94,7 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
         assert tasks.notifications_dispatch_pending() == 0  # published once, not every minute
         with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
             assert _wait_for(lambda: len(mail.outbox) == 1)
-            assert _wait_for(
-                lambda: confirmation_mailed([order]) == {order.pk}
-            )
+            assert _wait_for(lambda: confirmation_mailed([order]) == {order.pk})
         assert payouts_tasks.orders_requeue_unconfirmed() == 0
 
     order.refresh_from_db()
