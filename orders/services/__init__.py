@@ -1,7 +1,7 @@
 """Every write on orders: creation from a quote (``orders.services.creation``), the life cycle, expiry (the
 confirmation, which charges, moves and e-mails, is driven from the app above through these).
 
-``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
+``orders_transition`` (``order_transition`` for one order) is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
 transition write their notification (``orders.outbox``) in the same transaction.
 """
@@ -20,7 +20,7 @@ from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
 
 from .. import errors, outbox, seller_mail
-from ..models import Notification, Order, OrderStatusHistory
+from ..models import Order, OrderStatusHistory
 
 logger = logging.getLogger(__name__)
 
@@ -61,44 +61,31 @@ ORDER_MACHINE = StateMachine(
 def order_transition(
     *, order: Order, to: str, actor: str, reason: str = "", reason_code: str | None = None
 ) -> Order:
-    """Move ``order`` to ``to`` if the life cycle allows it; write the history row and the
-    ``order.status_changed`` notification; return the fresh order.
+    """Move ``order`` to ``to`` if the life cycle allows it (a batch of one, ``orders_transition``); return the
+    fresh order."""
+    [moved] = orders_transition(orders=[order], to=to, actor=actor, reason=reason, reason_code=reason_code)
+    return moved
+
+
+def orders_transition(
+    *,
+    orders: list[Order],
+    to: str,
+    actor: str,
+    reason: str = "",
+    reason_code: str | None = None,
+    locked: bool = False,
+) -> list[Order]:
+    """Move ``orders`` to ``to`` if the life cycle allows it, in a fixed number of statements however many they
+    are: the orders' status under their row locks, their history rows and their ``order.status_changed``
+    notifications; return the fresh orders. All move or none.
 
     ``reason`` is the human reason kept in the history; ``reason_code`` the machine one partners get as the
     notification's ``data.reason`` (``orders.outbox.REASON_CODES``). Raises ``orders.errors.IllegalTransition``
-    for any move the life cycle does not have (including a move to the status the order already has).
+    for the first move the life cycle does not have (including a move to the status the order already has).
     Canceling or expiring gives the quantity back to the row in the same transaction; whatever reacts to the
-    change (e-mails, refunds, webhooks) leaves after commit.
-    """
-    with transaction.atomic():
-        now = timezone.now()
-        locked, from_status = ORDER_MACHINE.move(
-            obj=order, to=to, actor=actor, reason=reason, changes={"status_changed_at": now}, at=now
-        )
-        if to in RELEASES_QUANTITY and locked.livemode:  # a test order never took any
-            row_quantity_release(row_pk=locked.row_id, quantity=locked.quantity)
-        metrics.order_transition_count(livemode=locked.livemode, to_status=to, reason=reason_code)
-        outbox.order_notification_record(
-            order=locked,
-            type=Notification.Type.ORDER_STATUS_CHANGED,
-            previous_status=from_status,
-            reason=reason_code,
-            at=now,
-        )
-        if to == S.CANCELED:
-            _canceled_emails_publish([locked.pk])
-    return locked
-
-
-def orders_transition_many(
-    *, orders: list[Order], to: str, actor: str, reason: str = "", reason_code: str | None = None
-) -> list[Order]:
-    """``order_transition`` of many orders to the same status at once, in a fixed number of statements: the
-    orders' status, their history rows and their ``order.status_changed`` notifications, each written as one
-    ``order_transition`` writes it.
-
-    The caller holds the orders' row locks in its transaction (``orders_confirmation_claim``) and has them
-    with their event; all move or none (``orders.errors.IllegalTransition`` for the first one that may not).
+    change (e-mails, refunds, webhooks) leaves after commit. ``locked``: the caller holds the orders' row locks
+    in its transaction and has them with their event (a confirmation batch's claim).
     """
     if not orders:
         return []
@@ -111,15 +98,15 @@ def orders_transition_many(
             reason=reason,
             changes={"status_changed_at": now},
             at=now,
-            locked=True,
+            locked=locked,
         )
         for order, _ in moves:
             if to in RELEASES_QUANTITY and order.livemode:  # a test order never took any
                 row_quantity_release(row_pk=order.row_id, quantity=order.quantity)
             metrics.order_transition_count(livemode=order.livemode, to_status=to, reason=reason_code)
+        outbox.order_notifications_record(moves=moves, reason=reason_code, at=now)
         if to == S.CANCELED:
             _canceled_emails_publish([order.pk for order, _ in moves])
-        outbox.order_notifications_record_many(moves=moves, reason=reason_code, at=now)
     return [order for order, _ in moves]
 
 

@@ -252,8 +252,8 @@ def _confirm(orders: list[Order]) -> tuple[list[int], list[int], dict[int, BaseE
             canceled.append(order.pk)
             continue
         charged.append(order)
-    order_services.orders_transition_many(
-        orders=charged, to=S.AWAITING_TRANSFER, actor="system:confirmation", reason="Card charged"
+    order_services.orders_transition(
+        orders=charged, to=S.AWAITING_TRANSFER, actor="system:confirmation", reason="Card charged", locked=True
     )
     return [order.pk for order in charged], canceled, retried
 
