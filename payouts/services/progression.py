@@ -392,9 +392,7 @@ def payout_retry(*, payout: Payout, actor: str, reason: str = "Retried by staff"
                     "paid_at": None,
                 },
             )
-            payment_alert_forget(
-                kind=PAYOUT_FAILED, pk=payout.pk
-            )  # the next failure is a new event with its own alert
+            payment_alert_forget(kind=PAYOUT_FAILED, pk=payout.pk)  # its next failure: a new alert
     except IllegalStateMove:
         return False
     logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})

@@ -246,9 +246,7 @@ def refund_retry(*, charge: Charge, actor: str) -> bool:
                     "refund_attempted_at": None,
                 },
             )
-            payment_alert_forget(
-                kind=REFUND_FAILED, pk=charge.pk
-            )  # the next failure is a new event with its own alert
+            payment_alert_forget(kind=REFUND_FAILED, pk=charge.pk)  # its next failure: a new alert
     except IllegalStateMove:  # a double click or a second staff member: it is pending already
         return False
     logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})
