@@ -36,6 +36,7 @@ from django.db.models import CharField, Exists, OuterRef, Q
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from config.core import mail_once
 from config.core.models import MailOnce
 from config.core.publish import publish
 from config.core.retrying import DB_ERRORS, TRANSIENT_ERRORS
@@ -156,7 +157,7 @@ def orders_confirm_batch(
             raise
         # The orders are confirmed; their e-mails are left to the one-order task, which retries them.
         logger.warning("The confirmation e-mails of a batch failed", exc_info=True)
-        sending = seller_email.mail_once.Sending(owed={str(pk): exc for pk in outcome.confirmed})
+        sending = mail_once.Sending(owed={str(pk): exc for pk in outcome.confirmed})
     outcome.mailed = [int(key) for key in sending.sent]
     for key, exc in sending.owed.items():
         outcome.errors.setdefault(int(key), exc)
@@ -253,7 +254,11 @@ def _confirm(orders: list[Order]) -> tuple[list[int], list[int], dict[int, BaseE
             continue
         charged.append(order)
     order_services.orders_transition(
-        orders=charged, to=S.AWAITING_TRANSFER, actor="system:confirmation", reason="Card charged", locked=True
+        orders=charged,
+        to=S.AWAITING_TRANSFER,
+        actor="system:confirmation",
+        reason="Card charged",
+        locked=True,
     )
     return [order.pk for order in charged], canceled, retried
 
