@@ -144,23 +144,26 @@ INSERT INTO orders_order (id, order_id, status, status_changed_at, quote_token, 
     offer_price, face_value, total_price, section_name, section_name_display, row_name, row_name_display,
     general_admission, restrictions, restriction_detail, primary_site, delivery_type, is_ready_to_deliver,
     in_hand_date, transfer_address, ticket_file, seller_email, seller_name, partner_reference,
-    confirmation_started_at, confirmation_requeued_at, confirmation_email_claimed_at, confirmation_email_sent_at,
-    confirmation_email_to, created_at, updated_at, event_id, partner_id, quote_id, row_id,
-    confirmation_email_handed_over_at, confirmation_email_unconfirmed, livemode)
+    confirmation_started_at, confirmation_requeued_at, created_at, updated_at, event_id, partner_id, quote_id,
+    row_id, livemode)
 SELECT q.id, 'ord_' || lpad(to_hex(q.id), 12, '0'), s.status,
     s.created + CASE WHEN s.status = 'accepted' THEN interval '0' ELSE interval '2 days' END,
     'qt_' || q.id, q.expires_at, q.quantity, q.offer_price, q.face_value, q.total_price, q.section_name,
     q.section_name_display, q.row_name, q.row_name_display, false, '[]', NULL, q.primary_site, 'mobile_transfer',
     false, (s.created + interval '10 days')::date, 'ord-scale' || q.id || '@transfers.scale.example', '',
     'seller' || q.id || '@mail.scale.example', 'Seller ' || q.id, 'REF-' || q.id, s.created, NULL, s.created,
-    s.created + interval '1 minute', 'seller' || q.id || '@mail.scale.example', s.created, s.created, q.event_id,
-    q.partner_id, q.id, q.row_id, s.created + interval '1 minute', false, true
+    s.created, q.event_id, q.partner_id, q.id, q.row_id, true
 FROM seed s JOIN quotes_quote q ON q.id = s.id;
+
+INSERT INTO core_mailonce (purpose, key, recipient, claimed_at, handed_over_at, sent_at, unconfirmed)
+SELECT 'order_confirmation', s.id::text, 'seller' || s.id || '@mail.scale.example', s.created,
+    s.created + interval '1 minute', s.created + interval '1 minute', false
+FROM seed s;
 
 INSERT INTO payouts_charge (id, amount, currency, platform, idempotency_key, platform_charge_id, card_brand,
     card_last4, status, failure_reason, attempts, last_error, created_at, updated_at, order_id, partner_id,
     platform_refund_id, refund_attempt, refund_attempted_at, refund_failure_reason, refund_last_error,
-    refund_requested_at, refund_status, refunded_at, decline_alerted_at, refund_failure_alerted_at)
+    refund_requested_at, refund_status, refunded_at)
 SELECT o.id, o.total_price, 'USD', 'sandbox', 'scale-' || o.id, 'ch_scale_' || o.id, 'visa', '4242',
     CASE WHEN o.status = 'canceled' AND s.luck < 0.3 THEN 'failed' ELSE 'succeeded' END, '', 1, '',
     o.created_at + interval '10 minutes', o.created_at + interval '10 minutes', o.id, o.partner_id, '',
@@ -168,21 +171,20 @@ SELECT o.id, o.total_price, 'USD', 'sandbox', 'scale-' || o.id, 'ch_scale_' || o
     CASE WHEN o.status = 'canceled' AND s.luck >= 0.3 THEN o.status_changed_at END, '', '',
     CASE WHEN o.status = 'canceled' AND s.luck >= 0.3 THEN o.status_changed_at END,
     CASE WHEN o.status = 'canceled' AND s.luck >= 0.3 THEN 'succeeded' ELSE 'none' END,
-    CASE WHEN o.status = 'canceled' AND s.luck >= 0.3 THEN o.status_changed_at + interval '1 hour' END,
-    NULL, NULL
+    CASE WHEN o.status = 'canceled' AND s.luck >= 0.3 THEN o.status_changed_at + interval '1 hour' END
 FROM orders_order o JOIN seed s ON s.id = o.id
 WHERE o.status NOT IN ('accepted', 'expired');
 
 INSERT INTO payouts_payout (id, amount, currency, platform, platform_account_id, account_description, attempt,
     platform_payout_id, status, scheduled_for, paid_at, failure_reason, last_error, last_checked_at, created_at,
-    updated_at, order_id, partner_id, failure_alerted_at)
+    updated_at, order_id, partner_id)
 SELECT o.id, o.total_price, 'USD', 'sandbox', 'acct_scale', 'Scale Bank ·4242', 1, 'po_scale_' || o.id,
     CASE WHEN o.status = 'paid' AND s.luck < 0.01 THEN 'failed' WHEN o.status = 'paid' THEN 'paid'
          WHEN o.status = 'scheduled' THEN 'scheduled' ELSE 'in_process' END,
     o.created_at + interval '3 days',
     CASE WHEN o.status = 'paid' AND s.luck >= 0.01 THEN o.created_at + interval '4 days' END,
     CASE WHEN o.status = 'paid' AND s.luck < 0.01 THEN 'account_closed' ELSE '' END, '', NULL,
-    o.created_at + interval '2 days', o.created_at + interval '2 days', o.id, o.partner_id, NULL
+    o.created_at + interval '2 days', o.created_at + interval '2 days', o.id, o.partner_id
 FROM orders_order o JOIN seed s ON s.id = o.id
 WHERE o.status IN ('payout_in_process', 'scheduled', 'paid');
 

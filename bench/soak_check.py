@@ -36,7 +36,9 @@ def confirmation_mails(mail_dir: Path) -> Counter[str]:
 
 def main(run_dir: str) -> int:
     from catalog.models import Row
+    from config.core.models import MailOnce
     from orders.models import Order, OrderStatusHistory
+    from orders.seller_mail import CONFIRMATION_MAIL
     from payouts.models import Charge
     from quotes.models import Quote
 
@@ -111,8 +113,11 @@ def main(run_dir: str) -> int:
             f"{len(set(charges) - confirmed_ids)} charged without a confirmation"
         )
     # An order canceled between its charge and its e-mail is (rightly) never mailed; every other is.
+    mailed = MailOnce.objects.filter(purpose=CONFIRMATION_MAIL, sent_at__isnull=False).values_list(
+        "key", flat=True
+    )
     emailed = set(
-        Order.objects.filter(confirmation_email_sent_at__isnull=False).values_list("order_id", flat=True)
+        Order.objects.filter(pk__in=[int(key) for key in mailed]).values_list("order_id", flat=True)
     )
     live_confirmed = set(Order.objects.filter(status=S.AWAITING_TRANSFER).values_list("order_id", flat=True))
     if (

@@ -252,11 +252,11 @@ ORDER_TRANSFER_ADDRESS_DOMAIN = env.str("ORDER_TRANSFER_ADDRESS_DOMAIN", default
 # The sweeper (every 30 s) re-enqueues an accepted order whose confirmation has not started after this many
 # seconds, and retries a confirmation that started but has not finished after the stale period: a stalled
 # confirmation resumes within STALE + 30 s. STALE stays above the e-mail leases (a claim: 90 s; a hand-over:
-# 4 minutes, see orders.services.confirmation_state) so that the first re-run can take over a dead sender's
+# 4 minutes, see payouts.lifecycle.seller_email) so that the first re-run can take over a dead sender's
 # claim or settle its hand-over.
 ORDER_CONFIRMATION_GRACE_SECONDS = env.int("ORDER_CONFIRMATION_GRACE_SECONDS", default=120)
 ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", default=300)
-# How many waiting orders one confirmation task takes (payouts.services.confirmations), and how long a nudge
+# How many waiting orders one confirmation task takes (payouts.lifecycle.confirmation), and how long a nudge
 # trusts that the batch task it published is on its way before another order publishes one more.
 ORDER_CONFIRMATION_BATCH = env.int("ORDER_CONFIRMATION_BATCH", default=50)
 ORDER_CONFIRMATION_NUDGE_SECONDS = env.int("ORDER_CONFIRMATION_NUDGE_SECONDS", default=5)

@@ -15,13 +15,15 @@ from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, path, reverse
 from django.utils.html import format_html, format_html_join
 
+from config.core import mail_once
 from config.core.admin_permissions import staff_may
 from config.core.admin_scale import LargeTableAdmin, RelatedWithRowsFilter
 from config.core.history_admin import StatusHistoryInline
+from config.core.models import MailOnce
 from config.core.modes import ModeFilter
 from quotes.models import ORDER_SNAPSHOT_FIELDS
 
-from . import extensions, services
+from . import extensions, seller_mail, services
 from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
 
@@ -211,6 +213,41 @@ class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
         return super().get_queryset(request).select_related("partner", "event", "quote")
 
     # --- display -------------------------------------------------------------------------------------------
+    # The seller's confirmation e-mail, as the e-mails sent at most once record it (config.core.mail_once).
+    def _confirmation_email(self, obj: Order) -> MailOnce | None:
+        if not hasattr(obj, "_confirmation_email"):
+            obj._confirmation_email = mail_once.rows(seller_mail.CONFIRMATION_MAIL, [obj.pk]).first()
+        return obj._confirmation_email
+
+    @admin.display(description="Confirmation e-mail claimed at")
+    def confirmation_email_claimed_at(self, obj: Order):
+        row = self._confirmation_email(obj)
+        return row.claimed_at if row else None
+
+    @admin.display(description="Confirmation e-mail handed over at")
+    def confirmation_email_handed_over_at(self, obj: Order):
+        row = self._confirmation_email(obj)
+        return row.handed_over_at if row else None
+
+    @admin.display(description="Confirmation e-mail sent at")
+    def confirmation_email_sent_at(self, obj: Order):
+        row = self._confirmation_email(obj)
+        return row.sent_at if row else None
+
+    @admin.display(
+        description="Confirmation e-mail unconfirmed (handed to the mail server, acceptance never recorded: "
+        "probably sent, never sent again automatically)",
+        boolean=True,
+    )
+    def confirmation_email_unconfirmed(self, obj: Order) -> bool:
+        row = self._confirmation_email(obj)
+        return bool(row and row.unconfirmed)
+
+    @admin.display(description="Confirmation e-mail to")
+    def confirmation_email_to(self, obj: Order) -> str:
+        row = self._confirmation_email(obj)
+        return row.recipient if row else ""
+
     @admin.display(description="Partner", ordering="partner__name")
     def partner_name(self, obj: Order) -> str:
         return obj.partner.name

@@ -23,7 +23,6 @@ from .dispatch import (
     mark_dispatched,
     mark_dispatched_many,
     notifications_pending_nudge,
-    order_status_of,
 )
 from .models import Notification, NotificationReceipt
 
@@ -59,7 +58,7 @@ def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) 
     already handled the notification skip it by their receipts. Any other error is logged and left to the
     subscriber's own periodic sweep; the next subscribers still run.
     """
-    notification = Notification.objects.filter(pk=notification_pk).first()
+    notification = Notification.objects.select_related("transition").filter(pk=notification_pk).first()
     if notification is None:
         return []  # purged after its retention
     handled = set(
@@ -102,7 +101,7 @@ def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]
     deliveries = [(int(pk), list(names) if names is not None else None) for pk, names in deliveries]
     pks = [pk for pk, _ in deliveries]
     try:
-        notifications = Notification.objects.in_bulk(pks)
+        notifications = Notification.objects.select_related("transition").in_bulk(pks)
         handled: dict[int, set[str]] = {}
         for n_pk, name in NotificationReceipt.objects.filter(notification_id__in=pks).values_list(
             "notification_id", "subscriber"
@@ -118,7 +117,7 @@ def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]
         if names is None:
             names = [
                 s.name
-                for s in signals.subscribers_for(notification.type, order_status_of(notification.payload))
+                for s in signals.subscribers_for(notification.type, signals.notification_status(notification))
             ]
         try:
             _deliver_one(notification, names, handled.get(pk, set()))
@@ -196,7 +195,7 @@ def notification_deliver(*, notification_pk: int, subscriber_name: str, now: boo
     if subscriber is None:
         logger.warning("No subscriber %r for notification pk=%s", subscriber_name, notification_pk)
         return False
-    notification = Notification.objects.filter(pk=notification_pk).first()
+    notification = Notification.objects.select_related("transition").filter(pk=notification_pk).first()
     if notification is None:
         return False  # purged after its retention
     waits = now and subscriber.now is not None

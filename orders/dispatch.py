@@ -43,16 +43,11 @@ PENDING_KEY = "outbox:pending"
 DRAIN_NOTE_KEY = "outbox:deliveries-waiting"
 
 
-def order_status_of(payload: dict | None) -> str | None:
-    order = ((payload or {}).get("data") or {}).get("order")
-    return order.get("status") if isinstance(order, dict) else None
-
-
 def notification_dispatch_after_commit(*, notification: Notification) -> None:
     """Hand ``notification`` to the subscribers once the transaction that wrote it commits, coalesced with the
     other notifications written one at a time meanwhile (``notification_dispatch_coalesced``)."""
     pk, notification_type = notification.pk, notification.type
-    status = order_status_of(notification.payload)
+    status = signals.notification_status(notification)
     transaction.on_commit(
         lambda: notification_dispatch_coalesced(
             notification_pk=pk, notification_type=notification_type, order_status=status
@@ -63,7 +58,7 @@ def notification_dispatch_after_commit(*, notification: Notification) -> None:
 def notifications_dispatch_after_commit(*, notifications: list[Notification]) -> None:
     """Hand ``notifications`` (written together) to their subscribers in batched deliveries once the
     transaction that wrote them commits (``notifications_dispatch``)."""
-    entries = [(n.pk, n.type, order_status_of(n.payload)) for n in notifications]
+    entries = [(n.pk, n.type, signals.notification_status(n)) for n in notifications]
     if entries:
         transaction.on_commit(lambda: notifications_dispatch(entries=entries))
 
@@ -255,20 +250,20 @@ def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = 
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.NOTIFICATION_DISPATCH_GRACE_SECONDS)
-    pending = (
+    pending = list(
         Notification.objects.filter(dispatched_at__isnull=True, created_at__lt=cutoff)
-        .order_by("created_at", "id")
-        .values_list("pk", "type", "payload")[:limit]
+        .select_related("transition")
+        .defer("payload")
+        .order_by("created_at", "id")[:limit]
     )
-    pending = list(pending)
     try:
-        on_the_way = cache.get_many([_on_the_way_key(pk) for pk, _, _ in pending])
+        on_the_way = cache.get_many([_on_the_way_key(n.pk) for n in pending])
     except Exception:
         on_the_way = {}  # Redis is gone, and with it every message it held: publish them all again
     return notifications_dispatch(
         entries=[
-            (pk, notification_type, order_status_of(payload))
-            for pk, notification_type, payload in pending
-            if _on_the_way_key(pk) not in on_the_way
+            (n.pk, n.type, signals.notification_status(n))
+            for n in pending
+            if _on_the_way_key(n.pk) not in on_the_way
         ]
     )

@@ -122,26 +122,15 @@ class Order(models.Model):
     seller_name = models.CharField(max_length=200, blank=True)
     partner_reference = models.CharField(max_length=64, blank=True)
 
-    # Background confirmation (charge the card, e-mail the seller); see orders.services.order_confirm.
+    # Background confirmation (charge the card, e-mail the seller), driven by the app above.
     confirmation_started_at = models.DateTimeField(
         null=True, blank=True, help_text="When the last confirmation attempt began."
     )
     confirmation_requeued_at = models.DateTimeField(
         null=True, blank=True, help_text="When the sweeper last re-enqueued the confirmation."
     )
-    # The seller's confirmation e-mail, at most once (see orders.services.order_confirmation_email): claimed,
-    # then marked as handed to the mail server just before the message goes out, then recorded as sent.
-    confirmation_email_claimed_at = models.DateTimeField(null=True, blank=True)
-    confirmation_email_handed_over_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the message was handed to the mail server (just before DATA)."
-    )
-    confirmation_email_sent_at = models.DateTimeField(null=True, blank=True)
-    confirmation_email_unconfirmed = models.BooleanField(
-        default=False,
-        help_text="The message was handed to the mail server but its acceptance was never recorded: it was "
-        "probably sent, and is never sent again automatically.",
-    )
-    confirmation_email_to = models.EmailField(blank=True)
+    # The seller's confirmation e-mail, at most once: ``config.core.MailOnce`` (purpose
+    # ``seller_mail.CONFIRMATION_MAIL``, keyed by the order's pk).
 
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
@@ -285,6 +274,19 @@ class Notification(models.Model):
         Order, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
     )
     payload = models.JSONField()
+    # The move an ``order.status_changed`` notification carries, for the in-process subscribers
+    # (``orders.signals.Transition``): they read the typed history row, never the partner's payload. No database
+    # constraint or index: the row is written in the same transaction, only ever read by its primary key, and
+    # goes with the order as the notification does.
+    transition = models.ForeignKey(
+        "OrderStatusHistory",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     dispatched_at = models.DateTimeField(null=True, blank=True)
 

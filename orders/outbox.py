@@ -1,6 +1,6 @@
 """Notifications of orders: built, rendered and written with the change they tell of.
 
-``order_notification_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
+``order_notifications_record`` renders the notification (docs/partners/notifications-and-webhooks.md "Notifications")
 and inserts it in the caller's transaction, so there is no change without its notification and no
 notification without its change. After commit it is handed to its subscribers: orders/dispatch.py publishes the
 delivery tasks (batched, with the beat's sweep for what never reached the broker), orders/delivery.py runs them.
@@ -108,15 +108,22 @@ def order_notification_build(
     ``order_detail_output`` gave it, when the caller already has it."""
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
+    if rendered is None and history is None:
+        order = Order.objects.select_related("event").get(pk=order.pk)
+        history = list(OrderStatusHistory.objects.filter(order_id=order.pk).order_by("at", "id"))
     rendered_order = (
         _json_ready(rendered) if rendered is not None else order_payload(order=order, history=history)
     )
-    return _notification_of(
+    notification = _notification_of(
         order=order,
         type=type,
         at=at,
         data={"order": rendered_order, "previous_status": previous_status, "reason": reason},
     )
+    if type == T.ORDER_STATUS_CHANGED and history:
+        # The move just recorded, the order's latest history row: what the in-process subscribers receive.
+        notification.transition = max(history, key=lambda row: row.pk)
+    return notification
 
 
 def _notification_of(*, order: Order, type: str, at: datetime, data: dict) -> Notification:
@@ -134,31 +141,14 @@ def _notification_of(*, order: Order, type: str, at: datetime, data: dict) -> No
     return notification
 
 
-def order_notification_record(
-    *,
-    order: Order,
-    type: str,
-    previous_status: str | None,
-    reason: str | None,
-    at: datetime,
-    history: list[OrderStatusHistory] | None = None,
-) -> Notification:
-    """Write the notification of a change of ``order`` in the caller's transaction; dispatch after commit."""
-    notification = order_notification_build(
-        order=order, type=type, previous_status=previous_status, reason=reason, at=at, history=history
-    )
-    rawsql.insert(notification)
-    notification_dispatch_after_commit(notification=notification)
-    return notification
-
-
-def order_notifications_record_many(
+def order_notifications_record(
     *, moves: list[tuple[Order, str]], reason: str | None, at: datetime
 ) -> list[Notification]:
-    """``order_notification_record`` of ``order.status_changed`` for many orders that just moved (each with the
-    status it left), in the caller's transaction: their histories read in one statement, the notifications
-    inserted in one; all of them are dispatched after commit in one batched delivery (``DELIVERY_BATCH`` per
-    message). The orders carry their event (``select_related``)."""
+    """Write the ``order.status_changed`` notifications of orders that just moved (each with the status it left),
+    in the caller's transaction: their histories read in one statement, the notifications inserted in one, and
+    dispatched after commit: a lone one joins the coalesced delivery of the changes written one at a time
+    (``notification_dispatch_after_commit``), many written together go in batched deliveries
+    (``DELIVERY_BATCH`` per message)."""
     if reason is not None and reason not in REASON_CODES:
         raise ValueError(f"Unknown notification reason {reason!r}")
     if not moves:
@@ -179,8 +169,12 @@ def order_notifications_record_many(
         )
         for order, previous_status in moves
     ]
-    Notification.objects.bulk_create(notifications)
-    notifications_dispatch_after_commit(notifications=notifications)
+    if len(notifications) == 1:
+        rawsql.insert(notifications[0])
+        notification_dispatch_after_commit(notification=notifications[0])
+    else:
+        Notification.objects.bulk_create(notifications)
+        notifications_dispatch_after_commit(notifications=notifications)
     return notifications
 
 

@@ -6,6 +6,9 @@ from config.core.mail import send_templated_mail
 
 from .models import Order
 
+# The seller's confirmation in the e-mails sent at most once (``config.core.mail_once``), keyed by the order's pk.
+CONFIRMATION_MAIL = "order_confirmation"
+
 
 def seller_recipient(order: Order) -> str:
     """seller_email, else the quote's ``user_metadata.email``, else the partner's contact e-mail

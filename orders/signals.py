@@ -4,20 +4,71 @@
 subscriber receives the ``Notification`` the change wrote in its own transaction, the same object the feed
 and the webhooks carry, so there is one way an order change travels (``orders.outbox`` hands it over).
 
+A subscriber that reacts to what moved (``subscribe_transitions``) receives a ``Transition`` instead: the
+typed record of one move of the order's state machine (its history row, which the ``order.status_changed``
+notification points to), never the partner's payload, so the public payload may change without changing what
+the reactions decide. It travels the same durable way, with the same guarantees.
+
 Handlers run after commit, in a worker, at least once per notification: they must be idempotent. Once a
 handler returns, its receipt is recorded and a repeat delivery of that notification to that subscriber is
 skipped. A handler that raises one of its ``transient`` errors is retried with backoff; any other error is
 logged and left to the subscriber's own periodic sweep.
 """
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from config.core.retrying import TRANSIENT_ERRORS
 
-from .models import Notification
+from .models import Notification, Order, OrderStatusHistory
+
+logger = logging.getLogger(__name__)
 
 Handler = Callable[[Notification], None]
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One move of an order's status, as its state machine recorded it (``OrderStatusHistory``)."""
+
+    order_pk: int
+    from_status: str
+    to_status: str
+    at: datetime
+    actor: str
+
+    @classmethod
+    def of(cls, row: OrderStatusHistory) -> "Transition":
+        return cls(
+            order_pk=row.order_id,
+            from_status=row.from_status,
+            to_status=row.to_status,
+            at=row.at,
+            actor=row.actor,
+        )
+
+
+def transition_of(notification: Notification) -> Transition | None:
+    """The move an ``order.status_changed`` notification carries; ``None`` for any other notification."""
+    if notification.type != Notification.Type.ORDER_STATUS_CHANGED or notification.transition_id is None:
+        return None
+    row = notification.transition
+    return Transition.of(row) if row is not None else None
+
+
+def notification_status(notification: Notification) -> str | None:
+    """The status the notification leaves its order in, as far as the notification's type and its move say:
+    ``accepted`` for ``order.created`` (every order is created in it), the move's target for
+    ``order.status_changed``; ``None`` (not known here: any) otherwise."""
+    if notification.type == Notification.Type.ORDER_CREATED:
+        return Order.Status.ACCEPTED
+    transition = transition_of(notification)
+    return transition.to_status if transition is not None else None
+
+
+TransitionHandler = Callable[[Transition], None]
 
 
 @dataclass(frozen=True)
@@ -87,3 +138,33 @@ def subscribers_for(notification_type: str, order_status: str | None = None) -> 
 
 def subscriber(name: str) -> Subscriber | None:
     return _subscribers.get(name)
+
+
+def subscribe_transitions(
+    name: str,
+    *,
+    handler: TransitionHandler,
+    to: Iterable[str] | None = None,
+    transient: Iterable[type[BaseException]] = (),
+) -> None:
+    """Register ``handler`` under ``name`` for the moves of orders' statuses (to one of ``to``; ``None``: every
+    move): it receives each move's ``Transition``, delivered as ``subscribe``'s handlers are (after commit, at
+    least once, idempotent)."""
+
+    def on_notification(notification: Notification) -> None:
+        transition = transition_of(notification)
+        if transition is None:
+            # A notification written before its move was recorded with it: the subscriber's sweep catches it.
+            logger.warning(
+                "notification pk=%s carries no transition; left to %s's sweep", notification.pk, name
+            )
+            return
+        handler(transition)
+
+    subscribe(
+        name,
+        handler=on_notification,
+        types=[Notification.Type.ORDER_STATUS_CHANGED],
+        transient=transient,
+        statuses=to,
+    )

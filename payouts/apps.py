@@ -25,7 +25,7 @@ class PayoutsConfig(AppConfig):
         from orders.models import Notification, Order
         from partners.portal.access import form_action_origins_register
 
-        from .services import order_reactions
+        from .lifecycle import reactions
 
         # /metrics: the database's statement timings (the gauges are the back office's).
         database_metrics_connect()
@@ -35,10 +35,10 @@ class PayoutsConfig(AppConfig):
 
         signals.subscribe(
             "payouts.confirmation",
-            handler=order_reactions.on_order_created,
-            now=order_reactions.on_order_created_now,
+            handler=reactions.on_order_created,
+            now=reactions.on_order_created_now,
             types=[Notification.Type.ORDER_CREATED],
-            transient=order_reactions.TRANSIENT,
+            transient=reactions.TRANSIENT,
         )
         # Quotes and orders check the partner's payment readiness from a cached copy (partners.token_cache):
         # every save or delete of a payout method or card voids it, admin edits and cascades included.
@@ -58,10 +58,9 @@ class PayoutsConfig(AppConfig):
             post_delete.connect(
                 readiness_changed, sender=model, weak=False, dispatch_uid=f"readiness-delete-{model.__name__}"
             )
-        signals.subscribe(
+        signals.subscribe_transitions(
             "payouts.refunds",
-            handler=order_reactions.on_order_status_changed,
-            types=[Notification.Type.ORDER_STATUS_CHANGED],
-            statuses=[Order.Status.CANCELED],
-            transient=order_reactions.TRANSIENT,
+            handler=reactions.on_order_canceled,
+            to=[Order.Status.CANCELED],
+            transient=reactions.TRANSIENT,
         )

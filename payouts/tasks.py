@@ -8,7 +8,8 @@ from celery import shared_task
 from config.core.retrying import RetryingTask
 
 from .errors import PlatformUnavailable
-from .services import alerts, confirmations, order_reactions, progression, refunds
+from .lifecycle import confirmation
+from .services import alerts, progression, refunds
 
 logger = logging.getLogger(__name__)
 
@@ -22,14 +23,14 @@ PLATFORM_TRANSIENT = (PlatformUnavailable,)
 )
 def order_confirm(order_pk: int) -> str | None:
     """An order's confirmation published again by the sweeper (the first run reacts to ``order.created``)."""
-    order = order_reactions.order_confirm(order_pk=order_pk)
+    order = confirmation.order_confirm(order_pk=order_pk)
     return order.status if order is not None else None
 
 
 @shared_task(base=RetryingTask, name="payouts.tasks.orders_confirm_batch", acks_late=True)
 def orders_confirm_batch() -> dict:
     """Confirm up to ``ORDER_CONFIRMATION_BATCH`` waiting orders (published by the orders' nudges)."""
-    outcome = confirmations.orders_confirm_batch()
+    outcome = confirmation.orders_confirm_batch()
     return {
         "claimed": outcome.claimed,
         "confirmed": len(outcome.confirmed),
@@ -41,7 +42,7 @@ def orders_confirm_batch() -> dict:
 
 @shared_task(name="payouts.tasks.orders_requeue_unconfirmed")
 def orders_requeue_unconfirmed() -> int:
-    published = order_reactions.orders_requeue_unconfirmed()
+    published = confirmation.orders_requeue_unconfirmed()
     if published:
         logger.info("Re-published the confirmation of %d order(s)", len(published))
     return len(published)

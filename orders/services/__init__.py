@@ -1,8 +1,7 @@
 """Every write on orders: creation from a quote (``orders.services.creation``), the life cycle, expiry (the
-confirmation's steps are in ``orders.services.confirmation_state``, and for many orders at once in
-``orders.services.confirmation_batches``).
+confirmation, which charges, moves and e-mails, is driven from the app above through these).
 
-``order_transition`` is the only code that changes ``Order.status``; the API, the admin, the tasks and the
+``orders_transition`` (``order_transition`` for one order) is the only code that changes ``Order.status``; the API, the admin, the tasks and the
 apps that react to order events all go through it (docs/partners/orders.md "Life cycle"). Creation and every
 transition write their notification (``orders.outbox``) in the same transaction.
 """
@@ -16,12 +15,12 @@ from django.utils import timezone
 
 from catalog.models import Event
 from catalog.services import row_quantity_release
-from config.core import metrics
+from config.core import mail_once, metrics
 from config.core.publish import publish_on_commit
 from config.core.statemachine import StateMachine
 
-from .. import errors, outbox
-from ..models import Notification, Order, OrderStatusHistory
+from .. import errors, outbox, seller_mail
+from ..models import Order, OrderStatusHistory
 
 logger = logging.getLogger(__name__)
 
@@ -62,44 +61,31 @@ ORDER_MACHINE = StateMachine(
 def order_transition(
     *, order: Order, to: str, actor: str, reason: str = "", reason_code: str | None = None
 ) -> Order:
-    """Move ``order`` to ``to`` if the life cycle allows it; write the history row and the
-    ``order.status_changed`` notification; return the fresh order.
+    """Move ``order`` to ``to`` if the life cycle allows it (a batch of one, ``orders_transition``); return the
+    fresh order."""
+    [moved] = orders_transition(orders=[order], to=to, actor=actor, reason=reason, reason_code=reason_code)
+    return moved
+
+
+def orders_transition(
+    *,
+    orders: list[Order],
+    to: str,
+    actor: str,
+    reason: str = "",
+    reason_code: str | None = None,
+    locked: bool = False,
+) -> list[Order]:
+    """Move ``orders`` to ``to`` if the life cycle allows it, in a fixed number of statements however many they
+    are: the orders' status under their row locks, their history rows and their ``order.status_changed``
+    notifications; return the fresh orders. All move or none.
 
     ``reason`` is the human reason kept in the history; ``reason_code`` the machine one partners get as the
     notification's ``data.reason`` (``orders.outbox.REASON_CODES``). Raises ``orders.errors.IllegalTransition``
-    for any move the life cycle does not have (including a move to the status the order already has).
+    for the first move the life cycle does not have (including a move to the status the order already has).
     Canceling or expiring gives the quantity back to the row in the same transaction; whatever reacts to the
-    change (e-mails, refunds, webhooks) leaves after commit.
-    """
-    with transaction.atomic():
-        now = timezone.now()
-        locked, from_status = ORDER_MACHINE.move(
-            obj=order, to=to, actor=actor, reason=reason, changes={"status_changed_at": now}, at=now
-        )
-        if to in RELEASES_QUANTITY and locked.livemode:  # a test order never took any
-            row_quantity_release(row_pk=locked.row_id, quantity=locked.quantity)
-        metrics.order_transition_count(livemode=locked.livemode, to_status=to, reason=reason_code)
-        outbox.order_notification_record(
-            order=locked,
-            type=Notification.Type.ORDER_STATUS_CHANGED,
-            previous_status=from_status,
-            reason=reason_code,
-            at=now,
-        )
-        if to == S.CANCELED and locked.confirmation_email_sent_at and locked.confirmation_email_to:
-            publish_on_commit("orders.tasks.order_canceled_email", locked.pk)
-    return locked
-
-
-def orders_transition_many(
-    *, orders: list[Order], to: str, actor: str, reason: str = "", reason_code: str | None = None
-) -> list[Order]:
-    """``order_transition`` of many orders to the same status at once, in a fixed number of statements: the
-    orders' status, their history rows and their ``order.status_changed`` notifications, each written as one
-    ``order_transition`` writes it.
-
-    The caller holds the orders' row locks in its transaction (``orders_confirmation_claim``) and has them
-    with their event; all move or none (``orders.errors.IllegalTransition`` for the first one that may not).
+    change (e-mails, refunds, webhooks) leaves after commit. ``locked``: the caller holds the orders' row locks
+    in its transaction and has them with their event (a confirmation batch's claim).
     """
     if not orders:
         return []
@@ -112,16 +98,33 @@ def orders_transition_many(
             reason=reason,
             changes={"status_changed_at": now},
             at=now,
-            locked=True,
+            locked=locked,
         )
         for order, _ in moves:
             if to in RELEASES_QUANTITY and order.livemode:  # a test order never took any
                 row_quantity_release(row_pk=order.row_id, quantity=order.quantity)
             metrics.order_transition_count(livemode=order.livemode, to_status=to, reason=reason_code)
-            if to == S.CANCELED and order.confirmation_email_sent_at and order.confirmation_email_to:
-                publish_on_commit("orders.tasks.order_canceled_email", order.pk)
-        outbox.order_notifications_record_many(moves=moves, reason=reason_code, at=now)
+        outbox.order_notifications_record(moves=moves, reason=reason_code, at=now)
+        if to == S.CANCELED:
+            _canceled_emails_publish([order.pk for order, _ in moves])
     return [order for order, _ in moves]
+
+
+def _canceled_emails_publish(order_pks: list[int]) -> None:
+    """A seller who was sent the confirmation is told the order is off, once the cancel commits."""
+    for key, recipient in mail_once.sent(purpose=seller_mail.CONFIRMATION_MAIL, keys=order_pks).items():
+        if recipient:
+            publish_on_commit("orders.tasks.order_canceled_email", int(key))
+
+
+def order_canceled_email(*, order_pk: int) -> None:
+    """Tell the seller of a canceled order, to the address its confirmation went to."""
+    order = Order.objects.select_related("partner", "event__venue", "quote").filter(pk=order_pk).first()
+    if order is None or order.status != S.CANCELED:
+        return
+    to = mail_once.sent(purpose=seller_mail.CONFIRMATION_MAIL, keys=[order_pk]).get(str(order_pk))
+    if to:
+        seller_mail.send_order_canceled(order=order, to=to)
 
 
 def order_cancel(
@@ -223,18 +226,6 @@ def orders_cancel_for_canceled_events(*, event_pk: int | None = None) -> list[st
     return canceled
 
 
-from .confirmation_batches import (  # noqa: E402, F401  (the confirmation's steps for many orders at once)
-    orders_confirmation_claim,
-    orders_confirmation_email_many,
-)
-from .confirmation_state import (  # noqa: E402, F401  (the confirmation's steps, part of this module's interface)
-    EMAIL_CLAIM_LEASE,
-    EMAIL_HANDOVER_LEASE,
-    order_canceled_email,
-    order_confirmation_email,
-    order_confirmation_started,
-    orders_requeue_unconfirmed,
-)
 from .creation import (  # noqa: E402, F401  (part of this module's interface)
     IN_HAND_MIN_DAYS_BEFORE_EVENT,
     latest_in_hand_date,

@@ -10,8 +10,8 @@ class TransfersConfig(AppConfig):
     verbose_name = "Transfers"
 
     def ready(self) -> None:
-        from orders.models import Notification, Order
-        from orders.signals import subscribe
+        from orders.models import Order
+        from orders.signals import subscribe_transitions
         from orders.transfers.decision.subscribers import on_order_status_changed as release_waiting_mail
         from orders.transfers.files.services import on_order_status_changed
         from orders.transfers.intake import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
@@ -31,18 +31,12 @@ class TransfersConfig(AppConfig):
         self.order_core_extend()
 
         # A pdf order's ticket PDF is checked once the order is confirmed (reaches awaiting_transfer).
-        subscribe(
-            "transfers-ticket-file",
-            handler=on_order_status_changed,
-            types=[Notification.Type.ORDER_STATUS_CHANGED],
-            statuses=[Order.Status.AWAITING_TRANSFER],
+        subscribe_transitions(
+            "transfers-ticket-file", handler=on_order_status_changed, to=[Order.Status.AWAITING_TRANSFER]
         )
         # Mail that arrived before the confirmation is decided as soon as the order awaits its transfer.
-        subscribe(
-            "transfers-waiting-mail",
-            handler=release_waiting_mail,
-            types=[Notification.Type.ORDER_STATUS_CHANGED],
-            statuses=[Order.Status.AWAITING_TRANSFER],
+        subscribe_transitions(
+            "transfers-waiting-mail", handler=release_waiting_mail, to=[Order.Status.AWAITING_TRANSFER]
         )
 
     def order_core_extend(self) -> None:

@@ -170,12 +170,9 @@ class TransferCase(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolution_reason = models.CharField(max_length=500, blank=True)
     # "Ask the seller": the question recorded with the resolution, then sent after the commit. The row is the
-    # truth: a question whose task message was lost is sent by the sweep (``question_claimed_at`` is the
-    # sender's claim, ``question_sent_at`` set once it left and never sent again).
+    # truth: a question whose task message was lost is sent by the sweep; the e-mail itself is sent at most once
+    # (``config.core.mail_once``, ``staff.services.QUESTION_MAIL``: the sender's claim, then sent, never again).
     question = models.TextField(blank=True)
-    question_claimed_at = models.DateTimeField(null=True, blank=True)
-    question_sent_at = models.DateTimeField(null=True, blank=True)
-    question_to = models.CharField(max_length=254, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -193,8 +190,8 @@ class TransferCase(models.Model):
             models.Index(fields=["order", "state"], name="transfer_case_order"),
             models.Index(
                 fields=["resolved_at"],
-                name="transfer_case_question_due",
-                condition=Q(question__gt="", question_sent_at__isnull=True),
+                name="transfer_case_question_asked",
+                condition=Q(question__gt=""),
             ),
         ]
         constraints = [

@@ -59,15 +59,8 @@ class Charge(models.Model):
     refund_last_error = models.CharField(
         max_length=255, blank=True, help_text="Last transient platform error of the refund."
     )
-    # When the partner's contact address was e-mailed about the failure: claimed by a conditional UPDATE so
-    # two workers never send the same alert; a staff retry of the refund clears its stamp (a new failure is
-    # a new event).
-    decline_alerted_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the partner was e-mailed that this charge was declined."
-    )
-    refund_failure_alerted_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the partner was e-mailed that this refund failed."
-    )
+    # The partner's alerts about a decline or a failed refund: e-mails sent at most once
+    # (``payouts.services.alerts``, ``config.core.mail_once``).
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -171,10 +164,7 @@ class Payout(models.Model):
     failure_reason = models.CharField(max_length=255, blank=True)
     last_error = models.CharField(max_length=255, blank=True, help_text="Last transient platform error.")
     last_checked_at = models.DateTimeField(null=True, blank=True)
-    # Claimed by a conditional UPDATE (one e-mail per failure); a staff retry clears it with the failure.
-    failure_alerted_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the partner was e-mailed that this payout failed."
-    )
+    # The partner's alert about a failure: an e-mail sent at most once per failure (``payouts.services.alerts``).
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -68,10 +68,7 @@ class Dispute(models.Model):
     evidence_due_by = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     closed_at = models.DateTimeField(null=True, blank=True)
-    # Claimed by a conditional UPDATE: the partner is e-mailed once per dispute.
-    partner_alerted_at = models.DateTimeField(
-        null=True, blank=True, help_text="When the partner was e-mailed about this dispute."
-    )
+    # The partner is e-mailed once per dispute (``payouts.services.alerts``, ``config.core.mail_once``).
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

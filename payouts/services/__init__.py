@@ -4,11 +4,10 @@
 - ``charges``: the charge of the partner's card for an order;
 - ``refunds``: the refund of that charge when the order is canceled (``refund_transition``);
 - ``progression``: payouts to the partner and the order's walk along the payout path (``payout_transition``);
-- ``order_reactions``: the reactions to order changes (confirm a new order, refund a canceled one);
-- ``confirmations``: new orders confirmed in batches (charges, moves, the sellers' e-mails);
 - ``alerts``: e-mails to the partner about a declined charge, a failed refund or payout, a disputed charge;
 - ``platform_events``: the payment platform's events (Stripe's), stored once and acted on through the above;
 - ``disputes``: the staff cases of disputed card charges.
 
-Every platform call goes through ``payouts.platform.get_platform()``.
+The order's life after its creation (its confirmation, the reactions to its moves) is driven from
+``payouts.lifecycle``, which calls these. Every platform call goes through ``payouts.platform.get_platform()``.
 """

@@ -3,11 +3,11 @@ failed payout, a failed refund; and when its bank disputes a card charge.
 
 The failure's writer calls ``payment_alert_enqueue`` in the transaction that records the failure, so the
 task is published only once that write is committed (and never for a write that rolled back). The task runs
-``payment_alert_send``: each alert is sent once per failure — a conditional UPDATE of the record's
-``*_alerted_at`` stamp claims it, and the claim commits only together with a handed-over e-mail, so a second
-run (a redelivery, a retry) finds it claimed and sends nothing, while a mail-server error leaves it unclaimed
-for the task's retry. A staff retry of a failed payout or refund clears the stamp: its next failure is a new
-event with its own alert.
+``payment_alert_send``: each alert is sent once per failure, through the e-mails sent at most once
+(``config.core.mail_once``, the alert's kind as the purpose, the record's pk as the key) — the claim commits
+only together with a handed-over e-mail, so a second run (a redelivery, a retry) finds it claimed and sends
+nothing, while a mail-server error leaves it unclaimed for the task's retry. A staff retry of a failed payout
+or refund forgets the alert (``payment_alert_forget``): its next failure is a new event with its own alert.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models, transaction
 from django.urls import reverse
-from django.utils import timezone
 
+from config.core import mail_once
 from config.core.mail import send_templated_mail
 from config.core.publish import publish_on_commit
 
@@ -37,7 +37,6 @@ CHARGE_DISPUTED = "charge_disputed"
 @dataclass(frozen=True)
 class AlertKind:
     model: type[models.Model]
-    stamp: str  # the "sent" timestamp field, claimed by the conditional UPDATE
     still_failed: dict[str, str]  # the claim only holds while the record is still in its failed state
     template: str  # templates/emails/<template>.txt and .html
     subject: str  # formatted with the order id
@@ -46,28 +45,24 @@ class AlertKind:
 KINDS: dict[str, AlertKind] = {
     CHARGE_DECLINED: AlertKind(
         model=Charge,
-        stamp="decline_alerted_at",
         still_failed={"status": Charge.Status.FAILED},
         template="alert_charge_declined",
         subject="Card charge declined for order {order_id}: update your card",
     ),
     PAYOUT_FAILED: AlertKind(
         model=Payout,
-        stamp="failure_alerted_at",
         still_failed={"status": Payout.Status.FAILED},
         template="alert_payout_failed",
         subject="Payout failed for order {order_id}: check your payout account",
     ),
     REFUND_FAILED: AlertKind(
         model=Charge,
-        stamp="refund_failure_alerted_at",
         still_failed={"refund_status": Charge.RefundStatus.FAILED},
         template="alert_refund_failed",
         subject="Refund failed for order {order_id}: our team is on it",
     ),
     CHARGE_DISPUTED: AlertKind(
         model=Dispute,
-        stamp="partner_alerted_at",
         still_failed={"status": Dispute.Status.OPEN},
         template="alert_charge_disputed",
         subject="Card charge disputed for order {order_id}: our team is on it",
@@ -81,6 +76,17 @@ def payment_alert_enqueue(*, kind: str, pk: int) -> None:
         raise ValueError(f"unknown payment alert {kind!r}")
     # Lost with the broker: the failure stays on the portal dashboard's readiness summary all the same.
     publish_on_commit("payouts.tasks.payment_alert_send", kind, pk)
+
+
+def payment_alert_forget(*, kind: str, pk: int) -> None:
+    """The record's failure is over (a staff retry): its next failure is a new event with its own alert. In the
+    caller's transaction, with the move that ends the failure."""
+    mail_once.forget(purpose=kind, keys=[pk])
+
+
+def payment_alert_sent_at(*, kind: str, pk: int):
+    """When the partner was e-mailed about this record's failure (``None``: not yet)."""
+    return mail_once.rows(kind, [pk]).values_list("sent_at", flat=True).first()
 
 
 def _portal_url(name: str, *args: Any, fragment: str = "", query: str = "") -> str:
@@ -130,12 +136,8 @@ def payment_alert_send(*, kind: str, pk: int) -> bool:
     Mail-server errors propagate, with the claim rolled back, for the task to retry.
     """
     spec = KINDS[kind]
-    record = (
-        spec.model.objects.select_related("partner", "order")
-        .filter(pk=pk, **spec.still_failed, **{f"{spec.stamp}__isnull": True})
-        .first()
-    )
-    if record is None:
+    record = spec.model.objects.select_related("partner", "order").filter(pk=pk, **spec.still_failed).first()
+    if record is None or payment_alert_sent_at(kind=kind, pk=pk) is not None:
         return False
     if not record.partner.contact_email:
         logger.warning(
@@ -145,12 +147,13 @@ def payment_alert_send(*, kind: str, pk: int) -> bool:
         return False
     context = _context(kind, record)
     with transaction.atomic():
-        # Race: two workers sending the same alert (a redelivery, the task's retry) — only the UPDATE that
-        # still finds the stamp empty claims it; the other waits for this row and then finds it claimed.
-        claimed = spec.model.objects.filter(
-            pk=pk, **spec.still_failed, **{f"{spec.stamp}__isnull": True}
-        ).update(**{spec.stamp: timezone.now()})
-        if not claimed:
+        # Race: a staff retry ending the failure meanwhile — the record's row lock orders the two, and the alert
+        # is claimed only while the record is still failed.
+        if not spec.model.objects.select_for_update().filter(pk=pk, **spec.still_failed).exists():
+            return False
+        # Race: two workers sending the same alert (a redelivery, the task's retry) — only the insert of the
+        # alert's row claims it; the other waits for this transaction and then finds it claimed.
+        if not mail_once.claim_with_sending(purpose=kind, key=pk, recipient=record.partner.contact_email):
             return False
         # Inside the claim's transaction: a mail-server error rolls the claim back, so the retry sends it.
         send_templated_mail(

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
-
 from config.core import rawsql
 from config.core.statemachine import StateMachine
 
@@ -39,85 +37,17 @@ def charge_transition(*, charge: Charge, to: str, actor: str, reason: str = "", 
     return locked
 
 
-def charge_for_order(*, order) -> Charge:
-    """Charge the partner's card on file for ``order.total_price`` (docs/partners/orders.md "Life cycle").
-
-    Idempotent per order: the Charge row is unique per order and the platform call uses the order id as its
-    idempotency key, so a repeat returns the existing charge and never charges twice. A declined card gives
-    a Charge with ``status == "failed"`` and a human ``failure_reason``. A transient platform failure
-    raises ``PlatformUnavailable`` (the caller retries; the charge stays ``pending``).
-    """
-    charge = Charge.objects.filter(order_id=order.pk).first()
-    if charge is None:
-        # The unique order column decides between two concurrent first calls: both get the same row.
-        charge, _ = Charge.objects.get_or_create(
-            order_id=order.pk,
-            defaults={
-                "partner_id": order.partner_id,
-                "amount": order.total_price,
-                "currency": CURRENCY,
-                "platform": get_platform().name,
-                "idempotency_key": order.order_id,
-            },
-        )
-    if charge.is_final:
-        return charge
-    unavailable: PlatformUnavailable | None = None
-    with transaction.atomic():
-        # Race: two confirmation runs for one order — the charge row's lock lets one call the platform at a
-        # time; the other then sees the final status (and the platform's idempotency key backs it up).
-        charge = Charge.objects.select_for_update().get(pk=charge.pk)
-        if charge.is_final:
-            return charge
-        card = CreditCard.objects.filter(partner_id=charge.partner_id).first()
-        if card is None:
-            charge = _charge_failed(charge, reason="No credit card on file.")
-            return charge
-        charge.attempts += 1
-        charge.card_brand, charge.card_last4 = card.brand, card.last4
-        failure: str | None = None
-        succeeded = False
-        try:
-            result = get_platform().charge_card(
-                card_token=card.platform_card_token,
-                amount=charge.amount,
-                currency=charge.currency,
-                idempotency_key=charge.idempotency_key,
-                description=f"Ticket buy-back order {order.order_id}",
-            )
-        except PlatformUnavailable as exc:
-            charge.last_error = exc.message[:255]
-            unavailable = exc
-        except PlatformError as exc:
-            failure = exc.message
-        else:
-            charge.platform_charge_id = result.charge_id
-            if result.status == pf.CHARGE_SUCCEEDED:
-                succeeded = True
-            else:
-                failure = result.failure_reason or "The card was declined."
-        charge.save()  # the attempt; the status moves below, with its history row
-        if succeeded:
-            charge = charge_transition(charge=charge, to=Charge.Status.SUCCEEDED, actor=ACTOR)
-        elif failure is not None:
-            charge = _charge_failed(charge, reason=failure)
-    if unavailable is not None:
-        raise unavailable
-    logger.info(
-        "order charged" if charge.status == Charge.Status.SUCCEEDED else "order charge failed",
-        extra={"order_id": order.order_id, "charge_status": charge.status},
-    )
-    return charge
-
-
-def charges_for_orders(*, orders: list) -> dict[int, Charge | PaymentError]:
-    """``charge_for_order`` for many orders in a fixed number of statements: each order's charge, or the
-    ``PlatformUnavailable`` (the charge stays ``pending``) or ``PlatformError`` its platform call met, by order pk.
+def orders_charge(*, orders: list) -> dict[int, Charge | PaymentError]:
+    """Charge the partner's card on file for each order's ``total_price`` (docs/partners/orders.md "Life cycle"),
+    in a fixed number of statements (one order is a list of one): each order's charge, or the
+    ``PlatformUnavailable`` (the charge stays ``pending``, the caller retries) or ``PlatformError`` its platform
+    call met, by order pk.
 
     The caller holds the orders' row locks, so no other confirmation of these orders runs meanwhile: their
-    charges are read, made and moved without locks of their own. Idempotent as ``charge_for_order``: a final
-    charge is returned as it is, and each platform call carries the order id as its idempotency key.
-    A declined card or a card missing fails that charge alone (with its staff alert).
+    charges are read, made and moved without locks of their own. Idempotent per order: the Charge row is unique
+    per order, a final charge is returned as it is, and each platform call carries the order id as its
+    idempotency key, so a repeat never charges twice. A declined card or a card missing fails that charge alone
+    (``status == "failed"`` with a human ``failure_reason``, and its staff alert).
     """
     if not orders:
         return {}
@@ -184,7 +114,7 @@ def charges_for_orders(*, orders: list) -> dict[int, Charge | PaymentError]:
                 succeeded.append(charge)
             else:
                 failed.append((charge, answer.failure_reason or "The card was declined."))
-    # The attempts, as ``charge_for_order`` saves them before the status moves.
+    # The attempts, saved before the status moves.
     rawsql.update_many(
         [charge for _, charge in calls],
         ["attempts", "card_brand", "card_last4", "platform_charge_id", "last_error"],

@@ -29,7 +29,7 @@ from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
 from ..models import Payout, PayoutAccount, PayoutStatusHistory
 from ..platform import get_platform
-from .alerts import PAYOUT_FAILED, payment_alert_enqueue
+from .alerts import PAYOUT_FAILED, payment_alert_enqueue, payment_alert_forget
 from .charges import CURRENCY
 
 logger = logging.getLogger(__name__)
@@ -377,21 +377,22 @@ def payout_retry(*, payout: Payout, actor: str, reason: str = "Retried by staff"
     try:
         # Race: two retries at once (staff, a connection) — the state machine's row lock lets one move it
         # failed → pending; the other finds it pending and makes no second attempt.
-        payout_transition(
-            payout=payout,
-            to=P.PENDING,
-            actor=actor,
-            reason=reason,
-            changes=lambda locked: {
-                "attempt": locked.attempt + 1,
-                "platform_payout_id": "",
-                "failure_reason": "",
-                "last_error": "",
-                "scheduled_for": None,
-                "paid_at": None,
-                "failure_alerted_at": None,  # the next failure is a new event with its own alert
-            },
-        )
+        with transaction.atomic():
+            payout_transition(
+                payout=payout,
+                to=P.PENDING,
+                actor=actor,
+                reason=reason,
+                changes=lambda locked: {
+                    "attempt": locked.attempt + 1,
+                    "platform_payout_id": "",
+                    "failure_reason": "",
+                    "last_error": "",
+                    "scheduled_for": None,
+                    "paid_at": None,
+                },
+            )
+            payment_alert_forget(kind=PAYOUT_FAILED, pk=payout.pk)  # its next failure: a new alert
     except IllegalStateMove:
         return False
     logger.info("payout retry requested", extra={"payout_pk": payout.pk, "actor": actor})

@@ -2,7 +2,7 @@
 
 Every cancel goes through ``orders.services.order_transition(..., to="canceled")`` (partner, staff, a canceled
 event), which writes an ``order.status_changed`` notification in the cancel's transaction. Payouts' subscriber
-(``order_reactions.on_order_status_changed``) then runs ``refund_request``, which marks the order's succeeded
+(``payouts.lifecycle.reactions.on_order_canceled``, on the move's ``Transition``) then runs ``refund_request``, which marks the order's succeeded
 charge as owing a refund (``refund_status = pending``), and ``refund_enqueue`` publishes the task
 ``payouts.tasks.refund_for_order``, which calls the service of the same name and retries it with backoff while
 the platform is unavailable. The beat's ``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
@@ -36,7 +36,7 @@ from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
 from ..models import Charge, RefundStatusHistory
 from ..platform import get_platform
-from .alerts import REFUND_FAILED, payment_alert_enqueue
+from .alerts import REFUND_FAILED, payment_alert_enqueue, payment_alert_forget
 
 logger = logging.getLogger(__name__)
 
@@ -232,20 +232,21 @@ def _refund_may_be_owed(charge: Charge) -> bool:
 def refund_retry(*, charge: Charge, actor: str) -> bool:
     """Staff: try a failed refund again, as a new attempt (new idempotency key). Returns whether it was failed."""
     try:
-        refund_transition(
-            charge=charge,
-            to=R.PENDING,
-            actor=actor,
-            reason="Retried by staff",
-            changes=lambda locked: {
-                "refund_attempt": locked.refund_attempt + 1,
-                "platform_refund_id": "",
-                "refund_failure_reason": "",
-                "refund_last_error": "",
-                "refund_attempted_at": None,
-                "refund_failure_alerted_at": None,  # the next failure is a new event with its own alert
-            },
-        )
+        with transaction.atomic():
+            refund_transition(
+                charge=charge,
+                to=R.PENDING,
+                actor=actor,
+                reason="Retried by staff",
+                changes=lambda locked: {
+                    "refund_attempt": locked.refund_attempt + 1,
+                    "platform_refund_id": "",
+                    "refund_failure_reason": "",
+                    "refund_last_error": "",
+                    "refund_attempted_at": None,
+                },
+            )
+            payment_alert_forget(kind=REFUND_FAILED, pk=charge.pk)  # its next failure: a new alert
     except IllegalStateMove:  # a double click or a second staff member: it is pending already
         return False
     logger.info("refund retry requested", extra={"charge_pk": charge.pk, "actor": actor})

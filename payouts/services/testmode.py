@@ -20,24 +20,10 @@ def charge_declines(*, seller_email: str) -> bool:
     return seller_email.strip().lower().endswith(DECLINE_DOMAIN)
 
 
-def test_charge_for_order(*, order) -> pf.ChargeResult:
-    """Charge a test order on the sandbox; idempotent per order (the sandbox's idempotency key)."""
-    sandbox = get_platform("sandbox")
-    return sandbox.charge_card(
-        card_token=sandbox.test_mode_card(
-            reference=f"test:{order.partner.public_id}",
-            declines=charge_declines(seller_email=order.seller_email),
-        ),
-        amount=order.total_price,
-        currency="USD",
-        idempotency_key=f"test:{order.order_id}",
-        description=f"Test-mode order {order.order_id}",
-    )
-
-
-def test_charges_for_orders(*, orders: list) -> dict[int, pf.ChargeResult | PaymentError]:
-    """``test_charge_for_order`` for many test orders: one read of their test cards and one batch on the sandbox.
-    Each order's answer by its pk: the charge's result, or the platform's error for that order alone."""
+def test_orders_charge(*, orders: list) -> dict[int, pf.ChargeResult | PaymentError]:
+    """Charge test orders on the sandbox: one read of their test cards and one batch on the sandbox, idempotent
+    per order (the sandbox's idempotency key). Each order's answer by its pk: the charge's result, or the
+    platform's error for that order alone."""
     if not orders:
         return {}
     sandbox = get_platform("sandbox")

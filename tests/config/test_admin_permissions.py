@@ -35,8 +35,8 @@ from orders.webhooks.models import WebhookEndpoint
 from orders.webhooks.services import endpoint_create, endpoint_disable
 from partners.models import Partner, PartnerCredential, PartnerTestCredential
 from partners.portal_services import portal_user_invite
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, Payout
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner
@@ -50,6 +50,7 @@ histories_migration = importlib.import_module("payouts.migrations.0012_staff_gro
 transfers_migration = importlib.import_module("payouts.migrations.0013_staff_groups_transfers")
 disputes_migration = importlib.import_module("payouts.migrations.0015_staff_groups_disputes")
 templates_migration = importlib.import_module("payouts.migrations.0016_staff_groups_platform_templates")
+mail_once_migration = importlib.import_module("payouts.migrations.0020_staff_groups_mail_once")
 
 # Django's own pages of a model admin; everything else a model admin serves is one of its custom views.
 STANDARD_VIEWS = {"changelist", "add", "history", "delete", "change"}
@@ -338,6 +339,7 @@ def shipped_groups() -> tuple[Group, Group]:
     transfers_migration.add_transfer_permissions(apps, SimpleNamespace(connection=connection))
     disputes_migration.add_dispute_views(apps, SimpleNamespace(connection=connection))
     templates_migration.add_platform_template_permissions(apps, SimpleNamespace(connection=connection))
+    mail_once_migration.add_mail_once_view(apps, SimpleNamespace(connection=connection))
     return Group.objects.get(name="Support (read only)"), Group.objects.get(name="Operations")
 
 

@@ -16,6 +16,7 @@ from payouts import tasks
 from payouts.models import Charge
 from payouts.sandbox.models import SandboxCharge
 from tests.conftest import issue_token
+from tests.orders.factories import confirmation_mail
 
 from .conftest import ORDER_FORM, quote_body
 from .live import production_env, wait_for
@@ -43,14 +44,14 @@ def test_worker_killed_during_confirmation_charges_once_and_mails_once(
 
     def mid_confirmation() -> bool:
         order.refresh_from_db()
-        return order.confirmation_email_claimed_at is not None and smtp.connected.is_set()
+        return confirmation_mail(order).claimed_at is not None and smtp.connected.is_set()
 
     assert wait_for(mid_confirmation, timeout=60), worker.output()[-3000:]
     worker.kill()  # SIGKILL: no warm shutdown, no chance to ack or clean up
 
     order.refresh_from_db()
     assert order.status == Order.Status.AWAITING_TRANSFER  # charged and moved before the e-mail
-    assert order.confirmation_email_sent_at is None
+    assert confirmation_mail(order).sent_at is None
     assert smtp.messages == []
     assert Charge.objects.filter(order=order).count() == 1
 
@@ -64,7 +65,7 @@ def test_worker_killed_during_confirmation_charges_once_and_mails_once(
 
     order.refresh_from_db()
     assert order.status == Order.Status.AWAITING_TRANSFER
-    assert order.confirmation_email_sent_at is not None
+    assert confirmation_mail(order).sent_at is not None
     assert Charge.objects.filter(order=order).count() == 1
     assert SandboxCharge.objects.count() == 1  # the platform saw one charge too
     assert len(mail.outbox) == 1 and mail.outbox[0].to == ["seller@faulty.example"]

@@ -5,7 +5,9 @@ from datetime import timedelta
 from decimal import Decimal
 
 from catalog.models import Row
+from config.core.models import MailOnce
 from orders.models import Order
+from orders.seller_mail import CONFIRMATION_MAIL
 from orders.services import order_create, order_transition
 from orders.transfers.decision.state import order_receive
 from tests.catalog.factories import RowFactory
@@ -92,3 +94,24 @@ def order_of_quote(quote, **fields) -> Order:
         "livemode": quote.livemode,
     }
     return order_create(**{**values, **fields})
+
+
+def confirmation_mail(order: Order) -> MailOnce:
+    """The order's confirmation e-mail as the e-mails sent at most once record it (an unsaved, empty record when
+    nothing was recorded yet)."""
+    return MailOnce.objects.filter(purpose=CONFIRMATION_MAIL, key=str(order.pk)).first() or MailOnce(
+        purpose=CONFIRMATION_MAIL, key=str(order.pk)
+    )
+
+
+def confirmation_mailed(orders) -> set[int]:
+    """The pks of ``orders`` whose confirmation e-mail is recorded as sent."""
+    keys = MailOnce.objects.filter(
+        purpose=CONFIRMATION_MAIL, key__in=[str(order.pk) for order in orders], sent_at__isnull=False
+    ).values_list("key", flat=True)
+    return {int(key) for key in keys}
+
+
+def confirmation_mail_set(order: Order, **fields) -> None:
+    """Write the order's confirmation e-mail record as a sender would have left it."""
+    MailOnce.objects.update_or_create(purpose=CONFIRMATION_MAIL, key=str(order.pk), defaults=fields)

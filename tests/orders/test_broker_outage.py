@@ -12,10 +12,12 @@ from django.utils import timezone
 from kombu import pools as kombu_pools
 
 from config.celery import app as celery_app
-from orders import dispatch, services, tasks
+from orders import dispatch, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from payouts import tasks as payouts_tasks
+from payouts.lifecycle import confirmation
 from payouts.models import Charge
+from tests.orders.factories import confirmation_mailed
 
 from .conftest import order_form, post_order
 
@@ -92,9 +94,7 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
         assert tasks.notifications_dispatch_pending() == 0  # published once, not every minute
         with start_worker(celery_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
             assert _wait_for(lambda: len(mail.outbox) == 1)
-            assert _wait_for(
-                lambda: Order.objects.filter(pk=order.pk, confirmation_email_sent_at__isnull=False).exists()
-            )
+            assert _wait_for(lambda: confirmation_mailed([order]) == {order.pk})
         assert payouts_tasks.orders_requeue_unconfirmed() == 0
 
     order.refresh_from_db()
@@ -104,7 +104,7 @@ def test_broker_outage_still_creates_the_order_and_the_sweeper_confirms_it_once(
     assert mail.outbox[0].to == ["seller@example.org"]
 
 
-def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, real_broker):
+def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, real_broker, monkeypatch):
     _use_broker(DEAD_BROKER)
     response = post_order(auth_client, order_form(quote))
     order = Order.objects.get(order_id=response.json()["data"]["order_id"])
@@ -112,10 +112,10 @@ def test_sweeper_also_retries_a_confirmation_that_stalled(auth_client, quote, re
     Order.objects.filter(pk=order.pk).update(confirmation_started_at=timezone.now())
     published = []
 
+    monkeypatch.setattr(confirmation, "publish", lambda name, order_pk: published.append(order_pk) or True)
+
     def requeue(now=None):
-        return services.orders_requeue_unconfirmed(
-            publish_confirmation=lambda order_pk: published.append(order_pk) or True, now=now
-        )
+        return confirmation.orders_requeue_unconfirmed(now=now)
 
     assert requeue() == []
     grace = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_GRACE_SECONDS + 1)

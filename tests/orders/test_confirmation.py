@@ -8,11 +8,11 @@ from config.core.backoff import task_retry_seconds
 from orders.models import Order
 from payouts import tasks
 from payouts.errors import PlatformUnavailable
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.order_reactions import order_confirm
 from tests.conftest import issue_token, make_partner
-from tests.orders.factories import order_row
+from tests.orders.factories import confirmation_mail, confirmation_mail_set, order_row
 from tests.quotes.factories import QuoteFactory
 
 from .conftest import order_form, pdf_upload, post_order
@@ -64,9 +64,9 @@ def test_confirmation_charges_the_card_moves_the_order_and_mails_the_seller(
         assert order.transfer_address in text
         assert order.order_id in text
     assert message.alternatives[0][1] == "text/html"
-    order.refresh_from_db()
-    assert order.confirmation_email_to == "seller@example.org"
-    assert order.confirmation_email_sent_at is not None
+    sent = confirmation_mail(order)
+    assert sent.recipient == "seller@example.org"
+    assert sent.sent_at is not None
 
 
 @pytest.mark.parametrize(
@@ -144,16 +144,16 @@ def test_platform_outage_is_retried_and_charges_once(auth_client, quote, monkeyp
     from payouts.platform.sandbox.backend import SandboxPlatform
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
-    real_charge = SandboxPlatform.charge_card
+    real_charge = SandboxPlatform.charge_cards
     calls = []
 
-    def flaky(self, **kwargs):
-        calls.append(kwargs["idempotency_key"])
+    def flaky(self, requests):
+        calls.extend(request.idempotency_key for request in requests)
         if len(calls) < 3:
-            raise PlatformUnavailable()
-        return real_charge(self, **kwargs)
+            return [PlatformUnavailable() for _ in requests]
+        return real_charge(self, requests)
 
-    monkeypatch.setattr(SandboxPlatform, "charge_card", flaky)
+    monkeypatch.setattr(SandboxPlatform, "charge_cards", flaky)
     countdowns = []
     real_retry = tasks.order_confirm.retry
 
@@ -195,8 +195,8 @@ def test_mail_server_unreachable_is_retried_without_charging_again(auth_client, 
         == f"<confirmation.{order.order_id}@transfers.buyback.example>"
     )
     assert Charge.objects.filter(order=order).count() == 1
-    order.refresh_from_db()
-    assert order.confirmation_email_sent_at is not None and not order.confirmation_email_unconfirmed
+    sent = confirmation_mail(order)
+    assert sent.sent_at is not None and not sent.unconfirmed
 
 
 def test_mail_server_refusing_the_message_is_retried_and_sent_once(auth_client, quote, monkeypatch):
@@ -232,8 +232,8 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
     from django.utils import timezone
 
     from orders import seller_mail
-    from orders.services import EMAIL_HANDOVER_LEASE
-    from payouts.services.order_reactions import orders_requeue_unconfirmed
+    from payouts.lifecycle.confirmation import orders_requeue_unconfirmed
+    from payouts.lifecycle.seller_email import EMAIL_HANDOVER_LEASE
 
     order = Order.objects.get(order_id=post_order(auth_client, order_form(quote)).json()["data"]["order_id"])
     attempts = []
@@ -246,18 +246,18 @@ def test_a_message_lost_after_the_hand_over_is_never_sent_twice(auth_client, quo
     tasks.order_confirm.apply(args=[order.pk])  # retried by the task: the retries do not send again
     order_confirm(order_pk=order.pk)
     assert attempts == [1]
-    order.refresh_from_db()
-    assert order.confirmation_email_handed_over_at is not None and order.confirmation_email_sent_at is None
+    sent = confirmation_mail(order)
+    assert sent.handed_over_at is not None and sent.sent_at is None
 
     later = timezone.now() + timedelta(seconds=settings.ORDER_CONFIRMATION_STALE_SECONDS + 60)
-    assert later - order.confirmation_email_handed_over_at > EMAIL_HANDOVER_LEASE
+    assert later - sent.handed_over_at > EMAIL_HANDOVER_LEASE
     with time_machine.travel(later, tick=False):
         assert orders_requeue_unconfirmed() == [order.pk]  # the stalled confirmation runs again ...
         assert attempts == [1]  # ... and does not send
         assert orders_requeue_unconfirmed() == []
-    order.refresh_from_db()
-    assert order.confirmation_email_unconfirmed is True
-    assert order.confirmation_email_sent_at == order.confirmation_email_handed_over_at
+    sent = confirmation_mail(order)
+    assert sent.unconfirmed is True
+    assert sent.sent_at == sent.handed_over_at
     assert mail.outbox == [] and Charge.objects.filter(order=order).count() == 1
 
 
@@ -299,8 +299,8 @@ def test_order_without_any_recipient_is_confirmed_without_mail(db, django_captur
     order = create_and_confirm(client, order_form(quote), django_capture_on_commit_callbacks)
     assert order.status == Order.Status.AWAITING_TRANSFER
     assert mail.outbox == []
-    order.refresh_from_db()
-    assert order.confirmation_email_sent_at is not None and order.confirmation_email_to == ""
+    sent = confirmation_mail(order)
+    assert sent.sent_at is not None and sent.recipient == ""
 
 
 def _with_unreleased_claim(order: Order, *, age_seconds: float) -> None:
@@ -309,10 +309,11 @@ def _with_unreleased_claim(order: Order, *, age_seconds: float) -> None:
 
     from django.utils import timezone
 
-    Order.objects.filter(pk=order.pk).update(
-        confirmation_email_sent_at=None,
-        confirmation_email_handed_over_at=None,
-        confirmation_email_claimed_at=timezone.now() - timedelta(seconds=age_seconds),
+    confirmation_mail_set(
+        order,
+        sent_at=None,
+        handed_over_at=None,
+        claimed_at=timezone.now() - timedelta(seconds=age_seconds),
     )
     mail.outbox.clear()
 
@@ -320,19 +321,19 @@ def _with_unreleased_claim(order: Order, *, age_seconds: float) -> None:
 def test_a_claim_left_behind_is_taken_over_after_its_90_second_lease(
     auth_client, quote, django_capture_on_commit_callbacks
 ):
-    from orders.services import EMAIL_CLAIM_LEASE, order_confirmation_email
+    from payouts.lifecycle.seller_email import EMAIL_CLAIM_LEASE, confirmation_emails_send
 
     order = create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
     assert order.status == Order.Status.AWAITING_TRANSFER and len(mail.outbox) == 1
     assert EMAIL_CLAIM_LEASE.total_seconds() == 90
     _with_unreleased_claim(order, age_seconds=60)
-    assert order_confirmation_email(order_pk=order.pk) is False  # still the other sender's
+    assert confirmation_emails_send(order_pks=[order.pk]).sent == []  # still the other sender's
     assert mail.outbox == []
     _with_unreleased_claim(order, age_seconds=91)
-    assert order_confirmation_email(order_pk=order.pk) is True
+    assert confirmation_emails_send(order_pks=[order.pk]).sent == [str(order.pk)]
     assert len(mail.outbox) == 1
-    order.refresh_from_db()
-    assert order.confirmation_email_sent_at is not None and not order.confirmation_email_unconfirmed
+    sent = confirmation_mail(order)
+    assert sent.sent_at is not None and not sent.unconfirmed
 
 
 def test_a_slow_sender_whose_claim_was_taken_over_sends_nothing(
@@ -345,26 +346,24 @@ def test_a_slow_sender_whose_claim_was_taken_over_sends_nothing(
     from django.core.mail.backends.locmem import EmailBackend
     from django.utils import timezone
 
-    from orders.services import order_confirmation_email
+    from payouts.lifecycle.seller_email import confirmation_emails_send
 
     order = create_and_confirm(auth_client, order_form(quote), django_capture_on_commit_callbacks)
     assert order.status == Order.Status.AWAITING_TRANSFER
     _with_unreleased_claim(order, age_seconds=0)
-    Order.objects.filter(pk=order.pk).update(confirmation_email_claimed_at=None)
+    confirmation_mail_set(order, claimed_at=None)
     real_open = EmailBackend.open
 
     def slow_open(self):
         # Meanwhile another sender took the e-mail over (the first claim expired while this one waited).
-        Order.objects.filter(pk=order.pk).update(
-            confirmation_email_claimed_at=timezone.now() + timedelta(seconds=1)
-        )
+        confirmation_mail_set(order, claimed_at=timezone.now() + timedelta(seconds=1))
         return real_open(self)
 
     monkeypatch.setattr(EmailBackend, "open", slow_open)
-    assert order_confirmation_email(order_pk=order.pk) is False
+    assert confirmation_emails_send(order_pks=[order.pk]).sent == []
     assert mail.outbox == []
-    order.refresh_from_db()
-    assert order.confirmation_email_handed_over_at is None and order.confirmation_email_sent_at is None
+    sent = confirmation_mail(order)
+    assert sent.handed_over_at is None and sent.sent_at is None
 
 
 def test_a_sent_message_is_recorded_through_an_outage_longer_than_a_claim_may_wait(monkeypatch):
@@ -374,7 +373,8 @@ def test_a_sent_message_is_recorded_through_an_outage_longer_than_a_claim_may_wa
 
     from django.db import OperationalError
 
-    from orders.services import confirmation_state as steps
+    from config.core import mail_once as steps
+    from payouts.lifecycle.seller_email import EMAIL_HANDOVER_LEASE
 
     clock = [0.0]
     monkeypatch.setattr(steps.time, "monotonic", lambda: clock[0])
@@ -392,7 +392,7 @@ def test_a_sent_message_is_recorded_through_an_outage_longer_than_a_claim_may_wa
         return statement
 
     with pytest.raises(OperationalError):
-        steps._with_db_retry(failing_for(60), done=lambda: False)
+        steps.with_db_retry(failing_for(60), done=lambda: False)
     clock[0] = 0.0
-    assert steps._with_db_retry(failing_for(120), done=lambda: False, seconds=steps.RECORD_RETRY_SECONDS)
-    assert steps.EMAIL_HANDOVER_LEASE.total_seconds() > steps.RECORD_RETRY_SECONDS
+    assert steps.with_db_retry(failing_for(120), done=lambda: False, seconds=steps.RECORD_RETRY_SECONDS)
+    assert EMAIL_HANDOVER_LEASE.total_seconds() > steps.RECORD_RETRY_SECONDS

@@ -5,7 +5,7 @@ from catalog.models import Row
 from orders import services
 from orders.models import Order
 from orders.tasks import orders_expire_overdue
-from payouts.services.order_reactions import order_confirm
+from payouts.lifecycle.confirmation import order_confirm
 
 from .conftest import create_order
 

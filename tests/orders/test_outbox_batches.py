@@ -19,7 +19,7 @@ from django.utils import timezone
 from config.core.retrying import MAX_RETRIES
 from orders import dispatch, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
-from orders.services import orders_transition_many
+from orders.services import orders_transition
 
 from .conftest import create_order
 
@@ -173,7 +173,7 @@ def test_the_confirmation_batchs_notifications_go_as_one_message(
         orders = list(
             Order.objects.select_related("event").select_for_update().filter(pk__in=pks).order_by("pk")
         )
-        orders_transition_many(orders=orders, to=S.AWAITING_TRANSFER, actor="system:test")
+        orders_transition(orders=orders, to=S.AWAITING_TRANSFER, actor="system:test")
     changed = list(
         Notification.objects.filter(order_id__in=pks, type="order.status_changed")
         .order_by("pk")

@@ -9,8 +9,8 @@ from django.core import mail
 from django.test import Client
 
 from payouts.backoffice.dashboard import staff_dashboard
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, CreditCard, PayoutAccount
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order

@@ -12,12 +12,12 @@ from django.utils import timezone
 
 from partners.models import PortalUser
 from payouts.models import Charge, Payout
-from payouts.services.charges import charge_for_order
 from payouts.services.methods import payment_methods_create_sandbox
 from payouts.services.progression import payouts_progress
 from tests.confirming import post_confirmed
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
+from tests.payouts.charging import charge_order
 
 pytestmark = pytest.mark.django_db
 
@@ -66,8 +66,8 @@ def test_charges_list_filters_by_state(staff, db):
     bad = make_partner(name="Bad Co", email="b@bad.example", payment_methods=False)
     payment_methods_create_sandbox(partner=bad.partner, card_number="4000000000000002")
     ok_order, declined = make_order(good.partner), make_order(bad.partner)
-    charge_for_order(order=ok_order)
-    charge_for_order(order=declined)
+    charge_order(order=ok_order)
+    charge_order(order=declined)
     body = staff.get("/admin/payouts/charge/", {"status__exact": "failed"}).content.decode()
     assert declined.order_id in body and ok_order.order_id not in body
     assert "Your card was declined." in body
@@ -159,7 +159,7 @@ def test_a_payouts_row_opens_its_read_only_record(staff, failed_payout):
 
 def test_a_charges_row_opens_its_read_only_record(staff, partner):
     order = make_order(partner)
-    charge_for_order(order=order)
+    charge_order(order=order)
     charge = Charge.objects.get(order=order)
     record = f"/admin/payouts/charge/{charge.pk}/change/"
     listing = staff.get("/admin/payouts/charge/").content.decode()
@@ -173,7 +173,7 @@ def test_a_charges_row_opens_its_read_only_record(staff, partner):
 def test_order_page_shows_its_charge_and_payout(staff, failed_payout):
     _, payout = failed_payout
     order = payout.order
-    charge_for_order(order=order)
+    charge_order(order=order)
     charge = Charge.objects.get(order=order)
     content = staff.get(f"/admin/orders/order/{order.pk}/change/").content.decode()
     assert f'href="/admin/payouts/charge/{charge.pk}/change/"' in content
@@ -238,7 +238,7 @@ def test_order_page_retries_a_failed_payout_after_confirmation_and_returns_to_th
 
 
 def test_order_page_retries_a_failed_refund_after_confirmation(staff, django_capture_on_commit_callbacks):
-    from payouts.services.order_reactions import order_confirm
+    from payouts.lifecycle.confirmation import order_confirm
     from tests.payouts.test_refunds import REFUND_FAILS_CARD, cancel_order
 
     creds = make_partner(payment_methods=False)

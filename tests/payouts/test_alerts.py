@@ -16,10 +16,17 @@ from django.utils import timezone
 
 from orders.models import Order
 from payouts import tasks
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, Payout
-from payouts.services.alerts import CHARGE_DECLINED, PAYOUT_FAILED, REFUND_FAILED, payment_alert_send
+from payouts.services.alerts import (
+    CHARGE_DECLINED,
+    PAYOUT_FAILED,
+    REFUND_FAILED,
+    payment_alert_forget,
+    payment_alert_send,
+    payment_alert_sent_at,
+)
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payout_retry, payouts_progress
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
@@ -59,7 +66,7 @@ def test_declined_charge_emails_the_contact_once_with_a_link_to_update_the_card(
     with django_capture_on_commit_callbacks(execute=True):
         order_confirm(order_pk=order.pk)
     charge = Charge.objects.get(order=order)
-    assert charge.status == "failed" and charge.decline_alerted_at is not None
+    assert charge.status == "failed" and payment_alert_sent_at(kind=CHARGE_DECLINED, pk=charge.pk) is not None
 
     [alert] = alerts("Card charge declined")
     assert alert.to == ["ops@declined.example"]
@@ -85,7 +92,7 @@ def test_no_alert_without_a_contact_email_only_a_log_line(django_capture_on_comm
     with django_capture_on_commit_callbacks(execute=True):
         order_confirm(order_pk=order.pk)
     assert alerts("Card charge declined") == []
-    assert Charge.objects.get(order=order).decline_alerted_at is None
+    assert payment_alert_sent_at(kind=CHARGE_DECLINED, pk=Charge.objects.get(order=order).pk) is None
     [record] = [r for r in caplog.records if r.getMessage().startswith("payment alert not sent")]
     assert record.alert == CHARGE_DECLINED and record.order_id == order.order_id
 
@@ -113,7 +120,9 @@ def test_a_mail_server_error_leaves_the_alert_unclaimed_for_the_retry(
     with pytest.raises(smtplib.SMTPServerDisconnected):
         payment_alert_send(kind=CHARGE_DECLINED, pk=charge.pk)
     charge.refresh_from_db()
-    assert charge.decline_alerted_at is None  # the claim rolled back with the failed hand-over
+    assert (
+        payment_alert_sent_at(kind=CHARGE_DECLINED, pk=charge.pk) is None
+    )  # the claim rolled back with the failed hand-over
     assert payment_alert_send(kind=CHARGE_DECLINED, pk=charge.pk) is True
     assert payment_alert_send(kind=CHARGE_DECLINED, pk=charge.pk) is False
     assert len(alerts("Card charge declined")) == 1
@@ -136,7 +145,7 @@ def test_two_workers_sending_the_same_alert_send_it_once(db):
     charge = Charge.objects.get(order=order)
     assert len(alerts("Card charge declined")) == 1
     # Pretend the first send never happened and let four workers race for the claim.
-    Charge.objects.filter(pk=charge.pk).update(decline_alerted_at=None)
+    payment_alert_forget(kind=CHARGE_DECLINED, pk=charge.pk)
     mail.outbox.clear()
     barrier = threading.Barrier(4)
     outcomes, errors = [], []
@@ -175,7 +184,9 @@ def test_failed_payout_emails_once_and_a_failed_staff_retry_is_a_new_alert(
         with django_capture_on_commit_callbacks(execute=True):
             payouts_progress()
         payout = Payout.objects.get(order=order)
-        assert payout.status == "failed" and payout.failure_alerted_at is not None
+        assert (
+            payout.status == "failed" and payment_alert_sent_at(kind=PAYOUT_FAILED, pk=payout.pk) is not None
+        )
 
         [alert] = alerts("Payout failed")
         assert alert.to == ["money@payout.example"]
@@ -210,7 +221,10 @@ def test_failed_refund_emails_once_with_a_link_to_the_order(django_capture_on_co
     with django_capture_on_commit_callbacks(execute=True):
         cancel_order(order)
     charge = Charge.objects.get(order=order)
-    assert charge.refund_status == "failed" and charge.refund_failure_alerted_at is not None
+    assert (
+        charge.refund_status == "failed"
+        and payment_alert_sent_at(kind=REFUND_FAILED, pk=charge.pk) is not None
+    )
 
     [alert] = alerts("Refund failed")
     assert alert.to == ["billing@refund.example"]

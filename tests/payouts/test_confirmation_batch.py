@@ -16,12 +16,12 @@ from django.utils import timezone
 from orders import delivery, outbox
 from orders.models import Notification, Order, OrderStatusHistory
 from payouts import tasks
+from payouts.lifecycle import confirmation, reactions
+from payouts.lifecycle.confirmation import order_confirm, orders_requeue_unconfirmed
 from payouts.models import Charge
 from payouts.sandbox.models import SandboxCard, SandboxCharge
-from payouts.services import confirmations
-from payouts.services.order_reactions import order_confirm, orders_requeue_unconfirmed
 from tests.conftest import make_partner
-from tests.orders.factories import make_orders
+from tests.orders.factories import confirmation_mail, confirmation_mailed, make_orders
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ S = Order.Status
 def assert_confirmed_once(order: Order, *, attempts: int = 1) -> None:
     order.refresh_from_db()
     assert order.status == S.AWAITING_TRANSFER
-    assert order.confirmation_email_sent_at is not None
+    assert confirmation_mailed([order]) == {order.pk}
     moves = OrderStatusHistory.objects.filter(order=order, to_status=S.AWAITING_TRANSFER)
     assert moves.count() == 1
     changed = Notification.objects.filter(order=order, type=Notification.Type.ORDER_STATUS_CHANGED)
@@ -49,7 +49,7 @@ def test_one_batch_charges_moves_and_mails_every_waiting_order_once():
     live = make_orders(4)
     test = make_orders(2, livemode=False)
 
-    outcome = confirmations.orders_confirm_batch()
+    outcome = confirmation.orders_confirm_batch()
 
     assert outcome.claimed == 6 and sorted(outcome.confirmed) == sorted(o.pk for o in live + test)
     for order in live + test:
@@ -59,7 +59,7 @@ def test_one_batch_charges_moves_and_mails_every_waiting_order_once():
     assert not Charge.objects.filter(order__in=test).exists()
     assert all(m.subject.startswith("[TEST] ") for m in mail.outbox if m.to == ["ops@acme.example"])
     # A second batch finds nothing left to do.
-    assert confirmations.orders_confirm_batch().claimed == 0
+    assert confirmation.orders_confirm_batch().claimed == 0
     assert len(mail.outbox) == 6
 
 
@@ -71,7 +71,7 @@ def test_a_batch_counts_each_live_move_once_it_commits(django_capture_on_commit_
     moved = ORDER_TRANSITIONS.labels(to_status=S.AWAITING_TRANSFER, reason="")
     before = moved._value.get()
     with django_capture_on_commit_callbacks(execute=True):
-        assert len(confirmations.orders_confirm_batch().confirmed) == 5
+        assert len(confirmation.orders_confirm_batch().confirmed) == 5
     assert moved._value.get() - before == 3
 
 
@@ -79,7 +79,7 @@ def test_a_batch_writes_what_the_one_order_confirmation_writes():
     """The partner sees the same notification, history and e-mail whichever path confirmed the order."""
     single, batched = make_orders(2)
     order_confirm(order_pk=single.pk)
-    confirmations.orders_confirm_batch()
+    confirmation.orders_confirm_batch()
 
     def seen(order):
         notification = Notification.objects.get(order=order, type=Notification.Type.ORDER_STATUS_CHANGED)
@@ -110,7 +110,7 @@ def test_a_declined_card_in_the_middle_cancels_that_order_alone():
     declined = make_orders(1, livemode=False, seller_email="someone@decline.test")[0]
     orders += make_orders(2)
 
-    outcome = confirmations.orders_confirm_batch()
+    outcome = confirmation.orders_confirm_batch()
 
     assert outcome.canceled == [declined.pk]
     declined.refresh_from_db()
@@ -132,7 +132,7 @@ def test_an_exception_in_the_middle_of_a_batch_leaves_that_order_alone_to_the_sw
         return real_payload(order=order, history=history)
 
     monkeypatch.setattr(outbox, "order_payload", payload)
-    outcome = confirmations.orders_confirm_batch()
+    outcome = confirmation.orders_confirm_batch()
 
     assert outcome.failed == [poisoned.pk] and len(outcome.confirmed) == 6
     for order in orders:
@@ -143,7 +143,7 @@ def test_an_exception_in_the_middle_of_a_batch_leaves_that_order_alone_to_the_sw
     assert poisoned.status == S.ACCEPTED and poisoned.confirmation_started_at is not None
     assert not Charge.objects.filter(order=poisoned).exists()
     assert not SandboxCharge.objects.filter(idempotency_key=poisoned.order_id).exists()
-    assert confirmations.orders_confirm_batch().claimed == 0  # a batch never takes it up again
+    assert confirmation.orders_confirm_batch().claimed == 0  # a batch never takes it up again
 
     # The sweep publishes it again once stale; without the fault it is confirmed once, the others untouched.
     monkeypatch.setattr(outbox, "order_payload", real_payload)
@@ -174,7 +174,7 @@ def test_a_database_error_on_one_row_of_a_batch_confirms_the_others_once():
             """
         )
     with CaptureQueriesContext(connection) as queries:
-        outcome = confirmations.orders_confirm_batch()
+        outcome = confirmation.orders_confirm_batch()
 
     assert outcome.failed == [poisoned.pk] and len(outcome.confirmed) == 8
     for order in orders:
@@ -197,7 +197,7 @@ def test_a_platform_outage_on_one_card_hands_that_order_to_the_retrying_task(mon
     retried = []
     monkeypatch.setattr(tasks.order_confirm, "delay", lambda pk: retried.append(pk))
 
-    outcome = confirmations.orders_confirm_batch()
+    outcome = confirmation.orders_confirm_batch()
 
     assert outcome.retried == [flaky.pk] and retried == [flaky.pk]
     for order in orders:
@@ -227,12 +227,13 @@ def test_the_mail_server_refusing_one_message_leaves_that_e_mail_to_the_retrying
     monkeypatch.setattr(seller_mail, "send_order_confirmation", refuse_the_second)
     retried = []
     monkeypatch.setattr(tasks.order_confirm, "delay", lambda pk: retried.append(pk))
-    outcome = confirmations.orders_confirm_batch()
+    outcome = confirmation.orders_confirm_batch()
 
     assert sorted(outcome.mailed) == sorted([orders[0].pk, orders[2].pk]) and retried == [orders[1].pk]
     refused = Order.objects.get(pk=orders[1].pk)
     assert refused.status == S.AWAITING_TRANSFER
-    assert refused.confirmation_email_claimed_at is None and refused.confirmation_email_handed_over_at is None
+    record = confirmation_mail(refused)
+    assert record.claimed_at is None and record.handed_over_at is None
     monkeypatch.setattr(seller_mail, "send_order_confirmation", real_send)
     order_confirm(order_pk=refused.pk)  # the retry: no second charge, one e-mail
     for order in orders:
@@ -241,19 +242,19 @@ def test_the_mail_server_refusing_one_message_leaves_that_e_mail_to_the_retrying
 
 def test_a_burst_of_nudges_publishes_one_batch_until_it_starts(monkeypatch):
     published = []
-    monkeypatch.setattr(confirmations, "publish", lambda name, *args: published.append(name) or True)
+    monkeypatch.setattr(confirmation, "publish", lambda name, *args: published.append(name) or True)
     for _ in range(20):
-        confirmations.confirmations_nudge()
+        confirmation.confirmations_nudge()
     assert published == ["payouts.tasks.orders_confirm_batch"]
-    confirmations.orders_confirm_batch()  # the batch starts: the next order nudges another
-    confirmations.confirmations_nudge()
+    confirmation.orders_confirm_batch()  # the batch starts: the next order nudges another
+    confirmation.confirmations_nudge()
     assert len(published) == 2
 
 
 def test_a_full_batch_publishes_the_next_one(monkeypatch, settings):
     settings.ORDER_CONFIRMATION_BATCH = 3
     make_orders(5)
-    outcome = confirmations.orders_confirm_batch()  # in process, the next batch runs at once
+    outcome = confirmation.orders_confirm_batch()  # in process, the next batch runs at once
     assert outcome.claimed == 3
     assert Order.objects.filter(status=S.AWAITING_TRANSFER).count() == 5
 
@@ -267,10 +268,10 @@ def test_a_new_order_is_confirmed_through_its_notification(django_capture_on_com
 
 def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
     # The batch alone: the next batch a full one publishes would run here, in process.
-    monkeypatch.setattr(confirmations, "confirmations_nudge", lambda: False)
+    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda: False)
     orders = make_orders(30) + make_orders(20, livemode=False)
     with CaptureQueriesContext(connection) as queries:
-        outcome = confirmations.orders_confirm_batch()
+        outcome = confirmation.orders_confirm_batch()
     assert len(outcome.confirmed) == 50 and len(mail.outbox) == 50
     assert len(queries.captured_queries) <= 10 * 50, len(queries.captured_queries)
     for order in orders[:3] + orders[-3:]:
@@ -279,7 +280,7 @@ def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
     # Set-based: a batch of 10 orders of the same kinds runs as many statements as the batch of 50.
     make_orders(6) + make_orders(4, livemode=False)
     with CaptureQueriesContext(connection) as small:
-        assert len(confirmations.orders_confirm_batch().confirmed) == 10
+        assert len(confirmation.orders_confirm_batch().confirmed) == 10
     assert len(queries.captured_queries) == len(small.captured_queries), [
         q["sql"][:80] for q in queries.captured_queries
     ]
@@ -288,12 +289,11 @@ def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_two_batches_at_once_never_confirm_one_order_twice(settings, monkeypatch):
     """Real threads on PostgreSQL: each batch skips the orders the other has locked."""
-    from payouts.services import order_reactions
 
     settings.ORDER_CONFIRMATION_BATCH = 7
     # The orders wait (no nudge runs a batch in process), and each thread runs its batches itself.
-    monkeypatch.setattr(order_reactions, "confirmations_nudge", lambda: False)
-    monkeypatch.setattr(confirmations, "confirmations_nudge", lambda: False)
+    monkeypatch.setattr(reactions, "confirmations_nudge", lambda: False)
+    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda: False)
     orders = make_orders(40)
     assert Order.objects.filter(status=S.ACCEPTED).count() == 40
     barrier = threading.Barrier(2)
@@ -304,7 +304,7 @@ def test_two_batches_at_once_never_confirm_one_order_twice(settings, monkeypatch
         try:
             barrier.wait()
             while True:
-                outcome = confirmations.orders_confirm_batch()
+                outcome = confirmation.orders_confirm_batch()
                 claimed[slot].extend(outcome.confirmed)
                 if not outcome.claimed:
                     return
@@ -358,7 +358,7 @@ def test_test_mode_advance_confirms_an_order_whose_batch_has_not_run_yet(monkeyp
     """The order's creation only nudged a batch (still in the queue): advancing it confirms it at once."""
     from orders.testmode import order_advance
 
-    monkeypatch.setattr(confirmations, "publish", lambda name, *args: True)  # the batch stays in the queue
+    monkeypatch.setattr(confirmation, "publish", lambda name, *args: True)  # the batch stays in the queue
     (order,) = make_orders(1, livemode=False)
     created = Notification.objects.get(order=order, type=Notification.Type.ORDER_CREATED)
     assert delivery.notification_deliver(notification_pk=created.pk, subscriber_name="payouts.confirmation")
@@ -369,4 +369,4 @@ def test_test_mode_advance_confirms_an_order_whose_batch_has_not_run_yet(monkeyp
 
     assert advanced.status == S.AWAITING_TRANSFER
     assert_confirmed_once(order)
-    assert confirmations.orders_confirm_batch().claimed == 0  # the queued batch finds nothing left
+    assert confirmation.orders_confirm_batch().claimed == 0  # the queued batch finds nothing left

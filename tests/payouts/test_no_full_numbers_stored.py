@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from orders.transfers.decision.state import order_receive
-from payouts.services.order_reactions import order_confirm
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.portal.fixtures import add_card, connect_payout_account, portal_login

@@ -9,9 +9,9 @@ import time_machine
 from django.utils import timezone
 
 from partners.models import Partner
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, Payout
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import payouts_progress
 from tests.orders.factories import make_order
 from tests.payouts.test_alerts import FAILING_ACCOUNT

@@ -24,11 +24,11 @@ from orders.models import Order
 from orders.services import order_cancel, order_create, orders_expire_overdue
 from payouts import tasks
 from payouts.errors import PlatformError, PlatformUnavailable
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, CreditCard
 from payouts.platform import get_platform
 from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.order_reactions import order_confirm
 from payouts.services.refunds import refund_request, refunds_sweep
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner

@@ -8,9 +8,9 @@ from django.db import connections
 from config.core.statemachine import IllegalStateMove
 from orders.models import Order
 from orders.services import CANCELABLE, LEGAL_TRANSITIONS, order_cancel
+from payouts.lifecycle.confirmation import order_confirm
 from payouts.models import Charge, Payout, PayoutStatusHistory, RefundStatusHistory
 from payouts.services import progression, refunds
-from payouts.services.order_reactions import order_confirm
 from payouts.services.progression import PAYOUT_TRANSITIONS, payout_retry, payout_transition, payouts_progress
 from payouts.services.refunds import (
     REFUND_TRANSITIONS,

@@ -2,7 +2,7 @@
 
 A transfer e-mail can arrive before the order's confirmation ran (the seller is quick, the worker busy): it
 is authenticated and matched at once, and waits (``deferred``) for the order to reach
-``awaiting_transfer``. The confirmation's ``order.status_changed`` makes it due at once, so the order moves
+``awaiting_transfer``. The confirmation's move (its ``Transition``) makes it due at once, so the order moves
 on within a task's latency of its confirmation instead of at the next retry.
 """
 
@@ -12,7 +12,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.core.publish import publish
-from orders.models import Notification, Order
+from orders.models import Order
+from orders.signals import Transition
 from orders.transfers.decision.services.decide import WAITING
 from orders.transfers.models import InboundMessage
 
@@ -35,6 +36,6 @@ def waiting_messages_release(*, order_pk: int) -> list[int]:
     return pks
 
 
-def on_order_status_changed(notification: Notification) -> None:
-    if notification.payload["data"]["order"]["status"] == Order.Status.AWAITING_TRANSFER:
-        waiting_messages_release(order_pk=notification.order_id)
+def on_order_status_changed(transition: Transition) -> None:
+    if transition.to_status == Order.Status.AWAITING_TRANSFER:
+        waiting_messages_release(order_pk=transition.order_pk)

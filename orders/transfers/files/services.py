@@ -33,7 +33,8 @@ from django.core.files.storage import default_storage
 from django.db import connection, transaction
 
 from orders import outbox
-from orders.models import Notification, Order
+from orders.models import Order
+from orders.signals import Transition
 from orders.transfers.decision import state
 from orders.transfers.files import records
 from orders.transfers.files.records import ACTOR, CHECK_LOCK_KEY, TOO_MANY_ATTACHMENTS, VERIFIED, TicketFile
@@ -285,17 +286,16 @@ def attachment_parts(raw: bytes) -> list[tuple[str, bytes, bool]]:
     return parts
 
 
-def on_order_status_changed(notification: Notification) -> None:
-    """Subscriber of ``order.status_changed``: a ``pdf`` order that reached ``awaiting_transfer`` has its
+def on_order_status_changed(transition: Transition) -> None:
+    """Subscriber of the orders' moves: a ``pdf`` order that reached ``awaiting_transfer`` has its
     ticket PDF checked; any order reaching it with a file verified earlier (mail before confirmation) is
     received. A file that fails opens a case: the order's status never changes then."""
-    data = notification.payload["data"]["order"]
-    if data["status"] != S.AWAITING_TRANSFER:
+    if transition.to_status != S.AWAITING_TRANSFER:
         return
-    order = Order.objects.filter(pk=notification.order_id).first()
+    order = Order.objects.filter(pk=transition.order_pk).first()
     if order is None or order.status != S.AWAITING_TRANSFER:
         return  # moved on meanwhile (test mode's advance, a cancel): nothing to check any more
-    if data["delivery_type"] == Order.DeliveryType.PDF and order.has_ticket_file:
+    if order.delivery_type == Order.DeliveryType.PDF and order.has_ticket_file:
         ticket_file_check(order=order, data=ticket_pdf_read(order), source="pdf")
     pending_file_apply(order=order)
 

@@ -14,13 +14,16 @@ publishes again the questions whose task message was lost (a broker down, a fail
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import CharField, Exists, OuterRef, Q
+from django.db.models.functions import Cast
 from django.utils import timezone
 
+from config.core import mail_once
+from config.core.models import MailOnce
 from config.core.publish import publish, publish_on_commit
 from config.core.statemachine import IllegalStateMove
 from orders import outbox
@@ -41,6 +44,8 @@ QUESTION_TASK = "orders.transfers.tasks.transfer_question_send"
 # A sender that claimed a question and died before recording it sent leaves its claim: after this lease the
 # sweep publishes the question again (the task's hard time limit is 90 s).
 QUESTION_CLAIM_LEASE = timedelta(minutes=10)
+# The question to the seller in the e-mails sent at most once (``config.core.mail_once``), keyed by the case's pk.
+QUESTION_MAIL = "transfer_question"
 # The task published after the commit normally sends the question within seconds; the sweep leaves a just
 # resolved case to it.
 QUESTION_SWEEP_AFTER = timedelta(minutes=2)
@@ -160,44 +165,52 @@ def transfer_question_send(*, case_pk: int) -> str:
     """Send the question recorded on the case to the seller, once; returns the recipient ("" when nothing was
     sent: already sent, claimed by another sender, or no one to write to).
 
-    Runs outside any transaction: the claim is a conditional UPDATE (one sender wins it; no row stays locked
-    while the mail server is talked to), the e-mail goes out, then ``question_sent_at`` is recorded. A send that
-    fails releases the claim, so the task's retry (or the sweep) sends it; a question recorded sent is never
-    sent again."""
+    Runs outside any transaction, through the e-mails sent at most once (``config.core.mail_once``, purpose
+    ``QUESTION_MAIL``, keyed by the case): the claim is a conditional upsert (one sender wins it; no row stays
+    locked while the mail server is talked to), the e-mail goes out, then its sending is recorded with its
+    recipient. A send that fails releases the claim, so the task's retry (or the sweep) sends it; a question
+    recorded sent is never sent again."""
     now = timezone.now()
-    unsent = TransferCase.objects.filter(
-        pk=case_pk,
-        resolution=TransferCase.Resolution.ASKED_SELLER,
-        question__gt="",
-        question_sent_at__isnull=True,
+    case = (
+        TransferCase.objects.select_related("order__event__venue", "order__partner")
+        .filter(pk=case_pk, resolution=TransferCase.Resolution.ASKED_SELLER, question__gt="")
+        .first()
     )
-    claimed = unsent.filter(
-        Q(question_claimed_at__isnull=True) | Q(question_claimed_at__lt=now - QUESTION_CLAIM_LEASE)
-    ).update(question_claimed_at=now)
-    if not claimed:
+    if case is None:
         return ""
-    mine = unsent.filter(question_claimed_at=now)
-    case = TransferCase.objects.select_related("order__event__venue", "order__partner").get(pk=case_pk)
+    if not mail_once.claim(
+        purpose=QUESTION_MAIL, recipients={case_pk: ""}, lease=QUESTION_CLAIM_LEASE, now=now
+    ):
+        return ""
     try:
         to = mail.send_transfer_question(order=case.order, question=case.question) if case.order else ""
     except BaseException:
-        mine.update(question_claimed_at=None)
+        mail_once.release(purpose=QUESTION_MAIL, keys=[case_pk], token=now)
         raise
-    mine.update(question_sent_at=timezone.now(), question_to=to)
+    mail_once.record_sent(purpose=QUESTION_MAIL, keys=[case_pk], token=now, recipient=to)
     return to
+
+
+def transfer_question_sent(*, case_pk: int) -> tuple[datetime | None, str]:
+    """When the case's question was sent, and to whom (``None``, ``""``: not yet)."""
+    row = mail_once.rows(QUESTION_MAIL, [case_pk]).filter(sent_at__isnull=False).first()
+    return (row.sent_at, row.recipient) if row else (None, "")
 
 
 def questions_due(*, now=None, limit: int = QUESTION_SWEEP_BATCH) -> list[int]:
     """The cases whose question is unsent and unclaimed (or its claim ran out) well after the resolution."""
     now = now or timezone.now()
+    # Sent, or claimed by a sender within its lease.
+    taken = MailOnce.objects.filter(
+        purpose=QUESTION_MAIL, key=Cast(OuterRef("pk"), output_field=CharField())
+    ).filter(Q(sent_at__isnull=False) | Q(claimed_at__gte=now - QUESTION_CLAIM_LEASE))
     return list(
         TransferCase.objects.filter(
             resolution=TransferCase.Resolution.ASKED_SELLER,
             question__gt="",
-            question_sent_at__isnull=True,
             resolved_at__lt=now - QUESTION_SWEEP_AFTER,
         )
-        .filter(Q(question_claimed_at__isnull=True) | Q(question_claimed_at__lt=now - QUESTION_CLAIM_LEASE))
+        .filter(~Exists(taken))
         .order_by("resolved_at")
         .values_list("pk", flat=True)[:limit]
     )

@@ -380,11 +380,19 @@ def test_a_question_whose_publish_was_lost_is_sent_once_by_the_sweep_and_never_a
     import time_machine
 
     from orders.transfers import tasks
-    from orders.transfers.staff.services import QUESTION_SWEEP_AFTER, transfer_question_send
+    from orders.transfers.staff.services import (
+        QUESTION_SWEEP_AFTER,
+        transfer_question_send,
+        transfer_question_sent,
+    )
 
     _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=True)
     recorded = TransferCase.objects.get(pk=case.pk)
-    assert recorded.question == "Which row?" and recorded.question_sent_at is None and not mail.outbox
+    assert (
+        recorded.question == "Which row?"
+        and transfer_question_sent(case_pk=case.pk)[0] is None
+        and not mail.outbox
+    )
     # Just resolved: the task published after the commit has it, not the sweep.
     assert tasks.transfer_questions_send_due() == 0 and not mail.outbox
     with time_machine.travel(recorded.resolved_at + QUESTION_SWEEP_AFTER + timedelta(seconds=1), tick=False):
@@ -393,7 +401,8 @@ def test_a_question_whose_publish_was_lost_is_sent_once_by_the_sweep_and_never_a
         assert tasks.transfer_questions_send_due() == 0
         assert transfer_question_send(case_pk=case.pk) == ""  # a late duplicate of the task sends nothing
     sent = TransferCase.objects.get(pk=case.pk)
-    assert sent.question_sent_at is not None and sent.question_to == mail.outbox[0].to[0]
+    sent_at, sent_to = transfer_question_sent(case_pk=case.pk)
+    assert sent_at is not None and sent_to == mail.outbox[0].to[0]
     with time_machine.travel(sent.resolved_at + timedelta(days=2), tick=False):
         assert tasks.transfer_questions_send_due() == 0
     assert len(mail.outbox) == 1
@@ -419,8 +428,9 @@ def test_a_question_the_mail_server_refused_is_released_for_the_retry(
 ):
     import smtplib
 
+    from config.core.models import MailOnce
     from orders.transfers.staff import mail as staff_mail
-    from orders.transfers.staff.services import transfer_question_send
+    from orders.transfers.staff.services import QUESTION_MAIL, transfer_question_send
 
     _ask(staff("ops", "ask_seller"), case, django_capture_on_commit_callbacks, lost=True)
 
@@ -430,7 +440,7 @@ def test_a_question_the_mail_server_refused_is_released_for_the_retry(
     monkeypatch.setattr(staff_mail, "send_transfer_question", refused)
     with pytest.raises(smtplib.SMTPServerDisconnected):
         transfer_question_send(case_pk=case.pk)
-    released = TransferCase.objects.get(pk=case.pk)
-    assert released.question_claimed_at is None and released.question_sent_at is None
+    released = MailOnce.objects.get(purpose=QUESTION_MAIL, key=str(case.pk))
+    assert released.claimed_at is None and released.sent_at is None
     monkeypatch.undo()
     assert transfer_question_send(case_pk=case.pk) and len(mail.outbox) == 1

@@ -6,8 +6,8 @@ from django.db import migrations
 class Migration(migrations.Migration):
     # The values are copied to transfer detection's progress rows first (transfers 0007).
     dependencies = [
-        ("orders", "0007_scale_indexes"),
-        ("transfers", "0007_transfer_progress"),
+        ("orders", "0010_remove_order_confirmation_email_stamps"),
+        ("transfers", "0009_transfer_progress"),
     ]
 
     operations = [

@@ -25,8 +25,8 @@ WHERE p.order_id = o.id
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("orders", "0007_scale_indexes"),
-        ("transfers", "0006_template_approval_registry"),
+        ("orders", "0010_remove_order_confirmation_email_stamps"),
+        ("transfers", "0008_remove_question_stamps"),
     ]
 
     operations = [

@@ -1,0 +1,55 @@
+"""One mechanism for an e-mail sent at most once (``config.core.mail_once``), on its own table: what staff see of
+a message whose acceptance was never recorded, and the move of older stamp columns into it."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from config.core import mail_once
+from config.core.models import MailOnce
+from orders.models import Order
+from tests.orders.factories import confirmation_mail_set, make_order
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_order_keeps_no_e_mail_stamp():
+    assert [f.name for f in Order._meta.get_fields() if "email" in f.name and f.name != "seller_email"] == []
+
+
+def test_staff_see_a_confirmation_handed_over_but_never_recorded(admin_client, partner):
+    order = make_order(partner)
+    handed = timezone.now() - timedelta(minutes=10)
+    confirmation_mail_set(order, recipient="seller@example.org", claimed_at=handed, handed_over_at=handed)
+    assert mail_once.settle_unconfirmed(
+        purpose="order_confirmation", keys=[order.pk], handover_lease=timedelta(minutes=4), now=timezone.now()
+    )
+    page = admin_client.get(f"/admin/orders/order/{order.pk}/change/").content.decode()
+    assert "Confirmation e-mail unconfirmed" in page and "seller@example.org" in page
+    listing = admin_client.get("/admin/core/mailonce/", {"unconfirmed__exact": "1"}).content.decode()
+    assert str(order.pk) in listing and "seller@example.org" in listing
+
+
+def test_a_stamp_column_moves_in_batches_and_keeps_a_row_already_written():
+    at = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE stamped (id bigint PRIMARY KEY, sent timestamptz, sent_to text)")
+        cursor.execute(
+            "INSERT INTO stamped SELECT i, CASE WHEN i %% 2 = 0 THEN %s::timestamptz END, 'to' || i "
+            "FROM generate_series(1, 25) AS i",
+            [at],
+        )
+    MailOnce.objects.create(purpose="tests.stamp", key="4", recipient="kept", sent_at=at)
+    mail_once.stamps_copy(
+        connection,
+        purpose="tests.stamp",
+        table="stamped",
+        values_sql="r.sent_to, r.sent, NULL, r.sent, false",
+        where_sql="r.sent IS NOT NULL",
+        batch=7,
+    )
+    rows = dict(MailOnce.objects.filter(purpose="tests.stamp").values_list("key", "recipient"))
+    assert rows == {str(i): ("kept" if i == 4 else f"to{i}") for i in range(2, 26, 2)}
+    assert mail_once.sent(purpose="tests.stamp", keys=[2, 3]) == {"2": "to2"}
