@@ -11,8 +11,9 @@ and its one writer (``payout_transition`` …) calls ``machine.move(...)`` insid
 whatever else the move means for that app (notifications, alerts, quantities). ``move`` locks the row,
 re-reads the status under the lock, refuses any move the table does not have, writes the new status with
 the caller's other field changes, and records ``from → to`` with the time, the actor and the reason.
-``move_many`` does the same for many rows of one machine in a fixed number of statements (one lock, one
-``UPDATE``, one ``INSERT`` of their history rows), all of them or none.
+``move_many`` is that one path, for one row or many rows of one machine, in a fixed number of statements (one
+lock, one ``UPDATE``, one ``INSERT`` of their history rows), all of them or none; ``move`` is a batch of one,
+and ``record`` a ``record_many`` of one row.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from django.db import models, transaction
+from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
 M = TypeVar("M", bound=models.Model)
@@ -107,35 +109,9 @@ class StateMachine:
         changes: Mapping[str, Any] | Callable[[M], Mapping[str, Any]] | None = None,
         at=None,
     ) -> tuple[M, str]:
-        """Move ``obj`` to ``to`` under its row lock; return the locked, saved row and the status it left.
-
-        ``changes`` are other fields written with the status (the caller's instance gets them too), or a
-        function of the locked row that returns them (for values computed from what the lock read). Raises
-        the machine's ``IllegalStateMove`` and writes nothing when the table has no such move.
-        """
-        if to not in self.moves:
-            raise ValueError(f"Unknown {self.name} status {to!r}")
-        with transaction.atomic():
-            # Race: two writers moving one row at once (staff, a task, a beat) — the second waits for the
-            # first's commit, then re-reads the status and is refused if the move no longer applies.
-            locked = type(obj)._default_manager.select_for_update().get(pk=obj.pk)
-            from_state = getattr(locked, self.field)
-            if not self.allows(from_state, to):
-                raise self.refusal(locked, from_state, to)
-            at = at or timezone.now()
-            changes = dict((changes(locked) if callable(changes) else changes) or {})
-            setattr(locked, self.field, to)
-            for name, value in changes.items():
-                setattr(locked, name, value)
-            update_fields = [self.field, *changes]
-            if any(f.name == "updated_at" for f in locked._meta.concrete_fields):
-                update_fields.append("updated_at")
-            locked.save(update_fields=update_fields)
-            self.record(obj=locked, from_state=from_state, to_state=to, actor=actor, reason=reason, at=at)
-        setattr(obj, self.field, to)
-        for name in changes:
-            setattr(obj, name, getattr(locked, name))
-        return locked, from_state
+        """Move ``obj`` to ``to`` under its row lock; return the locked, saved row and the status it left: a
+        ``move_many`` of one row."""
+        return self.move_many(objs=[obj], to=to, actor=actor, reason=reason, changes=changes, at=at)[0]
 
     def move_many(
         self,
@@ -144,17 +120,20 @@ class StateMachine:
         to: str,
         actor: str,
         reason: str = "",
-        changes: Mapping[str, Any] | None = None,
+        changes: Mapping[str, Any] | Callable[[M], Mapping[str, Any]] | None = None,
         at=None,
         locked: bool = False,
     ) -> list[tuple[M, str]]:
-        """Move every row of ``objs`` to ``to``: the set-based ``move``. Returns each row with the status it left,
-        in the order given; writes the same status, field changes and history rows one ``move`` per row would.
+        """Move every row of ``objs`` to ``to`` under their row locks, all of them or none; return each locked,
+        saved row with the status it left, in the order given. A fixed number of statements: one lock, one
+        ``UPDATE`` per distinct set of field changes, one ``INSERT`` of their history rows.
 
-        ``changes`` are the same for every row. ``locked``: the caller read ``objs`` under their row locks in
-        the current transaction (``select_for_update``), so their status is current and they are not read
-        again. Raises the machine's ``IllegalStateMove`` for the first row the table does not let move, and
-        writes nothing.
+        ``changes`` are other fields written with the status (the caller's instances get them too), or a
+        function of each locked row that returns them (for values computed from what the lock read).
+        ``locked``: the caller read ``objs`` under their row locks in the current transaction
+        (``select_for_update``), so their status is current and they are not read again. Raises the machine's
+        ``IllegalStateMove`` for the first row the table does not let move, and writes nothing. Each row is
+        announced as saved (``pre_save``/``post_save`` with its ``update_fields``), as a save of it would be.
         """
         if to not in self.moves:
             raise ValueError(f"Unknown {self.name} status {to!r}")
@@ -165,8 +144,12 @@ class StateMachine:
             if locked:
                 rows = list(objs)
             else:
-                # Race: as in ``move``, a writer moving one of these rows at once waits for this commit.
+                # Race: two writers moving one row at once (staff, a task, a beat) — the second waits for the
+                # first's commit, then re-reads the status and is refused if the move no longer applies.
                 by_pk = model._default_manager.select_for_update().in_bulk([obj.pk for obj in objs])
+                for obj in objs:
+                    if obj.pk not in by_pk:
+                        raise model.DoesNotExist(f"{model._meta.object_name} matching query does not exist.")
                 rows = [by_pk[obj.pk] for obj in objs]
             moved = []
             for row in rows:
@@ -175,27 +158,49 @@ class StateMachine:
                     raise self.refusal(row, from_state, to)
                 moved.append((row, from_state))
             at = at or timezone.now()
-            values = {self.field: to, **dict(changes or {})}
-            if any(f.name == "updated_at" for f in model._meta.concrete_fields):
-                values["updated_at"] = at
-            # Each row's status was read under its lock just now: the condition on it only double-checks.
-            updated = model._default_manager.filter(
-                pk__in=[row.pk for row in rows], **{f"{self.field}__in": {f for _, f in moved}}
-            ).update(**values)
-            if updated != len(rows):
-                raise RuntimeError(f"{self.name}: {updated} of {len(rows)} rows moved to {to}")
-            for row in rows:
-                for name, value in values.items():
-                    setattr(row, name, value)
-            self.record_many(
-                rows=[(row, from_state) for row, from_state in moved],
-                to_state=to,
-                actor=actor,
-                reason=reason,
-                at=at,
+            stamp = (
+                {"updated_at": at} if any(f.name == "updated_at" for f in model._meta.concrete_fields) else {}
             )
+            values_of = [
+                {self.field: to, **dict((changes(row) if callable(changes) else changes) or {}), **stamp}
+                for row in rows
+            ]
+            # The rows that take the same values are written by one statement.
+            writes: list[tuple[dict[str, Any], list[tuple[M, str]]]] = []
+            for (row, from_state), values in zip(moved, values_of, strict=True):
+                group = next((group for written, group in writes if written == values), None)
+                if group is None:
+                    writes.append((values, group := []))
+                group.append((row, from_state))
+            for values, group in writes:
+                for row, _ in group:
+                    pre_save.send(
+                        sender=model,
+                        instance=row,
+                        raw=False,
+                        using=row._state.db,
+                        update_fields=frozenset(values),
+                    )
+                # Each row's status was read under its lock just now: the condition on it only double-checks.
+                updated = model._default_manager.filter(
+                    pk__in=[row.pk for row, _ in group], **{f"{self.field}__in": {f for _, f in group}}
+                ).update(**values)
+                if updated != len(group):
+                    raise RuntimeError(f"{self.name}: {updated} of {len(group)} rows moved to {to}")
+                for row, _ in group:
+                    for name, value in values.items():
+                        setattr(row, name, value)
+                    post_save.send(
+                        sender=model,
+                        instance=row,
+                        created=False,
+                        update_fields=frozenset(values),
+                        raw=False,
+                        using=row._state.db,
+                    )
+            self.record_many(rows=moved, to_state=to, actor=actor, reason=reason, at=at)
         if not locked:
-            for obj, row in zip(objs, rows, strict=True):
+            for obj, row, values in zip(objs, rows, values_of, strict=True):
                 for name in values:
                     setattr(obj, name, getattr(row, name))
         return moved
@@ -224,14 +229,9 @@ class StateMachine:
     def record(
         self, *, obj: models.Model, from_state: str, to_state: str, actor: str, reason: str = "", at=None
     ) -> models.Model | None:
-        """Write one history row (``from_state`` is empty for the row's creation); none without a history."""
-        if self.history is None:
-            return None
-        return self.history._default_manager.create(
-            **{f"{self.history_fk}_id": obj.pk},
-            from_status=from_state,
-            to_status=to_state,
-            at=at or timezone.now(),
-            actor=actor,
-            reason=reason[:REASON_MAX_LENGTH],
+        """Write one history row (``from_state`` is empty for the row's creation); none without a history: a
+        ``record_many`` of one row."""
+        written = self.record_many(
+            rows=[(obj, from_state)], to_state=to_state, actor=actor, reason=reason, at=at
         )
+        return written[0] if written else None
