@@ -1,11 +1,11 @@
 """The worker's side of the outbox (orders/outbox.py): a delivery task runs each notification's subscribers in
 turn, each receipt written as its handler returns, and marks the rows dispatched once they all ran.
 
-``notifications_deliver_many`` delivers a batch (a confirmation batch's notifications, or those written one at
-a time that waited in Redis for one task, ``notifications_pending_take``); a notification whose subscriber fails
-for now leaves the batch and is retried on its own, the others delivered meanwhile; a database that fails has
-the task retried with only the notifications not yet delivered. ``notification_deliver`` runs one subscriber on
-one notification, for a caller that waits for it.
+``notifications_deliver`` delivers a batch (a confirmation batch's notifications, or those written one at a
+time that waited in Redis for one task, ``notifications_pending_take``), or one notification alone, a batch of
+one; a notification whose subscriber fails for now leaves the batch and is retried on its own, the others
+delivered meanwhile; a database that fails has the task retried with only the notifications not yet delivered.
+``notification_deliver`` runs one subscriber on one notification, for a caller that waits for it.
 """
 
 import logging
@@ -21,7 +21,6 @@ from .dispatch import (
     PENDING_KEY,
     drain_note_clear,
     mark_dispatched,
-    mark_dispatched_many,
     notifications_pending_nudge,
 )
 from .models import Notification, NotificationReceipt
@@ -49,29 +48,6 @@ def notifications_pending_take(*, limit: int | None = None) -> list[int]:
     return list(dict.fromkeys(int(pk) for pk in taken))
 
 
-def notifications_deliver(*, notification_pk: int, subscriber_names: list[str]) -> list[str]:
-    """Run each named subscriber's handler on one notification, in turn, unless it already did; returns the names
-    of those that ran.
-
-    Each receipt is written as its handler returns. A handler raising one of its subscriber's ``transient`` errors
-    stops the delivery there and the error propagates: the task retries it with backoff, and the subscribers that
-    already handled the notification skip it by their receipts. Any other error is logged and left to the
-    subscriber's own periodic sweep; the next subscribers still run.
-    """
-    notification = Notification.objects.select_related("transition").filter(pk=notification_pk).first()
-    if notification is None:
-        return []  # purged after its retention
-    handled = set(
-        NotificationReceipt.objects.filter(
-            notification_id=notification_pk, subscriber__in=subscriber_names
-        ).values_list("subscriber", flat=True)
-    )
-    ran = _deliver_one(notification, subscriber_names, handled)
-    # Every subscriber had its turn (a failure for good is left to that subscriber's own sweep).
-    mark_dispatched(notification_pk)
-    return ran
-
-
 class DeliveryInterrupted(Exception):
     """A subscriber failed for now: ``remaining`` (from the notification it failed on) is to be delivered again
     later; the notifications before it were delivered."""
@@ -82,21 +58,32 @@ class DeliveryInterrupted(Exception):
         self.error = error
 
 
-def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]) -> int:
-    """``notifications_deliver`` of many notifications (``(pk, subscriber names)`` each; names ``None``: the
-    subscribers that want it now), in turn: the notifications and their receipts read in one statement each,
-    each receipt written as its handler returns, the notifications marked dispatched together. Returns how many
-    were delivered.
+def notifications_deliver(
+    *, deliveries: list[tuple[int, list[str] | None]], alone: bool = False
+) -> dict[int, list[str]]:
+    """Run the subscribers of each notification (``(pk, subscriber names)`` each; names ``None``: the subscribers
+    that want it now) in turn, each handler unless its receipt says it already ran: the notifications and their
+    receipts read in one statement each, each receipt written as its handler returns, the notifications marked
+    dispatched together once every subscriber had its turn (a failure for good is left to that subscriber's own
+    sweep). Returns the names of the subscribers that ran, by the pk of each notification delivered; a
+    notification purged after its retention is not.
 
-    A subscriber's transient error (its endpoint, the mail server or the payment platform did not answer) takes
-    that notification out of the batch: it is published alone (``orders.tasks.notifications_deliver``, after
-    the first backoff, with the retries of its own) and the batch goes on, so a notification that keeps failing
+    In a batch (``orders.tasks.notifications_deliver_many``: a confirmation batch's notifications, or those
+    written one at a time that waited in Redis for one task, ``notifications_pending_take``), a subscriber's
+    transient error (its endpoint, the mail server or the payment platform did not answer) takes that
+    notification out of the batch: it is published alone (``orders.tasks.notifications_deliver``, after the
+    first backoff, with the retries of its own) and the batch goes on, so a notification that keeps failing
     never holds back the others. A database error (the next notifications would fail too) stops the batch
     there: the ones before it are marked dispatched and ``DeliveryInterrupted`` carries the rest (that
     notification included) for a retry, in which the subscribers that already handled it skip it by their
     receipts. Any other error is logged and the next notifications still go: a subscriber's is left to its own
-    sweep (as ``notifications_deliver`` leaves it), one of the delivery itself leaves that notification
-    undispatched for ``notifications_dispatch_pending``.
+    sweep, one of the delivery itself leaves that notification undispatched for
+    ``notifications_dispatch_pending``.
+
+    ``alone``: a notification delivered by a task of its own (``orders.tasks.notifications_deliver``), which is
+    where a notification out of its batch goes: every error propagates as it is, a subscriber's transient one
+    included, stopping the delivery there, and the task retries it with backoff (the subscribers that already
+    handled it skip it by their receipts).
     """
     deliveries = [(int(pk), list(names) if names is not None else None) for pk, names in deliveries]
     pks = [pk for pk, _ in deliveries]
@@ -108,8 +95,10 @@ def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]
         ):
             handled.setdefault(n_pk, set()).add(name)
     except TRANSIENT_ERRORS as exc:
+        if alone:
+            raise
         raise DeliveryInterrupted(remaining=deliveries, error=exc) from exc
-    done: list[int] = []
+    done: dict[int, list[str]] = {}
     for position, (pk, names) in enumerate(deliveries):
         notification = notifications.get(pk)
         if notification is None:
@@ -120,32 +109,35 @@ def notifications_deliver_many(*, deliveries: list[tuple[int, list[str] | None]]
                 for s in signals.subscribers_for(notification.type, signals.notification_status(notification))
             ]
         try:
-            _deliver_one(notification, names, handled.get(pk, set()))
-        except DB_ERRORS as exc:
-            # The database itself failed: the next notifications would too. The task tries the rest later.
-            _mark_delivered(done)
-            raise DeliveryInterrupted(remaining=deliveries[position:], error=exc) from exc
-        except signals.transient_errors(names) as exc:
-            # This notification's subscriber failed for now: it leaves the batch and is tried again on its own,
-            # with its own backoff, so that it never holds back the others (delivered now, in this run).
-            logger.warning("notification pk=%s failed for now (%r); retried on its own", pk, exc)
-            dispatch.notification_deliver_alone(
-                notification_pk=pk, subscriber_names=names, countdown=retrying.task_retry_seconds(0)
-            )
-            continue
+            done[pk] = _deliver_one(notification, names, handled.get(pk, set()))
         except Exception as exc:
+            if alone:
+                raise
+            if isinstance(exc, DB_ERRORS):
+                # The database itself failed: the next notifications would too. The task tries the rest later.
+                _mark_delivered(list(done))
+                raise DeliveryInterrupted(remaining=deliveries[position:], error=exc) from exc
+            if isinstance(exc, signals.transient_errors(names)):
+                # This notification's subscriber failed for now: it leaves the batch and is tried again on its
+                # own, with its own backoff, so that it never holds back the others (delivered now, in this run).
+                logger.warning("notification pk=%s failed for now (%r); retried on its own", pk, exc)
+                dispatch.notification_deliver_alone(
+                    notification_pk=pk, subscriber_names=names, countdown=retrying.task_retry_seconds(0)
+                )
+                continue
             logger.exception("The delivery of notification pk=%s failed; the sweep publishes it again", pk)
             if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
                 connection.close()
-            continue
-        done.append(pk)
-    _mark_delivered(done)
-    return len(done)
+    if alone:
+        mark_dispatched(list(done))
+    else:
+        _mark_delivered(list(done))
+    return done
 
 
 def _mark_delivered(notification_pks: list[int]) -> None:
     try:
-        mark_dispatched_many(notification_pks)
+        mark_dispatched(notification_pks)
     except Exception:
         # Left undispatched: the sweep publishes them again once their notes expire, and their subscribers skip
         # them by their receipts.

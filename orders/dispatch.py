@@ -79,7 +79,7 @@ def notifications_dispatch(*, entries: list[tuple[int, str, str | None]]) -> int
             deliveries.append((pk, names))
         else:
             nobody.append(pk)
-    mark_dispatched_many(nobody)
+    mark_dispatched(nobody)
     handed = len(nobody)
     for start in range(0, len(deliveries), DELIVERY_BATCH):
         chunk = deliveries[start : start + DELIVERY_BATCH]
@@ -111,7 +111,7 @@ def notification_dispatch_coalesced(
     """
     names = [subscriber.name for subscriber in signals.subscribers_for(notification_type, order_status)]
     if not names:
-        mark_dispatched(notification_pk)
+        mark_dispatched([notification_pk])
         return True
     backend = redis_backend()
     try:
@@ -188,7 +188,7 @@ def notification_dispatch(
     """
     names = [subscriber.name for subscriber in signals.subscribers_for(notification_type, order_status)]
     if not names:  # nobody wants it: handed over to all of its subscribers already
-        mark_dispatched(notification_pk)
+        mark_dispatched([notification_pk])
         return True
     return notification_deliver_alone(notification_pk=notification_pk, subscriber_names=names)
 
@@ -198,7 +198,7 @@ def notification_deliver_alone(
 ) -> bool:
     """Publish one notification's delivery to ``subscriber_names`` as a task of its own (after ``countdown``
     seconds), with its on-the-way note; returns whether the broker took it. Also how a notification whose
-    subscriber failed for now leaves its batch (``delivery.notifications_deliver_many``)."""
+    subscriber failed for now leaves its batch (``delivery.notifications_deliver``)."""
     # A subscriber that already handled it (a publish repeated by the sweep) skips it by its receipt.
     if not publish(
         "orders.tasks.notifications_deliver", notification_pk, subscriber_names, countdown=countdown
@@ -229,17 +229,12 @@ def _on_the_way(notification_pks: list[int]) -> None:
         )
 
 
-def mark_dispatched_many(notification_pks: list[int]) -> None:
+def mark_dispatched(notification_pks: list[int]) -> None:
+    """Mark the rows of ``notification_pks`` not marked yet handed over to all of their subscribers."""
     if notification_pks:
         Notification.objects.filter(pk__in=notification_pks, dispatched_at__isnull=True).update(
             dispatched_at=timezone.now()
         )
-
-
-def mark_dispatched(notification_pk: int) -> None:
-    Notification.objects.filter(pk=notification_pk, dispatched_at__isnull=True).update(
-        dispatched_at=timezone.now()
-    )
 
 
 def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> int:

@@ -24,7 +24,8 @@ class _ToSubscribers(RetryingTask):
 def notifications_deliver(notification_pk: int, subscriber_names: list[str]) -> list[str]:
     """One notification to each of its subscribers, in turn: the message of the outbox before its deliveries were
     batched (still in queues), and of a caller that publishes one notification alone (``dispatch.notification_dispatch``)."""
-    return delivery.notifications_deliver(notification_pk=notification_pk, subscriber_names=subscriber_names)
+    delivered = delivery.notifications_deliver(deliveries=[(notification_pk, subscriber_names)], alone=True)
+    return delivered.get(int(notification_pk), [])
 
 
 class _ToSubscribersInBatches(RetryingTask):
@@ -48,7 +49,7 @@ def notifications_deliver_many(deliveries: list | None = None) -> int:
     ``dispatch.DELIVERY_BATCH``."""
     if deliveries is None:
         deliveries = [(pk, None) for pk in delivery.notifications_pending_take()]
-    return delivery.notifications_deliver_many(deliveries=deliveries) if deliveries else 0
+    return len(delivery.notifications_deliver(deliveries=deliveries)) if deliveries else 0
 
 
 @shared_task(name="orders.tasks.notifications_dispatch_pending")
