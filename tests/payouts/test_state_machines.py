@@ -283,3 +283,46 @@ def test_concurrent_refund_retries_make_one_new_attempt(monkeypatch):
     assert (charge.refund_status, charge.refund_attempt) == (R.PENDING, 2)
     assert RefundStatusHistory.objects.filter(charge=charge).count() == 1
     assert published == ["payouts.tasks.refund_for_order"]
+
+
+@pytest.mark.django_db
+def test_a_batch_move_writes_each_row_the_changes_its_locked_row_asks_for_and_announces_each_save(
+    partner, django_assert_num_queries
+):
+    from django.db import transaction
+    from django.db.models.signals import post_save
+
+    from payouts.services.progression import PAYOUT_MACHINE
+
+    first, second, third = (_payout(partner, P.PENDING) for _ in range(3))
+    Payout.objects.filter(pk=second.pk).update(attempt=2)
+    saved = []
+
+    def announced(sender, instance, update_fields, **kwargs):
+        saved.append((instance.pk, instance.status, "failure_reason" in update_fields))
+
+    post_save.connect(announced, sender=Payout, dispatch_uid="tests.batch-move")
+    try:
+        # One lock, one UPDATE for each set of values (attempts 1 and 2), one INSERT of the history rows.
+        with transaction.atomic(), django_assert_num_queries(6):
+            moved = PAYOUT_MACHINE.move_many(
+                objs=[first, second, third],
+                to=P.IN_PROCESS,
+                actor="system:tests",
+                changes=lambda locked: {"failure_reason": f"attempt {locked.attempt}"},
+            )
+    finally:
+        post_save.disconnect(sender=Payout, dispatch_uid="tests.batch-move")
+    assert [(row.pk, from_state) for row, from_state in moved] == [
+        (first.pk, P.PENDING),
+        (second.pk, P.PENDING),
+        (third.pk, P.PENDING),
+    ]
+    assert second.failure_reason == "attempt 2" and second.status == P.IN_PROCESS
+    assert dict(Payout.objects.values_list("pk", "failure_reason")) == {
+        first.pk: "attempt 1",
+        second.pk: "attempt 2",
+        third.pk: "attempt 1",
+    }
+    assert sorted(saved) == sorted((p.pk, P.IN_PROCESS, True) for p in (first, second, third))
+    assert PayoutStatusHistory.objects.filter(to_status=P.IN_PROCESS, actor="system:tests").count() == 3
