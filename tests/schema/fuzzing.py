@@ -279,7 +279,10 @@ def _valid(case, value, subschema: dict) -> bool:
     # The sub-schema is checked inside a document that carries the components, so $refs resolve.
     raw = case.operation.schema.raw_schema
     document = {"allOf": [_json_schema(subschema)], "components": _components(raw)}
-    return jsonschema.Draft7Validator(document).is_valid(value)
+    # Formats are asserted, as the API does: ``seller_email`` is ``oneOf`` an e-mail or "" and "" is not an e-mail
+    # (without the format checker "" would match both branches and read as invalid).
+    validator = jsonschema.Draft7Validator(document, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+    return validator.is_valid(value)
 
 
 def _coerce(value, param_schema: dict):
