@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.http import FileResponse, Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, path, reverse
+from django.utils import formats, timezone
 from django.utils.html import format_html, format_html_join
 
 from config.core import mail_once
@@ -222,17 +223,17 @@ class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
     @admin.display(description="Confirmation e-mail claimed at")
     def confirmation_email_claimed_at(self, obj: Order):
         row = self._confirmation_email(obj)
-        return row.claimed_at if row else None
+        return _when(row.claimed_at) if row else None
 
     @admin.display(description="Confirmation e-mail handed over at")
     def confirmation_email_handed_over_at(self, obj: Order):
         row = self._confirmation_email(obj)
-        return row.handed_over_at if row else None
+        return _when(row.handed_over_at) if row else None
 
     @admin.display(description="Confirmation e-mail sent at")
     def confirmation_email_sent_at(self, obj: Order):
         row = self._confirmation_email(obj)
-        return row.sent_at if row else None
+        return _when(row.sent_at) if row else None
 
     @admin.display(
         description="Confirmation e-mail unconfirmed (handed to the mail server, acceptance never recorded: "
@@ -366,3 +367,8 @@ class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
 
 
 from . import notifications_admin  # noqa: E402, F401  (registers the notifications' admin)
+
+
+def _when(value):
+    """A time shown as the admin shows the order's own times (the staff's time zone, the site's format)."""
+    return formats.localize(timezone.template_localtime(value)) if value else None

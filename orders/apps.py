@@ -7,6 +7,11 @@ class OrdersConfig(AppConfig):
 
     def ready(self) -> None:
         from catalog.signals import subscribe_event_canceled
+        from config.core.mail_once import purpose_register
+
+        from .seller_mail import CONFIRMATION_MAIL
+
+        purpose_register(CONFIRMATION_MAIL, "orders.Order")
 
         subscribe_event_canceled("orders", _cancel_orders_of_canceled_event)
 

@@ -30,6 +30,14 @@ class PayoutsConfig(AppConfig):
         # /metrics: the database's statement timings (the gauges are the back office's).
         database_metrics_connect()
 
+        # Staff's list of the e-mails sent once links each payment alert to its charge, payout or dispute.
+        from config.core.mail_once import purpose_register
+
+        from .services.alerts import KINDS
+
+        for kind, alert in KINDS.items():
+            purpose_register(kind, alert.model._meta.label)
+
         # The payment-method pages' forms redirect to the platform's own pages.
         form_action_origins_register(_platform_form_action_origins)
 

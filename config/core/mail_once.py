@@ -82,6 +82,21 @@ def with_db_retry(
             attempt += 1
 
 
+# What each purpose's key names, registered by the app that sends it (``purpose_register``, in its AppConfig.ready):
+# staff's list of the e-mails links each one to its record. A purpose nobody registered shows its bare key.
+_SUBJECTS: dict[str, str] = {}
+
+
+def purpose_register(purpose: str, model_label: str) -> None:
+    """Record that ``purpose``'s keys are primary keys of ``model_label`` (``app_label.ModelName``)."""
+    _SUBJECTS[purpose] = model_label
+
+
+def purpose_subject(purpose: str) -> str | None:
+    """The model label whose primary keys ``purpose``'s keys are, or None."""
+    return _SUBJECTS.get(purpose)
+
+
 def rows(purpose: str, keys: Iterable[object]):
     """The rows of ``purpose`` about ``keys``."""
     return MailOnce.objects.filter(purpose=purpose, key__in=[str(key) for key in keys])

@@ -10,6 +10,7 @@ class TransfersConfig(AppConfig):
     verbose_name = "Transfers"
 
     def ready(self) -> None:
+        from config.core.mail_once import purpose_register
         from orders.models import Order
         from orders.signals import subscribe_transitions
         from orders.transfers.decision.subscribers import on_order_status_changed as release_waiting_mail
@@ -18,7 +19,9 @@ class TransfersConfig(AppConfig):
         from orders.transfers.reading.platforms import registry
         from orders.transfers.reading.templates_store import overlay_install
         from orders.transfers.staff import admin  # noqa: F401  (registers the transfer models' admin pages)
+        from orders.transfers.staff.services import QUESTION_MAIL
 
+        purpose_register(QUESTION_MAIL, "transfers.TransferCase")
         registry()  # a bad platform template stops the service here (ImproperlyConfigured)
         overlay_install()  # from now on the versions staff activated are laid over the files
 

@@ -10,6 +10,8 @@ from django.utils import timezone
 from config.core import mail_once
 from config.core.models import MailOnce
 from orders.models import Order
+from orders.transfers.models import TransferCase
+from payouts.models import Charge
 from tests.orders.factories import confirmation_mail_set, make_order
 
 pytestmark = pytest.mark.django_db
@@ -53,3 +55,32 @@ def test_a_stamp_column_moves_in_batches_and_keeps_a_row_already_written():
     rows = dict(MailOnce.objects.filter(purpose="tests.stamp").values_list("key", "recipient"))
     assert rows == {str(i): ("kept" if i == 4 else f"to{i}") for i in range(2, 26, 2)}
     assert mail_once.sent(purpose="tests.stamp", keys=[2, 3]) == {"2": "to2"}
+
+
+def test_each_e_mail_in_staffs_list_links_to_the_record_it_is_about(admin_client, partner):
+    """The order's confirmation links to the order, the question to a seller to its case, a payment alert to its
+    charge; a purpose no app registered shows its bare key."""
+    order = make_order(partner)
+    charge = Charge.objects.create(
+        order=order,
+        partner=partner,
+        amount=order.total_price,
+        platform="sandbox",
+        idempotency_key=order.order_id,
+    )
+    case = TransferCase.objects.create(order=order, kind=TransferCase.Kind.MISMATCH)
+    now = timezone.now()
+    for purpose, key in [
+        ("order_confirmation", order.pk),
+        ("transfer_question", case.pk),
+        ("charge_declined", charge.pk),
+        ("something_else", 424242),
+    ]:
+        MailOnce.objects.create(purpose=purpose, key=str(key), recipient="x@example.org", sent_at=now)
+    listing = admin_client.get("/admin/core/mailonce/").content.decode()
+    assert f'<a href="/admin/orders/order/{order.pk}/change/">order {order.pk}</a>' in listing
+    assert f'<a href="/admin/transfers/transfercase/{case.pk}/change/">' in listing
+    assert f'<a href="/admin/payouts/charge/{charge.pk}/change/">charge {charge.pk}</a>' in listing
+    assert '<td class="field-about">424242</td>' in listing
+    # The link opens the record's page.
+    assert admin_client.get(f"/admin/orders/order/{order.pk}/change/").status_code == 200
