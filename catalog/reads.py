@@ -28,7 +28,7 @@ from config.api.envelope import error_body, error_headers
 from config.api.envelope import meta as envelope_meta
 from config.api.exceptions import as_api_error
 from config.api.pagination import PageParamsSerializer
-from config.core.routes import short_path
+from config.api.routes import short_path
 from partners.authentication import bearer_authenticate
 
 from . import cache, selectors
@@ -207,5 +207,5 @@ def read_view(drf_view: Callable, route_of: Callable[..., Route]) -> Callable:
     view.cls = drf_view.cls
     view.initkwargs = drf_view.initkwargs
     view.csrf_exempt = True
-    # Its GETs take the short path of the middleware (config.core.routes), the rest the whole chain.
+    # Its GETs take the short path of the middleware (config.api.routes), the rest the whole chain.
     return short_path(view, ("GET",))

@@ -100,7 +100,7 @@ if PRODUCTION and not ALLOWED_HOSTS:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 
-# Prometheus metrics (config/core/metrics.py): right after the route middleware (config/core/routes.py, whose
+# Prometheus metrics (config/core/metrics.py): right after the route middleware (config/api/routes.py, whose
 # short path for catalog reads counts them itself), so the latency covers every other middleware.
 # METRICS_HTTP=False leaves it out (`make bench` measures their cost that way); /metrics still answers.
 METRICS_HTTP = env.bool("METRICS_HTTP", default=True)

@@ -11,9 +11,9 @@ from config.api import errors, ratelimit
 from config.api.envelope import utc_iso
 from config.api.parsers import JSONObjectParser
 from config.api.plain import Answer, json_body, plain_view, takes_json
+from config.api.routes import short_path
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator, text_as_given
-from config.core.routes import short_path
 
 from . import services
 from .serializers import AccessTokenSerializer, ClientCredentialsSerializer

@@ -7,9 +7,9 @@ from rest_framework.views import APIView
 
 from config.api.idempotency import META_KEY
 from config.api.plain import Answer, json_body, plain_view, takes_json
+from config.api.routes import short_path
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
-from config.core.routes import short_path
 from partners.authentication import (
     HasRequiredScope,
     PayoutConfigured,

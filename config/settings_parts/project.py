@@ -38,8 +38,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: a catalog read, answered from stored bytes, runs what it needs of the rest in one place and skips
-    # the others, chosen by its route (config/core/routes.py); every other request goes on down this list.
-    "config.core.routes.RouteMiddleware",
+    # the others, chosen by its route (config/api/routes.py); every other request goes on down this list.
+    "config.api.routes.RouteMiddleware",
     "config.api.middleware.RequestIdMiddleware",
     # Reads Transfer-Encoding: chunked bodies (gunicorn without nginx in front), which Django sees as empty.
     "config.api.middleware.ChunkedBodyMiddleware",

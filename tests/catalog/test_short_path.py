@@ -1,4 +1,4 @@
-"""The route middleware's short path (config/core/routes.py): a catalog read runs the middleware it needs once,
+"""The route middleware's short path (config/api/routes.py): a catalog read runs the middleware it needs once,
 in one place, resolves its URL once, and answers exactly what the whole chain answers."""
 
 from unittest import mock
@@ -9,8 +9,9 @@ from django.core.handlers.base import BaseHandler
 from django.test import override_settings
 from rest_framework.test import APIClient
 
+from config.api import routes
 from config.api.middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware
-from config.core import pages, routes
+from config.core import pages
 from partners.idempotency.gate import IdempotencyMiddleware
 from tests.catalog.conftest import client_with_scope
 

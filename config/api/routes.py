@@ -33,11 +33,11 @@ from django.urls import ResolverMatch, URLPattern, URLResolver, get_resolver
 from django.urls.exceptions import Resolver404
 from django.urls.resolvers import RoutePattern
 
-from config.api.idempotency import META_KEY
-from config.api.middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware, with_request_id
+from config.core import metrics
+from config.core.dbretry import with_retry
 
-from . import metrics
-from .dbretry import with_retry
+from .idempotency import META_KEY
+from .middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware, with_request_id
 
 SHORT_PATH_ATTRIBUTE = "short_path_methods"
 SHORT_PATH_BODY_ATTRIBUTE = "short_path_body"
