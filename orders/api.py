@@ -30,7 +30,7 @@ from .serializers import (
     order_output,
     too_large_error,
 )
-from .uploads import OrderFormParser, TicketPdfUploadHandler
+from .uploads import TicketPdfUploadHandler
 
 ORDERS_TAG = ["Orders"]
 
@@ -45,7 +45,7 @@ _order_form = ReusedValidator(OrderCreateSerializer)
 class OrderListCreateView(APIView):
     """POST /v1/orders (create, multipart) and GET /v1/orders (list)."""
 
-    parser_classes = [OrderFormParser]
+    parser_classes = [MultiPartParser]
 
     @property
     def required_scope(self) -> str | None:
