@@ -27,6 +27,8 @@ DRILLS = (
     "tests/config/test_walkthrough.py",
     "tests/webhooks/test_isolation_live.py",
     "tests/webhooks/test_queue_isolation.py",
+    # Two minutes of Schemathesis against a live instance: the longest test of all, and a wait on its processes.
+    "tests/schema/test_live_fuzz.py",
 )
 
 
