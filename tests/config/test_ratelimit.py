@@ -194,3 +194,91 @@ def test_the_shared_cache_parses_redis_replies_with_hiredis():
         assert isinstance(conn._parser, _HiredisParser)
     finally:
         client.connection_pool.release(conn)
+
+
+def _kept_connection():
+    from django.core.cache import caches
+
+    client = caches["default"]._cache.get_client(write=True)
+    return ratelimit._thread_connection(client.connection_pool)
+
+
+def test_a_connection_the_server_closed_is_opened_again_and_the_request_counted(auth_client, settings):
+    """Each thread keeps its Redis connection between requests: when Redis closed it meanwhile (a restart, an
+    idle timeout, CLIENT KILL), the next request connects again and is counted once."""
+    import redis
+    from django.conf import settings as django_settings
+
+    settings.RATE_LIMIT_PER_MINUTE = 100
+    _avoid_window_edge()
+    first = auth_client.get("/v1/_scoped")
+    assert first.status_code == 200
+    kept = _kept_connection()
+    kept.send_command("CLIENT", "ID")
+    client_id = kept.read_response()
+    killer = redis.Redis.from_url(django_settings.REDIS_URL)
+    assert killer.client_kill_filter(_id=client_id) == 1
+    second = auth_client.get("/v1/_scoped")
+    assert second.status_code == 200
+    assert int(second["RateLimit-Remaining"]) == int(first["RateLimit-Remaining"]) - 1
+    assert _kept_connection() is kept  # the same connection, opened again
+
+
+def test_a_round_trip_that_failed_half_way_never_leaves_its_replies_to_the_next(
+    auth_client, settings, monkeypatch
+):
+    """A reply not read (a timeout after the commands went out) must not be read as the next request's: the
+    connection is closed, so the next request's counts are its own."""
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    settings.RATE_LIMIT_PER_MINUTE = 100
+    _avoid_window_edge()
+    first = auth_client.get("/v1/_scoped")
+    kept = _kept_connection()
+    real_read = type(kept).read_response
+    failures = iter([True])
+
+    def read_once_failing(self, *args, **kwargs):
+        if next(failures, False):
+            raise RedisTimeoutError("Timeout reading from socket")
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(kept), "read_response", read_once_failing)
+    # The first attempt's commands reached Redis (counted) but their replies were never read; the retry
+    # is counted again and read on a new connection: remaining falls by two, and each reply is its own.
+    second = auth_client.get("/v1/_scoped")
+    assert second.status_code == 200
+    assert int(second["RateLimit-Remaining"]) == int(first["RateLimit-Remaining"]) - 2
+    third = auth_client.get("/v1/_scoped")
+    assert int(third["RateLimit-Remaining"]) == int(second["RateLimit-Remaining"]) - 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_keep_a_connection_each_and_never_read_each_others_replies():
+    """Real threads counting at once, each on its own kept connection: every count is one more than the last
+    one anybody saw, with no reply read by the wrong thread."""
+    import threading
+
+    _avoid_window_edge(margin=10)
+    key = f"threads-{time.time_ns()}"
+    per_thread, seen, connections = 200, [], set()
+    lock = threading.Lock()
+    start = threading.Barrier(4)
+
+    def count():
+        start.wait()
+        mine = []
+        for _ in range(per_thread):
+            state, _found = ratelimit.hit_and_read(key=key, limit=10**9, read=[])
+            mine.append(10**9 - state.remaining)
+        with lock:
+            seen.extend(mine)
+            connections.add(id(_kept_connection()))
+
+    threads = [threading.Thread(target=count) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(seen) == list(range(1, 4 * per_thread + 1))
+    assert len(connections) == 4
