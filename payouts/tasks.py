@@ -57,6 +57,13 @@ def payouts_progress() -> dict:
     return summary
 
 
+@shared_task(name="payouts.tasks.refunds_sweep", ignore_result=True)
+def refunds_sweep() -> dict:
+    """Beat, hourly: the refund sweep over every canceled order, however long ago it was canceled (the payout
+    run's sweep reads the last day's cancels)."""
+    return asdict(refunds.refunds_sweep(every_cancel=True))
+
+
 @shared_task(
     base=RetryingTask, name="payouts.tasks.refund_for_order", acks_late=True, transient=PLATFORM_TRANSIENT
 )

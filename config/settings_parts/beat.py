@@ -24,6 +24,8 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
             "task": "payouts.tasks.payouts_progress",
             "schedule": payouts_progress_seconds,
         },
+        # The refunds owed on cancels older than the payout run's window (a day): found within the hour.
+        "payouts-refunds-sweep": {"task": "payouts.tasks.refunds_sweep", "schedule": 3600.0},
         "idempotency-purge-expired": {
             "task": "partners.idempotency.tasks.idempotency_key_purge_expired",
             "schedule": 3600.0,

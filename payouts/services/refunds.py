@@ -6,7 +6,10 @@ event), which writes an ``order.status_changed`` notification in the cancel's tr
 charge as owing a refund (``refund_status = pending``), and ``refund_enqueue`` publishes the task
 ``payouts.tasks.refund_for_order``, which calls the service of the same name and retries it with backoff while
 the platform is unavailable. The beat's ``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
-refund the platform left pending.
+refund the platform left pending. The payout run sweeps every minute the orders canceled in the last
+``REFUND_SWEEP_WINDOW`` (a day: what it reads is a day's cancels, whatever the history behind them); the hourly
+``payouts.tasks.refunds_sweep`` sweeps every canceled order ever, so a refund owed on an older cancel (the beat
+or the workers down for longer than the window) is found within the hour.
 
 The whole charge is refunded, through the platform that took it, with the idempotency key
 ``"<order_id>:refund"`` (a staff retry after a failure is a new attempt: ``"<order_id>:refund:<n>"``).
@@ -66,6 +69,8 @@ REFUND_SWEEP_GRACE = timedelta(minutes=2)
 REFUND_RECHECK_AFTER = timedelta(minutes=10)
 # How many refunds one sweep works on; the next beat takes the rest.
 REFUND_SWEEP_BATCH = 200
+# The payout run's sweep reads the cancels of this last while; the hourly sweep reads them all.
+REFUND_SWEEP_WINDOW = timedelta(days=1)
 
 
 def refund_transition(
@@ -261,28 +266,38 @@ class RefundSweepSummary:
     pending: int = 0  # still pending: the platform is unavailable or has not finished
 
 
-def refunds_never_requested(*, now) -> QuerySet[Charge]:
+def refunds_never_requested(*, now, since=None) -> QuerySet[Charge]:
     """Canceled past the grace and still not requested: the subscriber's delivery was lost (or the order was
     canceled before refunds were requested); within the grace the subscriber is probably on its way.
+    ``since``: only orders canceled at or after it (``None``: every canceled order).
 
     Read from the canceled orders' partial index, oldest cancel first, each probing the partial index of charges
     whose refund was never requested (both read without their tables when only ids are selected): never a walk
     of every charge, most of which belong to orders that were never canceled."""
-    return Charge.objects.filter(
+    charges = Charge.objects.filter(
         status=Charge.Status.SUCCEEDED,
         refund_status=R.NONE,
         order__status=ORDER_CANCELED,
         order__status_changed_at__lt=now - REFUND_SWEEP_GRACE,
-    ).order_by("order__status_changed_at", "order_id")
+    )
+    if since is not None:
+        charges = charges.filter(order__status_changed_at__gte=since)
+    return charges.order_by("order__status_changed_at", "order_id")
 
 
-def refunds_sweep(*, now=None) -> RefundSweepSummary:
+def refunds_sweep(*, now=None, every_cancel: bool = False) -> RefundSweepSummary:
     """Beat: refund what the task did not. Canceled orders whose succeeded charge has no refund requested
     ``REFUND_SWEEP_GRACE`` after the cancel, owed refunds no worker tried within ``REFUND_SWEEP_GRACE``, and refunds still pending ``REFUND_RECHECK_AFTER`` after
-    their last try. One refund's trouble never stops the others."""
+    their last try. One refund's trouble never stops the others.
+
+    The cancels read are those of the last ``REFUND_SWEEP_WINDOW`` (the payout run's, every minute), or with
+    ``every_cancel`` all of them (the hourly task's)."""
     now = now or timezone.now()
+    since = None if every_cancel else now - REFUND_SWEEP_WINDOW
     # The ids first, read from the indexes alone; then the few charges with their orders.
-    owed = list(refunds_never_requested(now=now).values_list("pk", flat=True)[:REFUND_SWEEP_BATCH])
+    owed = list(
+        refunds_never_requested(now=now, since=since).values_list("pk", flat=True)[:REFUND_SWEEP_BATCH]
+    )
     never_requested = Charge.objects.filter(pk__in=owed).order_by("pk")
     stalled = (
         Charge.objects.filter(refund_status=R.PENDING)

@@ -29,7 +29,7 @@ from payouts.models import Charge, CreditCard
 from payouts.platform import get_platform
 from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.refunds import refund_request, refunds_sweep
+from payouts.services.refunds import REFUND_SWEEP_WINDOW, refund_request, refunds_sweep
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
@@ -435,6 +435,34 @@ def test_a_lost_refund_message_is_refunded_by_the_sweep_after_a_grace_period(
     with time_machine.travel(timezone.now() + timedelta(minutes=3)):
         assert refunds_sweep().refunded == 1
     assert Charge.objects.get(order=order).refund_status == "succeeded"
+    assert len(refunds_of(order)) == 1
+
+
+@pytest.mark.django_db
+def test_a_refund_owed_on_an_older_cancel_is_left_to_the_hourly_sweep_which_finds_it(
+    partner, django_capture_on_commit_callbacks
+):
+    """The payout run's sweep reads a day of cancels; a refund owed on an older cancel (the workers down for
+    longer) is found by the hourly task, which reads every canceled order, and refunded once."""
+    order = charged_order(partner)
+    with django_capture_on_commit_callbacks(execute=False):  # the refund's request never ran
+        cancel_order(order)
+    with time_machine.travel(timezone.now() + REFUND_SWEEP_WINDOW + timedelta(hours=1)):
+        assert run_task(tasks.payouts_progress)["refunds"]["refunded"] == 0  # past the minute's window
+        assert Charge.objects.get(order=order).refund_status == "none"
+        assert run_task(tasks.refunds_sweep)["refunded"] == 1
+        assert run_task(tasks.refunds_sweep)["refunded"] == 0
+    assert Charge.objects.get(order=order).refund_status == "succeeded"
+    assert len(refunds_of(order)) == 1
+
+
+@pytest.mark.django_db
+def test_the_payout_run_refunds_a_lost_request_within_its_window(partner, django_capture_on_commit_callbacks):
+    order = charged_order(partner)
+    with django_capture_on_commit_callbacks(execute=False):
+        cancel_order(order)
+    with time_machine.travel(timezone.now() + REFUND_SWEEP_WINDOW - timedelta(minutes=1)):
+        assert run_task(tasks.payouts_progress)["refunds"]["refunded"] == 1
     assert len(refunds_of(order)) == 1
 
 
