@@ -24,6 +24,8 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
             "task": "payouts.tasks.payouts_progress",
             "schedule": payouts_progress_seconds,
         },
+        # The portal's payout totals: the delta rows the payouts' triggers appended, one row per status again.
+        "payouts-compact-totals": {"task": "payouts.tasks.payout_totals_compact", "schedule": 300.0},
         "idempotency-purge-expired": {
             "task": "partners.idempotency.tasks.idempotency_key_purge_expired",
             "schedule": 3600.0,
