@@ -1,6 +1,7 @@
 """The partners' payout totals kept by the database (``PayoutTotal``, payouts.services.totals): after every kind
 of write on payouts, and while payouts move under a running compaction, they equal the payouts summed up."""
 
+import re
 import threading
 from decimal import Decimal
 
@@ -205,3 +206,43 @@ def test_the_migration_counts_the_payouts_already_there_and_its_reverse_drops_th
     assert kept(partner_pk) == summed(partner_pk)
     assert set(summed(partner_pk)) == {P.PAID, P.PENDING}
     assert PayoutTotal.objects.filter(partner_id=partner_pk).count() == 2
+
+
+def stats(content: bytes) -> dict[str, str]:
+    """The figures of a portal page's stat boxes, by label."""
+    found = re.findall(r'<div class="label">([^<]+)</div><div class="value">([^<]+)</div>', content.decode())
+    return dict(found)
+
+
+@pytest.mark.django_db
+def test_the_payouts_page_and_the_dashboard_show_the_payouts_summed_up(ready_portal, other_portal):
+    amounts = {
+        P.PAID: "100.00",
+        P.FAILED: "7.50",
+        P.IN_PROCESS: "20.00",
+        P.SCHEDULED: "30.25",
+        P.PENDING: "1.00",
+    }
+    for status, amount in [*amounts.items(), (P.PAID, "1000.00"), (P.FAILED, "2.50")]:
+        payout_on(make_order(ready_portal.partner, status="paid"), status=status, amount=Decimal(amount))
+    payout_on(make_order(other_portal.partner, status="paid"), status=P.PAID, amount=Decimal("5000.00"))
+    client = ready_portal.client
+    assert stats(client.get("/portal/payouts").content) == {
+        "Paid out": "$1,100.00",
+        "On the way": "$51.25",
+        "Failed": "2",
+    }
+    dashboard = stats(client.get("/portal/").content)
+    assert (dashboard["Payouts on the way"], dashboard["Paid out"]) == ("$51.25", "$1,100.00")
+    # The bank sends a paid payout back: the figures move with it, before and after a fold.
+    paid = Payout.objects.get(partner=ready_portal.partner, amount=Decimal("1000.00"))
+    payout_transition(payout=paid, to=P.FAILED, actor=ACTOR)
+    for fold in (False, True):
+        if fold:
+            payout_totals_compact()
+        assert stats(client.get("/portal/payouts").content) == {
+            "Paid out": "$100.00",
+            "On the way": "$51.25",
+            "Failed": "3",
+        }
+        assert stats(client.get("/portal/").content)["Paid out"] == "$100.00"
