@@ -9,7 +9,7 @@ from config.core.retrying import RetryingTask
 
 from .errors import PlatformUnavailable
 from .lifecycle import confirmation
-from .services import alerts, progression, refunds
+from .services import alerts, progression, refunds, totals
 
 logger = logging.getLogger(__name__)
 
@@ -82,3 +82,12 @@ def refund_for_order(order_pk: int) -> str | None:
 def payment_alert_send(kind: str, pk: int) -> bool:
     """E-mail the partner about a declined charge, a failed payout or a failed refund (once per failure)."""
     return alerts.payment_alert_send(kind=kind, pk=pk)
+
+
+@shared_task(
+    name="payouts.tasks.payout_totals_compact", ignore_result=True, soft_time_limit=60, time_limit=90
+)
+def payout_totals_compact() -> dict | None:
+    """Beat: each partner's payout totals folded into one row per status (``payouts.services.totals``)."""
+    outcome = totals.payout_totals_compact()
+    return asdict(outcome) if outcome is not None else None

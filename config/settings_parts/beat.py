@@ -26,6 +26,8 @@ def beat_schedule(*, payouts_progress_seconds: float) -> dict[str, dict]:
         },
         # The refunds owed on cancels older than the payout run's window (a day): found within the hour.
         "payouts-refunds-sweep": {"task": "payouts.tasks.refunds_sweep", "schedule": 3600.0},
+        # The portal's payout totals: the delta rows the payouts' triggers appended, one row per status again.
+        "payouts-compact-totals": {"task": "payouts.tasks.payout_totals_compact", "schedule": 300.0},
         "idempotency-purge-expired": {
             "task": "partners.idempotency.tasks.idempotency_key_purge_expired",
             "schedule": 3600.0,

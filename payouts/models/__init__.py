@@ -1,5 +1,5 @@
 from .methods import CreditCard, PayoutAccount
-from .money import Charge, ChargeStatusHistory, Payout, PayoutStatusHistory, RefundStatusHistory
+from .money import Charge, ChargeStatusHistory, Payout, PayoutStatusHistory, PayoutTotal, RefundStatusHistory
 from .platform_events import Dispute, DisputeStatusHistory, PlatformEvent
 
 __all__ = [
@@ -7,6 +7,7 @@ __all__ = [
     "ChargeStatusHistory",
     "Payout",
     "PayoutStatusHistory",
+    "PayoutTotal",
     "RefundStatusHistory",
     "CreditCard",
     "Dispute",

@@ -200,6 +200,32 @@ class Payout(models.Model):
         return f"{self.order.order_id}:payout:{self.attempt}"
 
 
+class PayoutTotal(models.Model):
+    """The partner's payouts counted and summed per status, kept by the database as payouts are inserted,
+    change status or amount, or are deleted: the portal's totals (``payout_totals``) read a few rows whatever
+    the number of payouts.
+
+    Written only by PostgreSQL: statement-level triggers on ``payouts_payout`` (migration 0021) append one
+    delta row per partner and status a statement changed (+1 and the amount for a payout that arrives in the
+    status, −1 and minus the amount for one that leaves it), so that concurrent writers never wait for each
+    other on a shared row; ``payout_totals_compact`` (beat) folds each partner's rows into one per status. The
+    totals are the sum of the partner's rows per status, exact in every transaction and snapshot.
+    """
+
+    partner = models.ForeignKey(
+        Partner, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+", db_index=False
+    )
+    status = models.CharField(max_length=16, choices=Payout.Status.choices)
+    count = models.BigIntegerField()
+    amount = models.DecimalField(max_digits=18, decimal_places=2)
+
+    class Meta:
+        indexes = [models.Index(fields=["partner", "status"], name="payout_total_partner_status")]
+
+    def __str__(self) -> str:
+        return f"{self.count:+d} {self.status} payouts, {self.amount:+} for partner {self.partner_id}"
+
+
 class PayoutStatusHistory(StatusHistory):
     """One row per move of ``Payout.status`` (``payouts.services.progression.payout_transition``)."""
 

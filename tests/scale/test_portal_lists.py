@@ -11,11 +11,13 @@ from django.utils import timezone
 
 from orders.models import Order
 from partners.portal.paging import PAGE_SIZE
+from payouts.models import Payout, PayoutTotal
 from payouts.selectors import payout_totals
+from payouts.services.totals import payout_totals_compact
 from tests.orders.factories import make_order
 from tests.portal.exports_data import clone_orders, payout_on
 
-from .plans import on_table, statements_of
+from .plans import on_table, plan_without_seq_scans, statements_of
 
 pytestmark = pytest.mark.django_db
 
@@ -93,16 +95,32 @@ def test_the_notifications_and_payouts_pages_count_nothing(ready_portal):
         )  # the paginator's count
 
 
-def test_the_payout_totals_can_be_read_from_their_covering_index(ready_portal):
-    _, [statement] = statements_of(lambda: payout_totals(partner_pk=ready_portal.partner.pk))
-    assert re.search(r'WHERE "payouts_payout"\."partner_id" = \d+ GROUP BY', statement)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'payout_partner_totals'")
-        [(definition,)] = cursor.fetchall()
-    # Every column the statement reads is in the index, the partner's first: over a partner's many payouts the
-    # planner reads the index alone (the plans at a million orders: bench/README.md "Data at scale"). Which index
-    # it guesses for a test's few rows says nothing of that.
-    assert definition.endswith("USING btree (partner_id, status) INCLUDE (amount)")
+def test_the_payout_totals_read_a_few_rows_whatever_the_number_of_payouts(ready_portal):
+    partner = ready_portal.partner
+    template = make_order(partner, status="paid")
+    clone_orders(template, 60)
+    orders = list(Order.objects.filter(partner=partner))
+    # Payouts arrive one by one and in bulk, then move: the statements append delta rows to the totals.
+    for order in orders[:10]:
+        payout_on(order)
+    Payout.objects.bulk_create(
+        Payout(order=o, partner_id=partner.pk, amount=o.total_price, status="in_process") for o in orders[10:]
+    )
+    Payout.objects.filter(partner_id=partner.pk, order__in=orders[10:20]).update(status="failed")
+    totals = payout_totals(partner_pk=partner.pk)
+    assert (totals.paid, totals.failed) == (10 * template.total_price, 10)
+    payout_totals_compact()
+    # Folded: one row per status, however many payouts there are (the read at a million orders: bench/README.md
+    # "Data at scale").
+    assert PayoutTotal.objects.filter(partner_id=partner.pk).count() == 3
+    _, [statement] = statements_of(lambda: payout_totals(partner_pk=partner.pk))
+    assert re.search(
+        r'FROM "payouts_payouttotal" WHERE "payouts_payouttotal"\."partner_id" = \d+ GROUP BY', statement
+    )
+    assert 'payouts_payout"' not in statement
+    plan = plan_without_seq_scans(statement)
+    assert "payout_total_partner_status" in plan and "payouts_payout " not in plan
+    assert payout_totals(partner_pk=partner.pk) == totals
 
 
 def test_the_day_filters_are_ranges_of_the_lists_index(ready_portal):
