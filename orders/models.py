@@ -157,6 +157,13 @@ class Order(models.Model):
                 name="order_open_by_created",
             ),
             models.Index(fields=["created_at"], name="order_created"),
+            # The portal's count of active orders (its dashboard, payout readiness): the few not settled yet,
+            # never the partner's history of settled ones.
+            models.Index(
+                fields=["partner", "livemode"],
+                condition=~Q(status__in=["paid", "canceled", "expired"]),  # Order.SETTLED_STATUSES
+                name="order_partner_active",
+            ),
             # What staff paste into the admin's search, matched whole (config/core/admin_scale.py); the e-mail in
             # any case.
             models.Index(fields=["partner_reference"], name="order_partner_reference"),

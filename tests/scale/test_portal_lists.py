@@ -143,3 +143,24 @@ def test_the_day_filters_are_ranges_of_the_lists_index(ready_portal):
     assert response.status_code == 200 and shown_orders(response.content.decode()) == [order.order_id]
     csv = ready_portal.client.get("/portal/orders.csv", {"created_to": "9999-12-31"})
     assert order.order_id.encode() in b"".join(csv.streaming_content)
+
+
+def test_the_dashboards_active_orders_are_counted_from_their_own_index(ready_portal):
+    """The dashboard counts the orders not settled yet from an index of those alone: the partner's settled
+    history (most of a million orders) is never read to find them."""
+    partner = ready_portal.partner
+    clone_orders(make_order(partner, status="paid"), 40)
+    clone_orders(make_order(partner, status="canceled"), 20)
+    make_order(partner)
+    make_order(partner, status="awaiting_transfer")
+    response, statements = statements_of(lambda: ready_portal.client.get("/portal/"))
+    assert response.status_code == 200
+    [counted] = [sql for sql in on_table(statements, "orders_order") if sql.startswith("SELECT COUNT(*)")]
+    assert "NOT (" in counted and '"orders_order"."status" IN (' in counted
+    plan = plan_without_seq_scans(counted)
+    assert "order_partner_active" in plan and "Seq Scan" not in plan, plan
+    shown = re.search(
+        r'data-testid="stat-active-orders"><div class="label">[^<]*</div><div class="value">(\d+)<',
+        response.content.decode(),
+    )
+    assert shown and shown.group(1) == "2"
