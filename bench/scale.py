@@ -369,6 +369,7 @@ def targets() -> list[Target]:
         Target("portal: CSV, all orders", export("")),
         Target("job: payout run", lambda: payouts_progress.run() and None, job=True),
         Target("job: refund sweep alone", lambda: refunds_sweep() and None, job=True),
+        Target("job: hourly refund sweep", lambda: refunds_sweep(every_cancel=True) and None, job=True),
     ]
 
 
