@@ -5,7 +5,8 @@ the partner's time zone with the offset, and any cell a spreadsheet would read a
 
 The lists' exports (orders, payouts) have each line written by PostgreSQL (``CsvLine``): the same bytes as
 ``csv_cell`` and ``csv.writer`` give, at the cost of one string a row in the web process whatever the columns.
-A column of a kind the SQL does not format, or a zone PostgreSQL does not know, is formatted here instead.
+A column of a kind the SQL does not format, a zone PostgreSQL does not know, or one whose rules the server's tz
+database gives otherwise than Python's, is formatted here instead.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import csv
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from django.db import DatabaseError, connection, transaction
@@ -186,22 +188,48 @@ def _line_templates(queryset: QuerySet, fields: list[str]) -> list[str] | None:
     return None if None in templates else templates  # type: ignore[return-value]
 
 
+# The instants at which the server's tz database must give a zone the offset Python's gives it before the server
+# writes instants in that zone: noon UTC on the 1st and the 15th of every month from 1850 to 2040. Builds of the tz
+# database differ: an older one lacks a recent change of rules, and one built without its "backzone" history
+# merges zones before 1970 (PostgreSQL's own build reads Europe/Amsterdam as Brussels then, +00:17:30 where
+# Debian's reads +00:19:32). Every change of rules lasts longer than a fortnight, so a difference shows here.
+_AGREEMENT_SQL = (
+    "SELECT extract(epoch FROM (t AT TIME ZONE %s) - (t AT TIME ZONE 'UTC'))::int FROM ("
+    "SELECT (d + shift) AT TIME ZONE 'UTC' AS t, d, shift FROM generate_series("
+    "timestamp '1850-01-01 12:00', timestamp '2040-12-01 12:00', interval '1 month') AS d "
+    "CROSS JOIN (VALUES (interval '0 days'), (interval '14 days')) AS shifts(shift)) AS instants ORDER BY d, shift"
+)
+
+
+@lru_cache(maxsize=64)
+def _python_offsets(key: str) -> tuple[int, ...]:
+    """Python's offsets of the zone ``key`` at ``_AGREEMENT_SQL``'s instants, in seconds, in its order."""
+    zone = ZoneInfo(key)
+    return tuple(
+        int(datetime(year, month, day, 12, tzinfo=UTC).astimezone(zone).utcoffset().total_seconds())
+        for year in range(1850, 2041)
+        for month in range(1, 13)
+        for day in (1, 15)
+    )
+
+
 def _database_writes_lines(tz: ZoneInfo) -> bool:
-    """Whether PostgreSQL renders instants in ``tz`` (a name Python's tz database knows may be missing from the
-    server's), and dates and intervals in the styles the templates read."""
+    """Whether PostgreSQL renders instants in ``tz`` as Python does (a name Python's tz database knows may be
+    missing from the server's, or read by other rules), and dates and intervals in the styles the templates
+    read."""
     key = getattr(tz, "key", None)
     if not key or not _ZONE_NAME.fullmatch(key):
         return False
     try:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT now() AT TIME ZONE %s, current_setting('DateStyle'), current_setting('IntervalStyle')",
-                [key],
-            )
-            _, date_style, interval_style = cursor.fetchone()
+            cursor.execute("SELECT current_setting('DateStyle'), current_setting('IntervalStyle')")
+            date_style, interval_style = cursor.fetchone()
+            cursor.execute(_AGREEMENT_SQL, [key])
+            offsets = tuple(row[0] for row in cursor.fetchall())
     except DatabaseError:
         return False
-    return date_style.startswith("ISO") and interval_style == "postgres"
+    styles = date_style.startswith("ISO") and interval_style == "postgres"
+    return styles and offsets == _python_offsets(key)
 
 
 def queryset_csv_response(

@@ -55,7 +55,7 @@ INSTANTS = [
     datetime(1890, 6, 1, 12, 0, 0, tzinfo=UTC),  # local mean time: offsets with seconds
 ]
 ZONES = ["UTC", "America/New_York", "Asia/Kolkata", "America/St_Johns", "Pacific/Chatham", "Etc/GMT+5",
-         "Europe/Amsterdam"]  # fmt: skip
+         "Europe/Brussels"]  # fmt: skip
 
 
 def tricky_rows(partner) -> None:
@@ -115,6 +115,53 @@ def test_the_lines_postgresql_writes_are_the_bytes_csv_writer_writes(ready_porta
         expected = python_bytes(queryset, columns=columns, ordering=ordering, tz=tz)
         assert lines.count(b"\r\n") >= len(TRICKY) - 1
         assert lines == expected, url
+
+
+def _export_in(ready_portal, zone: str) -> tuple[bytes, bytes, bool]:
+    """The orders export in ``zone``: its lines, today's lines (csv_cell and csv.writer) and whether PostgreSQL
+    wrote them."""
+    partner = ready_portal.partner
+    partner.time_zone = zone
+    partner.save()
+    with CaptureQueriesContext(connection) as captured:
+        body = b"".join(ready_portal.client.get("/portal/orders.csv").streaming_content)
+    expected = python_bytes(
+        Order.objects.filter(partner=partner),
+        columns=ORDER_CSV_COLUMNS,
+        ordering=LIST_ORDERING,
+        tz=ZoneInfo(zone),
+    )
+    by_server = any("chr(13) || chr(10)" in q["sql"] for q in captured.captured_queries)
+    return body.partition(b"\r\n")[2], expected, by_server
+
+
+def test_a_zone_the_servers_tz_database_reads_otherwise_is_formatted_in_python(ready_portal, monkeypatch):
+    """Builds of the tz database differ (an older one, or one without the history before 1970): where the
+    server's gives the zone another offset than Python's at any fortnight from 1850 to 2040, the export is
+    formatted in Python, so its bytes never depend on the server's build."""
+    tricky_rows(ready_portal.partner)
+    lines, expected, by_server = _export_in(ready_portal, "America/St_Johns")
+    assert by_server and lines == expected
+    # Python's rules for the zone moved by one second, in one fortnight of 1890: the server's no longer agree.
+    real = exports._python_offsets.__wrapped__
+
+    def one_fortnight_otherwise(key):
+        offsets = list(real(key))
+        offsets[(1890 - 1850) * 24 + 10] += 1
+        return tuple(offsets)
+
+    monkeypatch.setattr(exports, "_python_offsets", one_fortnight_otherwise)
+    lines, expected, by_server = _export_in(ready_portal, "America/St_Johns")
+    assert not by_server and lines == expected
+
+
+def test_europe_amsterdam_before_1946_reads_as_python_reads_it_whatever_the_servers_build(ready_portal):
+    # PostgreSQL's own build of the tz database reads Amsterdam as Brussels before 1946 (+00:17:30 in 1890),
+    # Debian's as Amsterdam (+00:19:32): the export has Python's reading on either server.
+    tricky_rows(ready_portal.partner)
+    lines, expected, _ = _export_in(ready_portal, "Europe/Amsterdam")
+    in_1890 = datetime(1890, 6, 1, 12, tzinfo=UTC).astimezone(ZoneInfo("Europe/Amsterdam")).isoformat()
+    assert lines == expected and in_1890[-9:].encode() in expected
 
 
 def test_a_column_the_sql_does_not_format_is_formatted_in_python(ready_portal, monkeypatch):
