@@ -1,5 +1,5 @@
 """The worker's side of the outbox (orders/outbox.py): a delivery task runs each notification's subscribers in
-turn, each receipt written as its handler returns, and marks the rows dispatched once they all ran.
+turn, and once they all ran writes their receipts and marks the rows dispatched, in one transaction.
 
 ``notifications_deliver`` delivers a batch (a confirmation batch's notifications, or those written one at a
 time that waited in Redis for one task, ``notifications_pending_take``), or one notification alone, a batch of
@@ -10,7 +10,7 @@ delivered meanwhile; a database that fails has the task retried with only the no
 
 import logging
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
 from config.core import retrying
 from config.core.pending import redis_backend
@@ -63,9 +63,9 @@ def notifications_deliver(
 ) -> dict[int, list[str]]:
     """Run the subscribers of each notification (``(pk, subscriber names)`` each; names ``None``: the subscribers
     that want it now) in turn, each handler unless its receipt says it already ran: the notifications and their
-    receipts read in one statement each, each receipt written as its handler returns, the notifications marked
-    dispatched together once every subscriber had its turn (a failure for good is left to that subscriber's own
-    sweep). Returns the names of the subscribers that ran, by the pk of each notification delivered; a
+    receipts read in one statement each; once every subscriber had its turn, the receipts of the handlers that
+    ran written and the notifications marked dispatched together, in one transaction (a failure for good is left
+    to that subscriber's own sweep); a batch that stops writes the receipts of what ran before it stops. Returns the names of the subscribers that ran, by the pk of each notification delivered; a
     notification purged after its retention is not.
 
     In a batch (``orders.tasks.notifications_deliver_many``: a confirmation batch's notifications, or those
@@ -99,6 +99,24 @@ def notifications_deliver(
             raise
         raise DeliveryInterrupted(remaining=deliveries, error=exc) from exc
     done: dict[int, list[str]] = {}
+    receipts: list[NotificationReceipt] = []  # the handlers that ran, recorded together (_record)
+    try:
+        return _deliver_each(deliveries, notifications, handled, done, receipts, alone=alone)
+    except BaseException:
+        # Stopped: what ran is recorded, so that a retry skips it; a failure to record it means one more run.
+        _receipts_write_logged(receipts)
+        raise
+
+
+def _deliver_each(
+    deliveries: list[tuple[int, list[str] | None]],
+    notifications: dict[int, Notification],
+    handled: dict[int, set[str]],
+    done: dict[int, list[str]],
+    receipts: list[NotificationReceipt],
+    *,
+    alone: bool,
+) -> dict[int, list[str]]:
     for position, (pk, names) in enumerate(deliveries):
         notification = notifications.get(pk)
         if notification is None:
@@ -109,18 +127,20 @@ def notifications_deliver(
                 for s in signals.subscribers_for(notification.type, signals.notification_status(notification))
             ]
         try:
-            done[pk] = _deliver_one(notification, names, handled.get(pk, set()))
+            done[pk] = _deliver_one(notification, names, handled.get(pk, set()), receipts)
         except Exception as exc:
             if alone:
                 raise
             if isinstance(exc, DB_ERRORS):
                 # The database itself failed: the next notifications would too. The task tries the rest later.
+                _receipts_write_logged(receipts)
                 _mark_delivered(list(done))
                 raise DeliveryInterrupted(remaining=deliveries[position:], error=exc) from exc
             if isinstance(exc, signals.transient_errors(names)):
                 # This notification's subscriber failed for now: it leaves the batch and is tried again on its
                 # own, with its own backoff, so that it never holds back the others (delivered now, in this run).
                 logger.warning("notification pk=%s failed for now (%r); retried on its own", pk, exc)
+                _receipts_write_logged(receipts)  # before its own delivery, which skips what already ran
                 dispatch.notification_deliver_alone(
                     notification_pk=pk, subscriber_names=names, countdown=retrying.task_retry_seconds(0)
                 )
@@ -128,11 +148,44 @@ def notifications_deliver(
             logger.exception("The delivery of notification pk=%s failed; the sweep publishes it again", pk)
             if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
                 connection.close()
-    if alone:
-        mark_dispatched(list(done))
-    else:
+    try:
+        _record(receipts, list(done))
+    except Exception:
+        if alone:
+            raise
+        # Each apart, where it can be: a receipt not written means one more run of its handler on a repeat, a
+        # notification not marked is published again by the sweep.
+        _receipts_write_logged(receipts)
         _mark_delivered(list(done))
     return done
+
+
+def _record(receipts: list[NotificationReceipt], notification_pks: list[int]) -> None:
+    """The batch's receipts and its notifications marked dispatched, in one transaction: one commit for the
+    batch instead of one per handler that ran."""
+    with transaction.atomic():
+        if receipts:
+            # Two deliveries of one notification at once may both finish: the unique receipt keeps one row.
+            NotificationReceipt.objects.bulk_create(receipts, ignore_conflicts=True)
+        mark_dispatched(notification_pks)
+    receipts.clear()
+
+
+def _receipts_write_logged(receipts: list[NotificationReceipt]) -> None:
+    """The receipts of a batch that stopped, where it can; a receipt not written means one more run of its
+    handler on the retry, never a lost delivery."""
+    if not receipts:
+        return
+    try:
+        NotificationReceipt.objects.bulk_create(receipts, ignore_conflicts=True)
+        receipts.clear()
+    except Exception:
+        logger.warning(
+            "outbox: %d receipt(s) not written; their handlers run again on the retry", len(receipts)
+        )
+        receipts.clear()
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 def _mark_delivered(notification_pks: list[int]) -> None:
@@ -146,9 +199,15 @@ def _mark_delivered(notification_pks: list[int]) -> None:
             connection.close()
 
 
-def _deliver_one(notification: Notification, subscriber_names: list[str], handled: set[str]) -> list[str]:
+def _deliver_one(
+    notification: Notification,
+    subscriber_names: list[str],
+    handled: set[str],
+    receipts: list[NotificationReceipt],
+) -> list[str]:
     """Each named subscriber's handler on ``notification``, in turn, but those in ``handled`` (their receipts);
-    the subscribers' own transient errors propagate, the others are logged. Returns the names of those that ran."""
+    the subscribers' own transient errors propagate, the others are logged. Appends to ``receipts`` the receipt
+    of each handler that returned, and returns the names of those that ran."""
     notification_pk = notification.pk
     ran = []
     for name in subscriber_names:
@@ -168,9 +227,7 @@ def _deliver_one(notification: Notification, subscriber_names: list[str], handle
                 # The next subscriber starts on a fresh connection, not on one the error may have left unusable.
                 connection.close()
             continue
-        NotificationReceipt.objects.bulk_create(
-            [NotificationReceipt(notification_id=notification_pk, subscriber=name)], ignore_conflicts=True
-        )
+        receipts.append(NotificationReceipt(notification_id=notification_pk, subscriber=name))
         ran.append(name)
     return ran
 

@@ -14,10 +14,11 @@ import time_machine
 from django.conf import settings
 from django.core.cache import cache
 from django.db import OperationalError, ProgrammingError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from config.core.retrying import MAX_RETRIES
-from orders import dispatch, signals, tasks
+from orders import delivery, dispatch, signals, tasks
 from orders.models import Notification, NotificationReceipt, Order
 from orders.services import orders_transition
 
@@ -150,6 +151,67 @@ def test_a_database_error_still_retries_the_batch_with_only_the_notifications_le
     assert [(pks, countdown >= 10) for pks, countdown in batch_retries] == [([n2.pk, n3.pk], True)]
     assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
     assert not Notification.objects.filter(pk__in=[n1.pk, n2.pk, n3.pk], dispatched_at__isnull=True).exists()
+
+
+@pytest.mark.django_db
+def test_a_batch_records_its_receipts_and_marks_in_one_transaction(partner, subscribers):
+    got, _ = subscribers
+    notifications = _created(partner, 5)
+    with CaptureQueriesContext(connection) as captured:
+        assert tasks.notifications_deliver_many.apply(args=[_deliveries(notifications)]).get() == 5
+    statements = [q["sql"] for q in captured.captured_queries]
+    receipt_table = NotificationReceipt._meta.db_table
+    # One INSERT for the ten receipts and one UPDATE for the five marks, not one commit per handler that ran.
+    assert sum(sql.startswith(f'INSERT INTO "{receipt_table}"') for sql in statements) == 1
+    assert sum(sql.startswith(f'UPDATE "{Notification._meta.db_table}"') for sql in statements) == 1
+    assert NotificationReceipt.objects.count() == 10 and len(got["tests.after"]) == 5
+    assert not Notification.objects.filter(dispatched_at__isnull=True).exists()
+
+
+@pytest.mark.django_db
+def test_a_record_that_fails_writes_the_receipts_and_the_marks_apart(partner, subscribers, monkeypatch):
+    got, _ = subscribers
+    n1, n2, n3 = _created(partner, 3)
+    real_bulk_create = NotificationReceipt.objects.bulk_create
+    calls = []
+
+    def failing_once(objs, **kwargs):
+        calls.append(len(objs))
+        if len(calls) == 1:
+            raise OperationalError("the server closed the connection")
+        return real_bulk_create(objs, **kwargs)
+
+    monkeypatch.setattr(NotificationReceipt.objects, "bulk_create", failing_once)
+    assert tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])]).get() == 3
+    assert calls == [6, 6]  # the transaction's, rolled back, then the receipts alone
+    assert NotificationReceipt.objects.count() == 6
+    assert not Notification.objects.filter(pk__in=[n1.pk, n2.pk, n3.pk], dispatched_at__isnull=True).exists()
+    # A redelivery runs nothing again: the receipts were written.
+    tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])]).get()
+    assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n2.pk, n3.pk]}
+
+
+@pytest.mark.django_db
+def test_a_notification_alone_that_fails_keeps_the_receipts_of_the_handlers_before(partner, subscribers):
+    got, _ = subscribers
+    (n1,) = _created(partner, 1)
+    calls = {"n": 0}
+
+    def after(notification):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("subscriber unreachable")
+        got["tests.after"].append(notification.pk)
+
+    signals.subscribe("tests.after", handler=after)
+    with pytest.raises(ConnectionError):
+        delivery.notifications_deliver(deliveries=[(n1.pk, ["tests.first", "tests.after"])], alone=True)
+    assert list(NotificationReceipt.objects.values_list("subscriber", flat=True)) == ["tests.first"]
+    # The retry runs only the handler that failed.
+    assert delivery.notifications_deliver(
+        deliveries=[(n1.pk, ["tests.first", "tests.after"])], alone=True
+    ) == {n1.pk: ["tests.after"]}
+    assert got == {"tests.first": [n1.pk], "tests.after": [n1.pk]}
 
 
 @pytest.mark.django_db
