@@ -5,6 +5,8 @@ import os
 from celery import Celery
 from kombu import Queue
 
+from config.deploy import worker_db
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("config")
@@ -31,3 +33,6 @@ app.conf.task_routes = {
 QUEUES = (TASK_QUEUE, WEBHOOK_QUEUE, WEBHOOK_SLOW_QUEUE)
 app.conf.task_default_queue = TASK_QUEUE
 app.conf.task_queues = tuple(Queue(name, routing_key=name) for name in QUEUES)
+
+# Each task's database connections go back to the process's pool, which is kept (config/deploy/worker_db.py).
+worker_db.install(app)
