@@ -117,6 +117,7 @@ def _deliver_each(
     *,
     alone: bool,
 ) -> dict[int, list[str]]:
+    resolved: list[tuple[int, int, Notification, list[str]]] = []
     for position, (pk, names) in enumerate(deliveries):
         notification = notifications.get(pk)
         if notification is None:
@@ -126,8 +127,11 @@ def _deliver_each(
                 s.name
                 for s in signals.subscribers_for(notification.type, signals.notification_status(notification))
             ]
+        resolved.append((position, pk, notification, names))
+    idle = _idle(resolved, handled)
+    for position, pk, notification, names in resolved:
         try:
-            done[pk] = _deliver_one(notification, names, handled.get(pk, set()), receipts)
+            done[pk] = _deliver_one(notification, names, handled.get(pk, set()), receipts, idle=idle)
         except Exception as exc:
             if alone:
                 raise
@@ -158,6 +162,30 @@ def _deliver_each(
         _receipts_write_logged(receipts)
         _mark_delivered(list(done))
     return done
+
+
+def _idle(
+    resolved: list[tuple[int, int, Notification, list[str]]], handled: dict[int, set[str]]
+) -> dict[str, set[int]]:
+    """For each subscriber that can tell (``Subscriber.idle``), the batch's notifications its handler would do
+    nothing for, asked once for the batch. A subscriber that cannot tell now has its handler called for each."""
+    wanted: dict[str, list[Notification]] = {}
+    for _position, pk, notification, names in resolved:
+        for name in names:
+            if name not in handled.get(pk, ()):
+                wanted.setdefault(name, []).append(notification)
+    idle: dict[str, set[int]] = {}
+    for name, notifications in wanted.items():
+        subscriber = signals.subscriber(name)
+        if subscriber is None or subscriber.idle is None:
+            continue
+        try:
+            idle[name] = set(subscriber.idle(notifications))
+        except Exception:
+            logger.warning("subscriber %s could not tell what it has to do; its handler runs for each", name)
+            if not connection.in_atomic_block:
+                connection.close()
+    return idle
 
 
 def _record(receipts: list[NotificationReceipt], notification_pks: list[int]) -> None:
@@ -204,10 +232,13 @@ def _deliver_one(
     subscriber_names: list[str],
     handled: set[str],
     receipts: list[NotificationReceipt],
+    *,
+    idle: dict[str, set[int]] | None = None,
 ) -> list[str]:
     """Each named subscriber's handler on ``notification``, in turn, but those in ``handled`` (their receipts);
-    the subscribers' own transient errors propagate, the others are logged. Appends to ``receipts`` the receipt
-    of each handler that returned, and returns the names of those that ran."""
+    the subscribers' own transient errors propagate, the others are logged. A subscriber that said it has
+    nothing to do for it (``idle``) is not called. Appends to ``receipts`` the receipt of each handler that
+    returned (or had nothing to do), and returns the names of those."""
     notification_pk = notification.pk
     ran = []
     for name in subscriber_names:
@@ -218,7 +249,8 @@ def _deliver_one(
         if name in handled:
             continue
         try:
-            subscriber.handler(notification)
+            if idle is None or notification_pk not in idle.get(name, ()):
+                subscriber.handler(notification)
         except subscriber.transient:
             raise
         except Exception as exc:

@@ -11,7 +11,9 @@ the reactions decide. It travels the same durable way, with the same guarantees.
 
 Handlers run after commit, in a worker, at least once per notification: they must be idempotent. Once a
 handler returns, its receipt is recorded and a repeat delivery of that notification to that subscriber is
-skipped. A handler that raises one of its ``transient`` errors is retried with backoff; any other error is
+skipped. A subscriber may also say, for a whole delivery batch at once (``idle``, one statement for the batch),
+which notifications its handler would do nothing for: those are recorded as handled without calling it, so a
+subscriber with nothing to do costs a batch one statement rather than one per notification. A handler that raises one of its ``transient`` errors is retried with backoff; any other error is
 logged and left to the subscriber's own periodic sweep.
 """
 
@@ -27,6 +29,8 @@ from .models import Notification, Order, OrderStatusHistory
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[Notification], None]
+# The pks of the notifications among these that the handler would do nothing for (read once for a batch).
+Idle = Callable[[list[Notification]], set[int]]
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ def notification_status(notification: Notification) -> str | None:
 
 
 TransitionHandler = Callable[[Transition], None]
+# The pks of the orders among these moves' that the handler would do nothing for (read once for a batch).
+TransitionsIdle = Callable[[list[Transition]], set[int]]
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,8 @@ class Subscriber:
     # The handler for a caller that waits for the outcome rather than handing the work on (test mode's
     # advance, ``delivery.notification_deliver(now=True)``); None: ``handler``.
     now: Handler | None = None
+    # The notifications of a batch the handler would do nothing for: recorded without calling it. None: none.
+    idle: Idle | None = None
 
     def wants(self, notification_type: str, order_status: str | None = None) -> bool:
         """Whether a notification of this type, about an order now in ``order_status``, is for this subscriber
@@ -103,6 +111,7 @@ def subscribe(
     transient: Iterable[type[BaseException]] = (),
     statuses: Iterable[str] | None = None,
     now: Handler | None = None,
+    idle: Idle | None = None,
 ) -> None:
     """Register ``handler`` under ``name`` (unique; registering the same name again replaces it).
 
@@ -110,6 +119,9 @@ def subscribe(
     ``config.core.retrying.TRANSIENT_ERRORS``.
     ``statuses``: only the notifications whose order is now in one of these statuses reach the handler.
     ``now``: the handler for a caller that waits for the outcome, when ``handler`` only hands the work on.
+    ``idle``: given a delivery batch's notifications for this subscriber, the pks of those its handler would do
+    nothing for, as the database stands as the batch starts; they are recorded as handled without calling it.
+    It may only leave out a notification whose handler would neither write nor publish anything.
     """
     _subscribers[name] = Subscriber(
         name=name,
@@ -118,6 +130,7 @@ def subscribe(
         transient=TRANSIENT_ERRORS + tuple(transient),
         statuses=frozenset(statuses) if statuses is not None else None,
         now=now,
+        idle=idle,
     )
 
 
@@ -146,10 +159,12 @@ def subscribe_transitions(
     handler: TransitionHandler,
     to: Iterable[str] | None = None,
     transient: Iterable[type[BaseException]] = (),
+    idle: TransitionsIdle | None = None,
 ) -> None:
     """Register ``handler`` under ``name`` for the moves of orders' statuses (to one of ``to``; ``None``: every
     move): it receives each move's ``Transition``, delivered as ``subscribe``'s handlers are (after commit, at
-    least once, idempotent)."""
+    least once, idempotent). ``idle``: given a batch's moves, the pks of the orders whose moves the handler would
+    do nothing for (``subscribe``'s ``idle``)."""
 
     def on_notification(notification: Notification) -> None:
         transition = transition_of(notification)
@@ -161,10 +176,16 @@ def subscribe_transitions(
             return
         handler(transition)
 
+    def idle_notifications(notifications: list[Notification]) -> set[int]:
+        moves = {n.pk: move for n in notifications if (move := transition_of(n)) is not None}
+        orders = idle(list(moves.values())) if moves else set()
+        return {pk for pk, move in moves.items() if move.order_pk in orders}
+
     subscribe(
         name,
         handler=on_notification,
         types=[Notification.Type.ORDER_STATUS_CHANGED],
         transient=transient,
         statuses=to,
+        idle=idle_notifications if idle is not None else None,
     )

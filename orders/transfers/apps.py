@@ -14,7 +14,8 @@ class TransfersConfig(AppConfig):
         from orders.models import Order
         from orders.signals import subscribe_transitions
         from orders.transfers.decision.subscribers import on_order_status_changed as release_waiting_mail
-        from orders.transfers.files.services import on_order_status_changed
+        from orders.transfers.decision.subscribers import orders_without_waiting_mail
+        from orders.transfers.files.services import on_order_status_changed, orders_without_file_work
         from orders.transfers.intake import channels  # noqa: F401  (connects the e-mail providers' inbound signal)
         from orders.transfers.reading.platforms import registry
         from orders.transfers.reading.templates_store import overlay_install
@@ -35,11 +36,17 @@ class TransfersConfig(AppConfig):
 
         # A pdf order's ticket PDF is checked once the order is confirmed (reaches awaiting_transfer).
         subscribe_transitions(
-            "transfers-ticket-file", handler=on_order_status_changed, to=[Order.Status.AWAITING_TRANSFER]
+            "transfers-ticket-file",
+            handler=on_order_status_changed,
+            to=[Order.Status.AWAITING_TRANSFER],
+            idle=orders_without_file_work,
         )
         # Mail that arrived before the confirmation is decided as soon as the order awaits its transfer.
         subscribe_transitions(
-            "transfers-waiting-mail", handler=release_waiting_mail, to=[Order.Status.AWAITING_TRANSFER]
+            "transfers-waiting-mail",
+            handler=release_waiting_mail,
+            to=[Order.Status.AWAITING_TRANSFER],
+            idle=orders_without_waiting_mail,
         )
 
     def order_core_extend(self) -> None:

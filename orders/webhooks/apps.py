@@ -10,6 +10,11 @@ class WebhooksConfig(AppConfig):
         from orders.models import Notification
         from orders.signals import subscribe
 
-        from .services import notification_fan_out
+        from .services import notification_fan_out, notifications_without_endpoints
 
-        subscribe("webhooks", handler=notification_fan_out, types=Notification.Type.subscribable())
+        subscribe(
+            "webhooks",
+            handler=notification_fan_out,
+            types=Notification.Type.subscribable(),
+            idle=notifications_without_endpoints,
+        )

@@ -225,6 +225,22 @@ def notification_fan_out(notification: Notification) -> list[WebhookDelivery]:
     return created
 
 
+def notifications_without_endpoints(notifications: list[Notification]) -> set[int]:
+    """The fan-out's ``idle`` (``orders.signals``): the pks of the notifications that no enabled endpoint of
+    their partner and mode subscribes to, for which :func:`notification_fan_out` would create nothing; one
+    statement for a delivery batch."""
+    endpoints: dict[tuple[int, bool], list[WebhookEndpoint]] = {}
+    for endpoint in WebhookEndpoint.objects.filter(
+        partner_id__in={n.partner_id for n in notifications}, status=WebhookEndpoint.Status.ENABLED
+    ).only("partner_id", "livemode", "event_types"):
+        endpoints.setdefault((endpoint.partner_id, endpoint.livemode), []).append(endpoint)
+    return {
+        n.pk
+        for n in notifications
+        if not any(e.subscribes_to(n.type) for e in endpoints.get((n.partner_id, n.livemode), ()))
+    }
+
+
 def ping_payload(*, notification_id: str, created_at: datetime, livemode: bool, endpoint_id: str) -> dict:
     return {
         "id": notification_id,

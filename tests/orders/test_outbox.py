@@ -309,9 +309,9 @@ def test_one_delivery_per_notification_to_the_subscribers_that_want_its_status(
     published: list[tuple[int, list[str]]] = []
     real_deliver_one = delivery._deliver_one
 
-    def recording_deliver_one(notification, names, handled, receipts):
+    def recording_deliver_one(notification, names, handled, receipts, **kwargs):
         published.append((notification.pk, list(names)))
-        return real_deliver_one(notification, names, handled, receipts)
+        return real_deliver_one(notification, names, handled, receipts, **kwargs)
 
     monkeypatch.setattr(delivery, "_deliver_one", recording_deliver_one)
     try:

@@ -36,6 +36,19 @@ def waiting_messages_release(*, order_pk: int) -> list[int]:
     return pks
 
 
+def orders_without_waiting_mail(transitions: list[Transition]) -> set[int]:
+    """``on_order_status_changed``'s ``idle`` (``orders.signals``): the pks of the orders among these moves that
+    have no message waiting for their confirmation; one statement for a delivery batch."""
+    ids = {t.order_pk for t in transitions}
+    waiting = InboundMessage.objects.filter(
+        Q(verdicts__decision__action=WAITING),
+        order_id__in=ids,
+        stage=InboundMessage.Stage.DEFERRED,
+        authentic=True,
+    )
+    return ids - set(waiting.values_list("order_id", flat=True).distinct())
+
+
 def on_order_status_changed(transition: Transition) -> None:
     if transition.to_status == Order.Status.AWAITING_TRANSFER:
         waiting_messages_release(order_pk=transition.order_pk)

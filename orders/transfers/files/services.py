@@ -300,6 +300,24 @@ def on_order_status_changed(transition: Transition) -> None:
     pending_file_apply(order=order)
 
 
+def orders_without_file_work(transitions: list[Transition]) -> set[int]:
+    """``on_order_status_changed``'s ``idle`` (``orders.signals``): the pks of the orders among these moves that
+    it would do nothing for: gone, neither a ``pdf`` order with its file nor one with a verified file waiting
+    to be applied. Two statements for a delivery batch."""
+    ids = {t.order_pk for t in transitions}
+    busy = set(
+        Order.objects.filter(pk__in=ids, delivery_type=Order.DeliveryType.PDF)
+        .exclude(ticket_file="")
+        .values_list("pk", flat=True)
+    )
+    busy.update(
+        TicketFileCheck.objects.filter(order_id__in=ids - busy, verdict=VERIFIED, details__applied=False)
+        .values_list("order_id", flat=True)
+        .distinct()
+    )
+    return ids - busy
+
+
 def ticket_files_sweep(*, now=None, grace_minutes: int = 10, limit: int = 50) -> int:
     """Periodic: check the PDF of every ``pdf`` order awaiting its transfer for more than ``grace_minutes``
     whose PDF was never checked (the subscriber failed for good, or a notification was purged). Returns how

@@ -3,6 +3,7 @@ subscriber), and the attachments of mail to a mobile_qr order's transfer address
 
 import io
 import threading
+from dataclasses import replace
 from email.message import EmailMessage
 
 import pytest
@@ -12,7 +13,12 @@ from PIL import Image
 from bench.ticket_files import barcode_png, ticket_pdf
 from orders.models import Order
 from orders.services import order_transition
-from orders.transfers.files.services import message_attachments_check, ticket_file_check
+from orders.signals import Transition
+from orders.transfers.files.services import (
+    message_attachments_check,
+    orders_without_file_work,
+    ticket_file_check,
+)
 from orders.transfers.models import InboundMessage, TicketFileCheck, TransferCase
 from tests.orders.conftest import order_form, pdf_upload, post_order
 
@@ -229,3 +235,31 @@ def test_two_orders_checked_at_once_with_a_shared_barcode_are_both_flagged(partn
     assert sorted(verdicts) == ["held_by_other_order", "verified"]
     for order in orders:
         assert list(order.transfer_cases.values_list("kind", flat=True)) == [K.DUPLICATE_BARCODE]
+
+
+@pytest.mark.django_db
+def test_a_batch_of_moves_is_told_apart_in_two_statements_and_the_plain_orders_are_left_alone(
+    partner, django_assert_num_queries
+):
+    pdf_with_file = file_order(partner, delivery_type="pdf")
+    Order.objects.filter(pk=pdf_with_file.pk).update(ticket_file="tickets/seller.pdf")
+    pdf_without_file = file_order(partner, delivery_type="pdf")
+    verified_waiting = file_order(partner, delivery_type="mobile_qr")
+    TicketFileCheck.objects.create(
+        order=verified_waiting, file_sha256="0" * 64, verdict="verified", details={"applied": False}
+    )
+    applied_already = file_order(partner, delivery_type="mobile_qr")
+    TicketFileCheck.objects.create(
+        order=applied_already, file_sha256="1" * 64, verdict="verified", details={"applied": True}
+    )
+    plain = file_order(partner, delivery_type="mobile_transfer")
+    orders = [pdf_with_file, pdf_without_file, verified_waiting, applied_already, plain]
+    moves = [
+        Transition(
+            order_pk=o.pk, from_status="accepted", to_status="awaiting_transfer", at=o.created_at, actor="t"
+        )
+        for o in orders
+    ]
+    with django_assert_num_queries(2):
+        idle = orders_without_file_work([*moves, replace(moves[0], order_pk=10**9)])
+    assert idle == {pdf_without_file.pk, applied_already.pk, plain.pk, 10**9}

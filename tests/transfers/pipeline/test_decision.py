@@ -5,6 +5,8 @@ import pytest
 from django.core import mail as outbox_mail
 
 from orders.models import Notification, Order
+from orders.signals import Transition
+from orders.transfers.decision.subscribers import orders_without_waiting_mail
 from orders.transfers.models import InboundMessage, TransferCase, TransferEvidence
 from orders.transfers.pipeline import process
 
@@ -202,3 +204,29 @@ def test_a_message_processed_again_changes_nothing(kit, partner):
     history = order.status_history.count()
     assert process.message_process(message_pk=message.pk) == "matched"
     assert order.status_history.count() == history
+
+
+def test_mail_waiting_for_the_confirmation_is_released_by_the_delivery_of_the_move(
+    kit, partner, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    order = transfer_order(partner, status="accepted", quantity=2)
+    message = kit.process(kit.offer(order, seats=[1, 2]), order)
+    assert message.stage == "deferred"
+    other = transfer_order(partner, status="accepted", quantity=2)
+    moves = [
+        Transition(
+            order_pk=o.pk, from_status="accepted", to_status="awaiting_transfer", at=o.created_at, actor="t"
+        )
+        for o in (order, other)
+    ]
+    with django_assert_num_queries(1):  # one statement for a batch
+        assert orders_without_waiting_mail(moves) == {other.pk}
+
+    from orders.services import order_transition
+
+    # The move's order.status_changed is delivered after commit (in-process here): the subscriber releases it.
+    with django_capture_on_commit_callbacks(execute=True):
+        order_transition(order=order, to=S.AWAITING_TRANSFER, actor="system:test", reason="confirmed")
+    message.refresh_from_db()
+    order.refresh_from_db()
+    assert message.outcome == "matched" and order.status == S.TICKET_RECEIVED
