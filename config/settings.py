@@ -260,6 +260,10 @@ ORDER_CONFIRMATION_STALE_SECONDS = env.int("ORDER_CONFIRMATION_STALE_SECONDS", d
 # trusts that the batch task it published is on its way before another order publishes one more.
 ORDER_CONFIRMATION_BATCH = env.int("ORDER_CONFIRMATION_BATCH", default=50)
 ORDER_CONFIRMATION_NUDGE_SECONDS = env.int("ORDER_CONFIRMATION_NUDGE_SECONDS", default=5)
+# A new order's nudge publishes the batch task to start this long after (a countdown), so that the orders of a busy
+# flow are confirmed in full batches rather than a few at a time; a lone order's confirmation waits this long. 0:
+# at once. A full batch still publishes the next one at once.
+ORDER_CONFIRMATION_GATHER_SECONDS = env.float("ORDER_CONFIRMATION_GATHER_SECONDS", default=0.1)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;
 # notifications are kept this many days (docs/partners/notifications-and-webhooks.md "Notifications").
 NOTIFICATION_DISPATCH_GRACE_SECONDS = env.int("NOTIFICATION_DISPATCH_GRACE_SECONDS", default=60)
@@ -270,6 +274,10 @@ NOTIFICATION_REDISPATCH_SECONDS = env.int("NOTIFICATION_REDISPATCH_SECONDS", def
 # Notifications written one at a time (an order's creation) are delivered in batches: while a delivery task is on
 # its way (for at most this long), the next ones wait in Redis for it rather than publishing one each.
 NOTIFICATION_DELIVERY_NUDGE_SECONDS = env.int("NOTIFICATION_DELIVERY_NUDGE_SECONDS", default=5)
+# The delivery task a notification written alone publishes takes the list this long after (a countdown): the
+# notifications written meanwhile wait for it rather than publishing a task each. A busy web then publishes at
+# most one delivery task per this long instead of one per order; a lone order's delivery waits this long. 0: none.
+NOTIFICATION_DELIVERY_GATHER_SECONDS = env.float("NOTIFICATION_DELIVERY_GATHER_SECONDS", default=0.1)
 # A POST holding an Idempotency-Key keeps it in flight (409 to retries) under a lease of this length, renewed
 # every third of it while the request runs (one partners.idempotency.services.LeaseKeeper per process renews
 # all its requests' leases in one statement): however long the

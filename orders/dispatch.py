@@ -97,8 +97,10 @@ def notification_dispatch_coalesced(
     waiting for one (``PENDING_KEY``, with its on-the-way note, in one round trip), and a delivery task is
     published unless one is already on its way (the note ``DRAIN_NOTE_KEY``, set in the same round trip after
     the push, and cleared by that task before it takes the list, so a notification added after its take always
-    publishes another). A lone notification on a quiet system publishes its task at once; a burst publishes a
-    few, each taking up to ``DELIVERY_BATCH``.
+    publishes another). The task takes the list ``NOTIFICATION_DELIVERY_GATHER_SECONDS`` after it was published
+    (0.1 s): a busy web publishes one task per such window, not one per order (a worker that takes the list at
+    once would otherwise leave every next order to publish its own). A lone notification's task takes it after
+    the window; a burst publishes a few, each taking up to ``DELIVERY_BATCH``.
 
     When Redis does not answer, the notification is published alone (``notification_dispatch``). Returns whether it was handed over.
 
@@ -121,7 +123,7 @@ def notification_dispatch_coalesced(
         return notification_dispatch(
             notification_pk=notification_pk, notification_type=notification_type, order_status=order_status
         )
-    if not noted or publish("orders.tasks.notifications_deliver_many"):
+    if not noted or publish("orders.tasks.notifications_deliver_many", countdown=_gather_seconds()):
         return True  # a task is on its way: it takes this one with the others
     drain_note_clear()  # nothing on its way after all: the next notification tries again
     try:
@@ -131,6 +133,12 @@ def notification_dispatch_coalesced(
             "outbox: the cache did not answer; pk=%s waits for its note to expire", notification_pk
         )
     return False
+
+
+def _gather_seconds() -> float | None:
+    """How long the delivery task a notification written alone publishes waits before it takes the list
+    (``NOTIFICATION_DELIVERY_GATHER_SECONDS``; ``None``: it takes it at once)."""
+    return settings.NOTIFICATION_DELIVERY_GATHER_SECONDS or None
 
 
 def notifications_pending_nudge() -> bool:

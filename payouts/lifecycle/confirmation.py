@@ -71,14 +71,17 @@ class BatchOutcome:
     errors: dict[int, BaseException] = field(default_factory=dict)
 
 
-def confirmations_nudge() -> bool:
-    """Publish one batch task unless one is already on its way; returns whether this call published one."""
+def confirmations_nudge(*, gather: bool = False) -> bool:
+    """Publish one batch task unless one is already on its way; returns whether this call published one.
+    ``gather``: the task starts ``ORDER_CONFIRMATION_GATHER_SECONDS`` later (a new order's nudge), so the orders
+    created meanwhile join its batch."""
     try:
         if not cache.add(NUDGE_KEY, 1, settings.ORDER_CONFIRMATION_NUDGE_SECONDS):
             return False
     except Exception:
         logger.warning("confirmations: the cache did not answer; publishing the batch task anyway")
-    if publish("payouts.tasks.orders_confirm_batch"):
+    countdown = (settings.ORDER_CONFIRMATION_GATHER_SECONDS or None) if gather else None
+    if publish("payouts.tasks.orders_confirm_batch", countdown=countdown):
         return True
     _nudge_clear()  # nothing on its way after all: the next order's nudge tries again
     return False

@@ -17,8 +17,9 @@ TRANSIENT = (PlatformUnavailable,)
 
 
 def on_order_created(notification: Notification) -> None:
-    """A new order waits for its confirmation: a batch task is on its way (``confirmation``)."""
-    confirmations_nudge()
+    """A new order waits for its confirmation: a batch task is on its way (``confirmation``), gathering the
+    orders created meanwhile."""
+    confirmations_nudge(gather=True)
 
 
 def on_order_created_now(notification: Notification) -> None:

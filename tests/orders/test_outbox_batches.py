@@ -273,7 +273,10 @@ def test_a_burst_of_orders_publishes_one_task_until_it_starts(
     for _ in range(10):
         with django_capture_on_commit_callbacks(execute=True):
             orders.append(create_order(partner))
-    assert [name for name, _, _ in published] == [DRAIN]  # one task for ten orders
+    # One task for ten orders, taking the list once the gathering window has passed.
+    assert [(name, kwargs) for name, _, kwargs in published] == [
+        (DRAIN, {"countdown": settings.NOTIFICATION_DELIVERY_GATHER_SECONDS})
+    ]
     created = list(Notification.objects.filter(order__in=orders).order_by("pk").values_list("pk", flat=True))
     # Each is known to be on its way: the sweep leaves them to the task.
     assert dispatch.notifications_dispatch_pending(now=_later()) == 0
@@ -284,6 +287,16 @@ def test_a_burst_of_orders_publishes_one_task_until_it_starts(
     with django_capture_on_commit_callbacks(execute=True):
         create_order(partner)
     assert [name for name, _, _ in published] == [DRAIN]
+
+
+@pytest.mark.django_db
+def test_without_a_gathering_window_the_task_takes_the_list_at_once(
+    partner, subscribers, published, settings, django_capture_on_commit_callbacks
+):
+    settings.NOTIFICATION_DELIVERY_GATHER_SECONDS = 0
+    with django_capture_on_commit_callbacks(execute=True):
+        create_order(partner)
+    assert [(name, kwargs) for name, _, kwargs in published] == [(DRAIN, {"countdown": None})]
 
 
 @pytest.mark.django_db
@@ -560,3 +573,40 @@ def test_through_a_worker_a_burst_is_delivered_once_and_a_failing_one_alone_is_r
     expected = [*pks[:2], *pks[3:], pks[2]]  # the one that failed three times comes last, alone
     assert got == {"tests.first": expected, "tests.after": expected}
     assert NotificationReceipt.objects.filter(notification_id__in=pks).count() == 10
+
+
+# --- a subscriber with nothing to do ------------------------------------------------------------------------
+@pytest.mark.django_db
+def test_a_subscriber_is_asked_once_per_batch_and_not_called_where_it_has_nothing_to_do(partner, subscribers):
+    got, _ = subscribers
+    n1, n2, n3 = _created(partner, 3)
+    asked: list[list[int]] = []
+
+    def idle(notifications):
+        asked.append([n.pk for n in notifications])
+        return {n2.pk}
+
+    signals.subscribe("tests.after", handler=lambda n: got["tests.after"].append(n.pk), idle=idle)
+    assert tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])]).get() == 3
+    assert asked == [[n1.pk, n2.pk, n3.pk]]
+    assert got == {"tests.first": [n1.pk, n2.pk, n3.pk], "tests.after": [n1.pk, n3.pk]}
+    # Recorded as handled: a redelivery asks nothing and runs nothing.
+    assert NotificationReceipt.objects.count() == 6
+    tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2, n3])]).get()
+    assert len(asked) == 1 and got["tests.after"] == [n1.pk, n3.pk]
+
+
+@pytest.mark.django_db
+def test_a_subscriber_that_cannot_tell_what_it_has_to_do_has_its_handler_called_for_each(
+    partner, subscribers, caplog
+):
+    got, _ = subscribers
+    n1, n2 = _created(partner, 2)
+
+    def idle(notifications):
+        raise OperationalError("the server closed the connection")
+
+    signals.subscribe("tests.after", handler=lambda n: got["tests.after"].append(n.pk), idle=idle)
+    assert tasks.notifications_deliver_many.apply(args=[_deliveries([n1, n2])]).get() == 2
+    assert got == {"tests.first": [n1.pk, n2.pk], "tests.after": [n1.pk, n2.pk]}
+    assert "could not tell what it has to do" in caplog.text

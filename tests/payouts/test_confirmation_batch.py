@@ -242,13 +242,27 @@ def test_the_mail_server_refusing_one_message_leaves_that_e_mail_to_the_retrying
 
 def test_a_burst_of_nudges_publishes_one_batch_until_it_starts(monkeypatch):
     published = []
-    monkeypatch.setattr(confirmation, "publish", lambda name, *args: published.append(name) or True)
+    monkeypatch.setattr(confirmation, "publish", lambda name, *args, **kwargs: published.append(name) or True)
     for _ in range(20):
         confirmation.confirmations_nudge()
     assert published == ["payouts.tasks.orders_confirm_batch"]
     confirmation.orders_confirm_batch()  # the batch starts: the next order nudges another
     confirmation.confirmations_nudge()
     assert len(published) == 2
+
+
+def test_a_new_orders_nudge_gathers_the_next_orders_and_a_full_batchs_starts_at_once(monkeypatch, settings):
+    published = []
+    monkeypatch.setattr(
+        confirmation, "publish", lambda name, *args, **kwargs: published.append((name, kwargs)) or True
+    )
+    reactions.on_order_created(None)  # a new order's notification: the batch starts after the window
+    confirmation._nudge_clear()  # the batch started
+    confirmation.confirmations_nudge()  # a full batch's: the next one at once
+    assert published == [
+        ("payouts.tasks.orders_confirm_batch", {"countdown": settings.ORDER_CONFIRMATION_GATHER_SECONDS}),
+        ("payouts.tasks.orders_confirm_batch", {"countdown": None}),
+    ]
 
 
 def test_a_full_batch_publishes_the_next_one(monkeypatch, settings):
@@ -268,7 +282,7 @@ def test_a_new_order_is_confirmed_through_its_notification(django_capture_on_com
 
 def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
     # The batch alone: the next batch a full one publishes would run here, in process.
-    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda: False)
+    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda **_: False)
     orders = make_orders(30) + make_orders(20, livemode=False)
     with CaptureQueriesContext(connection) as queries:
         outcome = confirmation.orders_confirm_batch()
@@ -292,8 +306,8 @@ def test_two_batches_at_once_never_confirm_one_order_twice(settings, monkeypatch
 
     settings.ORDER_CONFIRMATION_BATCH = 7
     # The orders wait (no nudge runs a batch in process), and each thread runs its batches itself.
-    monkeypatch.setattr(reactions, "confirmations_nudge", lambda: False)
-    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda: False)
+    monkeypatch.setattr(reactions, "confirmations_nudge", lambda **_: False)
+    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda **_: False)
     orders = make_orders(40)
     assert Order.objects.filter(status=S.ACCEPTED).count() == 40
     barrier = threading.Barrier(2)
@@ -358,7 +372,9 @@ def test_test_mode_advance_confirms_an_order_whose_batch_has_not_run_yet(monkeyp
     """The order's creation only nudged a batch (still in the queue): advancing it confirms it at once."""
     from orders.testmode import order_advance
 
-    monkeypatch.setattr(confirmation, "publish", lambda name, *args: True)  # the batch stays in the queue
+    monkeypatch.setattr(
+        confirmation, "publish", lambda name, *args, **kwargs: True
+    )  # the batch stays in the queue
     (order,) = make_orders(1, livemode=False)
     created = Notification.objects.get(order=order, type=Notification.Type.ORDER_CREATED)
     assert delivery.notification_deliver(notification_pk=created.pk, subscriber_name="payouts.confirmation")
