@@ -248,9 +248,18 @@ class Processes:
                 raise RuntimeError(f"nginx + gunicorn did not answer:\n{process.output()}")
             time.sleep(0.1)
 
-    def celery_worker(self, env: dict[str, str], *, queue: str, name: str = "celery") -> Process:
+    def celery_worker(
+        self,
+        env: dict[str, str],
+        *,
+        queue: str,
+        name: str = "celery",
+        pool: str = "solo",
+        concurrency: int = 1,
+    ) -> Process:
         """A worker consuming ``queue``; the tasks it publishes itself (a confirmation batch's next one) go to
-        ``queue`` too (``TASK_QUEUE``), as the Procfile's worker publishes to the queue it consumes."""
+        ``queue`` too (``TASK_QUEUE``), as the Procfile's worker publishes to the queue it consumes. ``pool``:
+        ``solo`` (one process), or ``prefork`` as the Procfile's worker runs."""
         env = {"TASK_QUEUE": queue, **env}
         return self.spawn(
             name,
@@ -260,9 +269,9 @@ class Processes:
                 "config",
                 "worker",
                 "--pool",
-                "solo",
+                pool,
                 "--concurrency",
-                "1",
+                str(concurrency),
                 "--queues",
                 queue,
                 "--without-gossip",

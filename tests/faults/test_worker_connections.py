@@ -10,7 +10,7 @@ from django.db import connection
 
 from config.celery import app as celery_app
 
-from .live import BIN, production_env, wait_for
+from .live import production_env, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,32 +26,9 @@ def _backends(application_name: str) -> set[int]:
 def test_a_prefork_worker_keeps_its_connections_between_tasks(processes, worker_queue):
     name = f"worker-db-{uuid.uuid4().hex[:8]}"
     env = production_env(TASK_QUEUE=worker_queue)
-    env["DATABASE_URL"] += (
-        f"?application_name={name}"  # the worker's connections, told apart from the others'
-    )
-    worker = processes.spawn(
-        "prefork",
-        [
-            str(BIN / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "--pool",
-            "prefork",
-            "--concurrency",
-            "1",
-            "--queues",
-            worker_queue,
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-            "--hostname",
-            f"{name}@%h",
-            "--loglevel",
-            "INFO",
-        ],  # fmt: skip
-        env,
-    )
+    # The worker's connections, told apart from everyone else's.
+    env["DATABASE_URL"] += f"?application_name={name}"
+    worker = processes.celery_worker(env, queue=worker_queue, name=name, pool="prefork")
 
     def run(count: int) -> None:
         done = worker.output().count("succeeded in")
