@@ -65,8 +65,9 @@ def notifications_deliver(
     that want it now) in turn, each handler unless its receipt says it already ran: the notifications and their
     receipts read in one statement each; once every subscriber had its turn, the receipts of the handlers that
     ran written and the notifications marked dispatched together, in one transaction (a failure for good is left
-    to that subscriber's own sweep); a batch that stops writes the receipts of what ran before it stops. Returns the names of the subscribers that ran, by the pk of each notification delivered; a
-    notification purged after its retention is not.
+    to that subscriber's own sweep); a batch that stops writes the receipts of what ran before it stops. Returns
+    the names of the subscribers that ran, by the pk of each notification delivered; a notification purged
+    after its retention is not.
 
     In a batch (``orders.tasks.notifications_deliver_many``: a confirmation batch's notifications, or those
     written one at a time that waited in Redis for one task, ``notifications_pending_take``), a subscriber's
@@ -181,9 +182,9 @@ def _idle(
             continue
         try:
             idle[name] = set(subscriber.idle(notifications))
-        except Exception:
+        except Exception as exc:
             logger.warning("subscriber %s could not tell what it has to do; its handler runs for each", name)
-            if not connection.in_atomic_block:
+            if isinstance(exc, DatabaseError) and not connection.in_atomic_block:
                 connection.close()
     return idle
 

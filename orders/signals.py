@@ -13,8 +13,9 @@ Handlers run after commit, in a worker, at least once per notification: they mus
 handler returns, its receipt is recorded and a repeat delivery of that notification to that subscriber is
 skipped. A subscriber may also say, for a whole delivery batch at once (``idle``, one statement for the batch),
 which notifications its handler would do nothing for: those are recorded as handled without calling it, so a
-subscriber with nothing to do costs a batch one statement rather than one per notification. A handler that raises one of its ``transient`` errors is retried with backoff; any other error is
-logged and left to the subscriber's own periodic sweep.
+subscriber with nothing to do costs a batch one statement rather than one per notification. A handler that
+raises one of its ``transient`` errors is retried with backoff; any other error is logged and left to the
+subscriber's own periodic sweep.
 """
 
 import logging
@@ -73,7 +74,7 @@ def notification_status(notification: Notification) -> str | None:
 
 
 TransitionHandler = Callable[[Transition], None]
-# The pks of the orders among these moves' that the handler would do nothing for (read once for a batch).
+# The pks of the orders among these moves that the handler would do nothing for (read once for a batch).
 TransitionsIdle = Callable[[list[Transition]], set[int]]
 
 
