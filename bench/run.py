@@ -59,11 +59,12 @@ from bench.wrk import WrkResult, median, run_wrk
 
 # name → (what the ratio is taken of, target ratio to the bare view's requests per second)
 TARGETS = {
-    "events": ("rps", 0.60),
-    "events304": ("rps", 0.70),
-    "rows": ("rps", 0.55),
-    "token": ("rps", 0.30),
-    "quotes": ("rps", 0.30),
+    "events": ("rps", 0.75),
+    "events304": ("rps", 0.85),
+    "rows": ("rps", 0.70),
+    "token": ("rps", 0.45),
+    "quotes": ("rps", 0.45),
+    "orders": ("rps", 0.06),
     "flow": ("orders_per_s", 0.07),
 }
 LIST_LATENCY_TARGET = 1.2
