@@ -201,14 +201,17 @@ def _delivery_create(*, notification: Notification, endpoint: WebhookEndpoint, k
     return delivery
 
 
+def _enabled_endpoints(partner_pks):
+    """The enabled endpoints of these partners, which the fan-out delivers to (those subscribing to the type)."""
+    return WebhookEndpoint.objects.filter(partner_id__in=partner_pks, status=WebhookEndpoint.Status.ENABLED)
+
+
 def notification_fan_out(notification: Notification) -> list[WebhookDelivery]:
     """The ``orders.signals`` handler: one delivery per enabled endpoint of the partner and mode that
     subscribes to the type. Called at least once per notification, so a second call creates nothing."""
-    endpoints = WebhookEndpoint.objects.filter(
-        partner_id=notification.partner_id,
-        livemode=notification.livemode,
-        status=WebhookEndpoint.Status.ENABLED,
-    ).order_by("id")
+    endpoints = (
+        _enabled_endpoints([notification.partner_id]).filter(livemode=notification.livemode).order_by("id")
+    )
     created = []
     for endpoint in endpoints:
         if not endpoint.subscribes_to(notification.type):
@@ -230,9 +233,9 @@ def notifications_without_endpoints(notifications: list[Notification]) -> set[in
     their partner and mode subscribes to, for which :func:`notification_fan_out` would create nothing; one
     statement for a delivery batch."""
     endpoints: dict[tuple[int, bool], list[WebhookEndpoint]] = {}
-    for endpoint in WebhookEndpoint.objects.filter(
-        partner_id__in={n.partner_id for n in notifications}, status=WebhookEndpoint.Status.ENABLED
-    ).only("partner_id", "livemode", "event_types"):
+    for endpoint in _enabled_endpoints({n.partner_id for n in notifications}).only(
+        "partner_id", "livemode", "event_types"
+    ):
         endpoints.setdefault((endpoint.partner_id, endpoint.livemode), []).append(endpoint)
     return {
         n.pk

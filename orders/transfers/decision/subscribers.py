@@ -8,6 +8,8 @@ on within a task's latency of its confirmation instead of at the next retry.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.db.models import Q
 from django.utils import timezone
 
@@ -20,15 +22,19 @@ from orders.transfers.models import InboundMessage
 PROCESS_TASK = "orders.transfers.tasks.message_process"
 
 
-def waiting_messages_release(*, order_pk: int) -> list[int]:
-    """Make the order's messages that wait for its confirmation due now and publish them; returns their pks."""
-    waiting = InboundMessage.objects.filter(
+def _waiting_for_confirmation(order_pks: Iterable[int]):
+    """The messages of these orders that wait for their confirmation."""
+    return InboundMessage.objects.filter(
         Q(verdicts__decision__action=WAITING),
-        order_id=order_pk,
+        order_id__in=order_pks,
         stage=InboundMessage.Stage.DEFERRED,
         authentic=True,
     )
-    pks = list(waiting.values_list("pk", flat=True))
+
+
+def waiting_messages_release(*, order_pk: int) -> list[int]:
+    """Make the order's messages that wait for its confirmation due now and publish them; returns their pks."""
+    pks = list(_waiting_for_confirmation([order_pk]).values_list("pk", flat=True))
     if pks:
         InboundMessage.objects.filter(pk__in=pks).update(next_attempt_at=timezone.now())
         for pk in pks:
@@ -40,13 +46,7 @@ def orders_without_waiting_mail(transitions: list[Transition]) -> set[int]:
     """``on_order_status_changed``'s ``idle`` (``orders.signals``): the pks of the orders among these moves that
     have no message waiting for their confirmation; one statement for a delivery batch."""
     ids = {t.order_pk for t in transitions}
-    waiting = InboundMessage.objects.filter(
-        Q(verdicts__decision__action=WAITING),
-        order_id__in=ids,
-        stage=InboundMessage.Stage.DEFERRED,
-        authentic=True,
-    )
-    return ids - set(waiting.values_list("order_id", flat=True).distinct())
+    return ids - set(_waiting_for_confirmation(ids).values_list("order_id", flat=True).distinct())
 
 
 def on_order_status_changed(transition: Transition) -> None:

@@ -157,14 +157,21 @@ def files_check(
     return check
 
 
+def _verified_unapplied(order_pks):
+    """The checks of these orders' files that were verified before their order awaited its transfer and are not
+    applied yet."""
+    return TicketFileCheck.objects.filter(order_id__in=order_pks, verdict=VERIFIED, details__applied=False)
+
+
+def _checks_its_pdf(order: Order) -> bool:
+    """A ``pdf`` order with its file: the subscriber checks that file once the order is confirmed."""
+    return order.delivery_type == Order.DeliveryType.PDF and order.has_ticket_file
+
+
 def pending_file_apply(*, order: Order) -> TicketFileCheck | None:
     """An order that reached ``awaiting_transfer`` after one of its files was verified (mail with the
     tickets arrived before the confirmation): apply that check now, unless a barcode case opened since."""
-    check = (
-        TicketFileCheck.objects.filter(order=order, verdict=VERIFIED, details__applied=False)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    check = _verified_unapplied([order.pk]).order_by("-created_at", "-id").first()
     if check is None:
         return None
     with transaction.atomic():
@@ -295,7 +302,7 @@ def on_order_status_changed(transition: Transition) -> None:
     order = Order.objects.filter(pk=transition.order_pk).first()
     if order is None or order.status != S.AWAITING_TRANSFER:
         return  # moved on meanwhile (test mode's advance, a cancel): nothing to check any more
-    if order.delivery_type == Order.DeliveryType.PDF and order.has_ticket_file:
+    if _checks_its_pdf(order):
         ticket_file_check(order=order, data=ticket_pdf_read(order), source="pdf")
     pending_file_apply(order=order)
 
@@ -305,16 +312,11 @@ def orders_without_file_work(transitions: list[Transition]) -> set[int]:
     it would do nothing for: gone, neither a ``pdf`` order with its file nor one with a verified file waiting
     to be applied. Two statements for a delivery batch."""
     ids = {t.order_pk for t in transitions}
-    busy = set(
-        Order.objects.filter(pk__in=ids, delivery_type=Order.DeliveryType.PDF)
-        .exclude(ticket_file="")
-        .values_list("pk", flat=True)
+    orders = Order.objects.filter(pk__in=ids, delivery_type=Order.DeliveryType.PDF).only(
+        "pk", "delivery_type", "ticket_file"
     )
-    busy.update(
-        TicketFileCheck.objects.filter(order_id__in=ids - busy, verdict=VERIFIED, details__applied=False)
-        .values_list("order_id", flat=True)
-        .distinct()
-    )
+    busy = {order.pk for order in orders if _checks_its_pdf(order)}
+    busy.update(_verified_unapplied(ids - busy).values_list("order_id", flat=True).distinct())
     return ids - busy
 
 
