@@ -123,7 +123,8 @@ def notification_dispatch_coalesced(
         return notification_dispatch(
             notification_pk=notification_pk, notification_type=notification_type, order_status=order_status
         )
-    if not noted or publish("orders.tasks.notifications_deliver_many", countdown=_gather_seconds()):
+    gather = settings.NOTIFICATION_DELIVERY_GATHER_SECONDS
+    if not noted or publish("orders.tasks.notifications_deliver_many", countdown=gather):
         return True  # a task is on its way: it takes this one with the others
     drain_note_clear()  # nothing on its way after all: the next notification tries again
     try:
@@ -133,12 +134,6 @@ def notification_dispatch_coalesced(
             "outbox: the cache did not answer; pk=%s waits for its note to expire", notification_pk
         )
     return False
-
-
-def _gather_seconds() -> float | None:
-    """How long the delivery task a notification written alone publishes waits before it takes the list
-    (``NOTIFICATION_DELIVERY_GATHER_SECONDS``; ``None``: it takes it at once)."""
-    return settings.NOTIFICATION_DELIVERY_GATHER_SECONDS or None
 
 
 def notifications_pending_nudge() -> bool:

@@ -33,11 +33,11 @@ def task_named(name: str) -> Any:
 
 def publish(task: Any, *args: Any, countdown: float | None = None, **kwargs: Any) -> bool:
     """Publish ``task`` (a task, or a registered task's name) with these arguments, after ``countdown``
-    seconds when given; returns whether the broker took the message."""
+    seconds when it is more than 0 (``None`` or 0: at once); returns whether the broker took the message."""
     try:
         if isinstance(task, str):
             task = task_named(task)
-        if countdown is None:
+        if not countdown:
             task.delay(*args, **kwargs)
         else:
             task.apply_async(args=args, kwargs=kwargs, countdown=countdown)

@@ -80,7 +80,7 @@ def confirmations_nudge(*, gather: bool = False) -> bool:
             return False
     except Exception:
         logger.warning("confirmations: the cache did not answer; publishing the batch task anyway")
-    countdown = (settings.ORDER_CONFIRMATION_GATHER_SECONDS or None) if gather else None
+    countdown = settings.ORDER_CONFIRMATION_GATHER_SECONDS if gather else None
     if publish("payouts.tasks.orders_confirm_batch", countdown=countdown):
         return True
     _nudge_clear()  # nothing on its way after all: the next order's nudge tries again

@@ -40,6 +40,15 @@ def test_a_countdown_reaches_the_broker_with_the_task(monkeypatch):
     assert sent == [{"args": (), "kwargs": {}, "countdown": 30}]
 
 
+def test_a_countdown_of_0_publishes_at_once(monkeypatch):
+    sent = []
+    task = publishing.task_named("orders.tasks.notifications_purge")
+    monkeypatch.setattr(task, "apply_async", lambda **kwargs: sent.append(("later", kwargs)))
+    monkeypatch.setattr(task, "delay", lambda *args, **kwargs: sent.append(("now", kwargs)))
+    assert publishing.publish("orders.tasks.notifications_purge", countdown=0) is True
+    assert sent == [("now", {})]
+
+
 def test_a_broker_outage_is_logged_and_reported_not_raised(monkeypatch):
     task = publishing.task_named("orders.tasks.notifications_purge")
 
