@@ -61,8 +61,7 @@ def pools_closed(**_: Any) -> None:
     for conn in connections.all(initialized_only=True):
         with contextlib.suppress(Exception):
             conn.close()
-            if getattr(conn, "pool", None) is not None:
-                conn.close_pool()
+            conn.close_pool_if_made()  # config/deploy/postgresql: never a pool made to be closed
 
 
 def _replace_task_hooks(app: Celery) -> bool:

@@ -39,3 +39,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if pool is not None and pool._check is ConnectionPool.check_connection:
             pool._check = check_connection
         return pool
+
+    def close_pool_if_made(self) -> None:
+        """Close this process's pool if it made one: ``close_pool`` builds one (opening its connections) only to
+        close it when there is none."""
+        if self.alias in self._connection_pools:
+            self.close_pool()
