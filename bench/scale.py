@@ -278,8 +278,11 @@ def prepared(url: str, orders: int, recent: int, reuse: bool) -> None:
 
 # --- what is timed ---------------------------------------------------------------------------------------------
 class Target:
-    def __init__(self, name: str, run: Callable[[], dict | None], *, job: bool = False) -> None:
-        self.name, self.run, self.job = name, run, job
+    def __init__(
+        self, name: str, run: Callable[[], dict | None], *, job: bool = False, once: bool = False
+    ) -> None:
+        # ``once``: a job's run that happens once (the first after a deployment), held only to a job's limit.
+        self.name, self.run, self.job, self.once = name, run, job, once
 
 
 def targets() -> list[Target]:
@@ -288,13 +291,24 @@ def targets() -> list[Target]:
     from django.utils import timezone
 
     from orders.models import Order
-    from payouts.services.refunds import refunds_sweep
+    from payouts.models import SweepMark
+    from payouts.services.refunds import REFUND_SWEEP_MARK, refunds_sweep
     from payouts.tasks import payouts_progress
 
     users = get_user_model().objects
     staff, partner = Client(), Client()
     staff.force_login(users.get(username="scale-staff"))
     partner.force_login(users.get(username="scale-partner"))
+
+    def hourly_sweep(since: timedelta | None) -> None:
+        """The hourly sweep with its mark an hour back (as every hour), or with none (its first run: every
+        cancel ever)."""
+        marks = SweepMark.objects.filter(name=REFUND_SWEEP_MARK)
+        if since is None:
+            marks.delete()
+        else:
+            marks.update_or_create(name=REFUND_SWEEP_MARK, defaults={"reached": timezone.now() - since})
+        refunds_sweep(every_cancel=True)
 
     def page(client: Client, url: Callable[[], str], needle: bytes) -> Callable[[], None]:
         def run() -> None:
@@ -369,7 +383,8 @@ def targets() -> list[Target]:
         Target("portal: CSV, all orders", export("")),
         Target("job: payout run", lambda: payouts_progress.run() and None, job=True),
         Target("job: refund sweep alone", lambda: refunds_sweep() and None, job=True),
-        Target("job: hourly refund sweep", lambda: refunds_sweep(every_cancel=True) and None, job=True),
+        Target("job: hourly refund sweep", lambda: hourly_sweep(since=timedelta(hours=1)), job=True),
+        Target("job: hourly sweep, first run", lambda: hourly_sweep(since=None), job=True, once=True),
     ]
 
 
@@ -437,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                 explain_slowest(target, out)
 
     jobs = {t.name for t in targets() if t.job}
+    once = {t.name for t in targets() if t.once}
     print()
     print(f"Median ms of {args.runs} runs, {args.recent:,} orders against {args.orders:,} (in-process)")
     print(f"{'':34}{'10k':>9}{'1M':>9}{'ratio':>7}  verdict")
@@ -446,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         median = {label: statistics.median(ms for ms, _ in runs) for label, runs in at.items()}
         ratio = median["big"] / median["small"]
         limit = JOB_LIMIT_MS if name in jobs else PAGE_LIMIT_MS
-        met = ratio <= MAX_RATIO and median["big"] < limit
+        met = (name in once or ratio <= MAX_RATIO) and median["big"] < limit
         extra = at["big"][-1][1]
         if extra:  # an export: its first row, then its whole time as a page's or its pace
             first_row = statistics.median(e["first_row_ms"] for _, e in at["big"])
@@ -455,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
             met = first_row < EXPORT_FIRST_ROW_MS and (met or pace >= EXPORT_MIN_ROWS_PER_S)
         missed += not met
         line = f"{name:34}{median['small']:>9.0f}{median['big']:>9.0f}{ratio:>7.2f}  {'met' if met else 'MISSED'}"
+        if name in once:
+            line += "  (once: held to a job's limit alone)"
         if extra:
             line += f"  (1M: {extra['rows']:,} rows, first row {extra['first_row_ms']:.0f} ms, "
             line += f"{extra['rows_per_s']:,.0f} rows/s{', cut off' if extra['cut_off'] else ''})"

@@ -1,5 +1,13 @@
 from .methods import CreditCard, PayoutAccount
-from .money import Charge, ChargeStatusHistory, Payout, PayoutStatusHistory, PayoutTotal, RefundStatusHistory
+from .money import (
+    Charge,
+    ChargeStatusHistory,
+    Payout,
+    PayoutStatusHistory,
+    PayoutTotal,
+    RefundStatusHistory,
+    SweepMark,
+)
 from .platform_events import Dispute, DisputeStatusHistory, PlatformEvent
 
 __all__ = [
@@ -9,6 +17,7 @@ __all__ = [
     "PayoutStatusHistory",
     "PayoutTotal",
     "RefundStatusHistory",
+    "SweepMark",
     "CreditCard",
     "Dispute",
     "DisputeStatusHistory",

@@ -226,6 +226,20 @@ class PayoutTotal(models.Model):
         return f"{self.count:+d} {self.status} payouts, {self.amount:+} for partner {self.partner_id}"
 
 
+class SweepMark(models.Model):
+    """How far a sweep over history has read: every record before ``reached`` was found in order, so the sweep's
+    next run starts there instead of at the beginning (``payouts.services.refunds.refunds_sweep``, hourly: the
+    cancels whose refund was never requested). A sweep moves its mark only up to the oldest record it still
+    found wanting, so nothing it could not finish is passed over."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    reached = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} reached {self.reached:%Y-%m-%d %H:%M:%S}"
+
+
 class PayoutStatusHistory(StatusHistory):
     """One row per move of ``Payout.status`` (``payouts.services.progression.payout_transition``)."""
 

@@ -8,8 +8,14 @@ charge as owing a refund (``refund_status = pending``), and ``refund_enqueue`` p
 the platform is unavailable. The beat's ``refunds_sweep`` catches what the task could not finish: a message lost with the broker, retries run out, a
 refund the platform left pending. The payout run sweeps every minute the orders canceled in the last
 ``REFUND_SWEEP_WINDOW`` (a day: what it reads is a day's cancels, whatever the history behind them); the hourly
-``payouts.tasks.refunds_sweep`` sweeps every canceled order ever, so a refund owed on an older cancel (the beat
-or the workers down for longer than the window) is found within the hour.
+``payouts.tasks.refunds_sweep`` sweeps every cancel since its mark (``SweepMark`` ``REFUND_SWEEP_MARK``), so a
+refund owed on an older cancel (the beat or the workers down for longer than the window) is found within the hour.
+The mark is the time before which every cancel was found with its refund requested: the oldest cancel the sweep
+still found owing, or the grace's edge when none was. Its first run reads every cancel ever; each later one reads
+the cancels since the last (an hour's, whatever the history behind them). No refund becomes owed on a cancel the
+mark has passed: a refund is owed only from a cancel of an order whose charge succeeded, a charge succeeds only
+while its order is ``accepted`` (under the order's lock), and a cancel is dated as it is made; one committed more
+than ``REFUND_SWEEP_GRACE`` after its date is still read by the payout run's window.
 
 The whole charge is refunded, through the platform that took it, with the idempotency key
 ``"<order_id>:refund"`` (a staff retry after a failure is a new attempt: ``"<order_id>:refund:<n>"``).
@@ -37,7 +43,7 @@ from orders.models import Order
 
 from .. import platform as pf
 from ..errors import PlatformError, PlatformUnavailable
-from ..models import Charge, RefundStatusHistory
+from ..models import Charge, RefundStatusHistory, SweepMark
 from ..platform import get_platform
 from .alerts import REFUND_FAILED, payment_alert_enqueue, payment_alert_forget
 
@@ -69,8 +75,10 @@ REFUND_SWEEP_GRACE = timedelta(minutes=2)
 REFUND_RECHECK_AFTER = timedelta(minutes=10)
 # How many refunds one sweep works on; the next beat takes the rest.
 REFUND_SWEEP_BATCH = 200
-# The payout run's sweep reads the cancels of this last while; the hourly sweep reads them all.
+# The payout run's sweep reads the cancels of this last while; the hourly sweep reads them since its mark.
 REFUND_SWEEP_WINDOW = timedelta(days=1)
+# The hourly sweep's ``SweepMark``: every cancel before it was found with its refund requested.
+REFUND_SWEEP_MARK = "refunds.never_requested"
 
 
 def refund_transition(
@@ -291,9 +299,13 @@ def refunds_sweep(*, now=None, every_cancel: bool = False) -> RefundSweepSummary
     their last try. One refund's trouble never stops the others.
 
     The cancels read are those of the last ``REFUND_SWEEP_WINDOW`` (the payout run's, every minute), or with
-    ``every_cancel`` all of them (the hourly task's)."""
+    ``every_cancel`` those since the sweep's mark, every one the first time (the hourly task's), which then
+    moves the mark (see the module docstring)."""
     now = now or timezone.now()
-    since = None if every_cancel else now - REFUND_SWEEP_WINDOW
+    if every_cancel:
+        since = SweepMark.objects.filter(name=REFUND_SWEEP_MARK).values_list("reached", flat=True).first()
+    else:
+        since = now - REFUND_SWEEP_WINDOW
     # The ids first, read from the indexes alone; then the few charges with their orders.
     owed = list(
         refunds_never_requested(now=now, since=since).values_list("pk", flat=True)[:REFUND_SWEEP_BATCH]
@@ -324,4 +336,20 @@ def refunds_sweep(*, now=None, every_cancel: bool = False) -> RefundSweepSummary
                 summary.failed += 1
             elif outcome is not None and outcome.refund_status == R.PENDING:
                 summary.pending += 1
+    if every_cancel:
+        _mark_move(now=now, since=since)
     return summary
+
+
+def _mark_move(*, now, since) -> None:
+    """Move the hourly sweep's mark to the oldest cancel since ``since`` still owing a refund (one that failed
+    in an unexpected way, or past this run's batch), or to the grace's edge when none is. Two runs at once may
+    write in either order: each writes a time before which it found nothing owed, so the mark is never ahead of
+    what was swept."""
+    oldest = (
+        refunds_never_requested(now=now, since=since)
+        .values_list("order__status_changed_at", flat=True)
+        .first()
+    )
+    reached = oldest if oldest is not None else now - REFUND_SWEEP_GRACE
+    SweepMark.objects.update_or_create(name=REFUND_SWEEP_MARK, defaults={"reached": reached})

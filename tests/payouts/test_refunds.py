@@ -25,11 +25,18 @@ from orders.services import order_cancel, order_create, orders_expire_overdue
 from payouts import tasks
 from payouts.errors import PlatformError, PlatformUnavailable
 from payouts.lifecycle.confirmation import order_confirm
-from payouts.models import Charge, CreditCard
+from payouts.models import Charge, CreditCard, SweepMark
 from payouts.platform import get_platform
 from payouts.sandbox.models import SandboxCard, SandboxCharge, SandboxRefund
+from payouts.services import refunds
 from payouts.services.methods import payment_methods_create_sandbox
-from payouts.services.refunds import REFUND_SWEEP_WINDOW, refund_request, refunds_sweep
+from payouts.services.refunds import (
+    REFUND_SWEEP_GRACE,
+    REFUND_SWEEP_MARK,
+    REFUND_SWEEP_WINDOW,
+    refund_request,
+    refunds_sweep,
+)
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner
 from tests.orders.factories import make_order, order_row
@@ -454,6 +461,72 @@ def test_a_refund_owed_on_an_older_cancel_is_left_to_the_hourly_sweep_which_find
         assert run_task(tasks.refunds_sweep)["refunded"] == 0
     assert Charge.objects.get(order=order).refund_status == "succeeded"
     assert len(refunds_of(order)) == 1
+
+
+def hourly_mark():
+    return SweepMark.objects.filter(name=REFUND_SWEEP_MARK).values_list("reached", flat=True).first()
+
+
+@pytest.mark.django_db
+def test_the_hourly_sweep_reads_the_cancels_since_its_mark(partner, django_capture_on_commit_callbacks):
+    """Its first run reads every cancel and leaves its mark at the grace's edge; a later run reads only the cancels
+    since the mark, whatever the history behind it. Without a mark it reads them all again."""
+    first, passed = charged_order(partner), charged_order(partner)
+    with django_capture_on_commit_callbacks(execute=False):  # the refunds' requests never ran
+        cancel_order(first)
+    later = timezone.now() + REFUND_SWEEP_WINDOW + timedelta(hours=1)
+    with time_machine.travel(later, tick=False):
+        assert hourly_mark() is None
+        assert run_task(tasks.refunds_sweep)["refunded"] == 1
+        assert hourly_mark() == later - REFUND_SWEEP_GRACE
+    assert Charge.objects.get(order=first).refund_status == "succeeded"
+
+    # A cancel dated before the mark and still owing (what the mark promises cannot happen) is not read again.
+    with django_capture_on_commit_callbacks(execute=False):
+        cancel_order(passed)
+    Order.objects.filter(pk=passed.pk).update(status_changed_at=later - timedelta(hours=2))
+    with time_machine.travel(later + timedelta(hours=1), tick=False):
+        assert run_task(tasks.refunds_sweep)["refunded"] == 0
+        assert Charge.objects.get(order=passed).refund_status == "none"
+        assert hourly_mark() == later + timedelta(hours=1) - REFUND_SWEEP_GRACE
+        SweepMark.objects.filter(name=REFUND_SWEEP_MARK).delete()
+        assert run_task(tasks.refunds_sweep)["refunded"] == 1
+    assert Charge.objects.get(order=passed).refund_status == "succeeded"
+    assert [len(refunds_of(first)), len(refunds_of(passed))] == [1, 1]
+
+
+@pytest.mark.django_db
+def test_the_hourly_mark_stays_at_the_oldest_cancel_it_could_not_finish(
+    partner, django_capture_on_commit_callbacks, monkeypatch
+):
+    stuck, fine = charged_order(partner), charged_order(partner)
+    start = timezone.now()
+    with django_capture_on_commit_callbacks(execute=False):
+        cancel_order(stuck)
+    with (
+        time_machine.travel(start + timedelta(minutes=5), tick=False),
+        django_capture_on_commit_callbacks(execute=False),
+    ):
+        cancel_order(fine)
+    stuck_at = Order.objects.get(pk=stuck.pk).status_changed_at
+    real_refund = refunds.refund_for_order
+
+    def failing_for_stuck(*, order):
+        if order.pk == stuck.pk:
+            raise RuntimeError("an unexpected failure")
+        return real_refund(order=order)
+
+    monkeypatch.setattr(refunds, "refund_for_order", failing_for_stuck)
+    later = start + REFUND_SWEEP_WINDOW + timedelta(hours=1)
+    with time_machine.travel(later, tick=False):
+        assert run_task(tasks.refunds_sweep)["refunded"] == 1  # the other one
+        assert hourly_mark() == stuck_at
+    monkeypatch.setattr(refunds, "refund_for_order", real_refund)
+    with time_machine.travel(later + timedelta(hours=1), tick=False):
+        assert run_task(tasks.refunds_sweep)["refunded"] == 1
+        assert hourly_mark() == later + timedelta(hours=1) - REFUND_SWEEP_GRACE
+    assert Charge.objects.get(order=stuck).refund_status == "succeeded"
+    assert [len(refunds_of(stuck)), len(refunds_of(fine))] == [1, 1]
 
 
 @pytest.mark.django_db
