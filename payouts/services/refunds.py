@@ -302,10 +302,7 @@ def refunds_sweep(*, now=None, every_cancel: bool = False) -> RefundSweepSummary
     ``every_cancel`` those since the sweep's mark, every one the first time (the hourly task's), which then
     moves the mark (see the module docstring)."""
     now = now or timezone.now()
-    if every_cancel:
-        since = SweepMark.objects.filter(name=REFUND_SWEEP_MARK).values_list("reached", flat=True).first()
-    else:
-        since = now - REFUND_SWEEP_WINDOW
+    since = refunds_sweep_mark() if every_cancel else now - REFUND_SWEEP_WINDOW
     # The ids first, read from the indexes alone; then the few charges with their orders.
     owed = list(
         refunds_never_requested(now=now, since=since).values_list("pk", flat=True)[:REFUND_SWEEP_BATCH]
@@ -339,6 +336,12 @@ def refunds_sweep(*, now=None, every_cancel: bool = False) -> RefundSweepSummary
     if every_cancel:
         _mark_move(now=now, since=since)
     return summary
+
+
+def refunds_sweep_mark():
+    """Where the hourly sweep's mark stands: every cancel before it was found with its refund requested (``None``:
+    the sweep has not run, or its mark was deleted, and its next run reads every cancel)."""
+    return SweepMark.objects.filter(name=REFUND_SWEEP_MARK).values_list("reached", flat=True).first()
 
 
 def _mark_move(*, now, since) -> None:

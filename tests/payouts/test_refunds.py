@@ -36,6 +36,7 @@ from payouts.services.refunds import (
     REFUND_SWEEP_WINDOW,
     refund_request,
     refunds_sweep,
+    refunds_sweep_mark,
 )
 from tests.confirming import post_confirmed
 from tests.conftest import issue_token, make_partner
@@ -463,10 +464,6 @@ def test_a_refund_owed_on_an_older_cancel_is_left_to_the_hourly_sweep_which_find
     assert len(refunds_of(order)) == 1
 
 
-def hourly_mark():
-    return SweepMark.objects.filter(name=REFUND_SWEEP_MARK).values_list("reached", flat=True).first()
-
-
 @pytest.mark.django_db
 def test_the_hourly_sweep_reads_the_cancels_since_its_mark(partner, django_capture_on_commit_callbacks):
     """Its first run reads every cancel and leaves its mark at the grace's edge; a later run reads only the cancels
@@ -476,9 +473,9 @@ def test_the_hourly_sweep_reads_the_cancels_since_its_mark(partner, django_captu
         cancel_order(first)
     later = timezone.now() + REFUND_SWEEP_WINDOW + timedelta(hours=1)
     with time_machine.travel(later, tick=False):
-        assert hourly_mark() is None
+        assert refunds_sweep_mark() is None
         assert run_task(tasks.refunds_sweep)["refunded"] == 1
-        assert hourly_mark() == later - REFUND_SWEEP_GRACE
+        assert refunds_sweep_mark() == later - REFUND_SWEEP_GRACE
     assert Charge.objects.get(order=first).refund_status == "succeeded"
 
     # A cancel dated before the mark and still owing (what the mark promises cannot happen) is not read again.
@@ -488,7 +485,7 @@ def test_the_hourly_sweep_reads_the_cancels_since_its_mark(partner, django_captu
     with time_machine.travel(later + timedelta(hours=1), tick=False):
         assert run_task(tasks.refunds_sweep)["refunded"] == 0
         assert Charge.objects.get(order=passed).refund_status == "none"
-        assert hourly_mark() == later + timedelta(hours=1) - REFUND_SWEEP_GRACE
+        assert refunds_sweep_mark() == later + timedelta(hours=1) - REFUND_SWEEP_GRACE
         SweepMark.objects.filter(name=REFUND_SWEEP_MARK).delete()
         assert run_task(tasks.refunds_sweep)["refunded"] == 1
     assert Charge.objects.get(order=passed).refund_status == "succeeded"
@@ -520,11 +517,11 @@ def test_the_hourly_mark_stays_at_the_oldest_cancel_it_could_not_finish(
     later = start + REFUND_SWEEP_WINDOW + timedelta(hours=1)
     with time_machine.travel(later, tick=False):
         assert run_task(tasks.refunds_sweep)["refunded"] == 1  # the other one
-        assert hourly_mark() == stuck_at
+        assert refunds_sweep_mark() == stuck_at
     monkeypatch.setattr(refunds, "refund_for_order", real_refund)
     with time_machine.travel(later + timedelta(hours=1), tick=False):
         assert run_task(tasks.refunds_sweep)["refunded"] == 1
-        assert hourly_mark() == later + timedelta(hours=1) - REFUND_SWEEP_GRACE
+        assert refunds_sweep_mark() == later + timedelta(hours=1) - REFUND_SWEEP_GRACE
     assert Charge.objects.get(order=stuck).refund_status == "succeeded"
     assert [len(refunds_of(stuck)), len(refunds_of(fine))] == [1, 1]
 
