@@ -122,12 +122,20 @@ def http_observe(request: HttpRequest, response: HttpResponse, started: float) -
     metrics middleware, and the reads' own path: config/api/routing.py)."""
     method = request.method if request.method in _METHODS else "<invalid method>"
     route = _route(request)
-    _HTTP.requests_latency_by_view_method.labels(view=route, method=method).observe(
-        time.perf_counter() - started
-    )
-    _HTTP.responses_by_status_view_method.labels(
-        status=str(response.status_code), view=route, method=method
-    ).inc()
+    key = (route, method, response.status_code)
+    series = _HTTP_SERIES.get(key)
+    if series is None:
+        series = _HTTP_SERIES[key] = (
+            _HTTP.requests_latency_by_view_method.labels(view=route, method=method),
+            _HTTP.responses_by_status_view_method.labels(status=str(key[2]), view=route, method=method),
+        )
+    series[0].observe(time.perf_counter() - started)
+    series[1].inc()
+
+
+# The labelled series of each (route, method, status) seen: ``labels()`` checks and looks them up under a lock
+# on every call. Bounded: routes are the URL patterns, methods and statuses are HTTP's.
+_HTTP_SERIES: dict[tuple[str, str, int], tuple] = {}
 
 
 # --- database ----------------------------------------------------------------------------------------------
