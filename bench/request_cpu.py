@@ -14,12 +14,15 @@ change), measured by a third child in the same rounds.
 from __future__ import annotations
 
 import argparse
+import glob
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 SCENARIOS = ("bare", "token", "events", "events304", "rows", "quotes")
@@ -154,15 +157,34 @@ def child(kind: str, creds_file: str) -> None:
             status, body = call(environ)
             assert status.startswith(EXPECTED[name]), (name, status, body[:300])
     print("ready", flush=True)
+    dumps = os.environ.get("REQUEST_CPU_CALLGRIND_DIR")
     for line in sys.stdin:
         name, n = line.split()
         environs = plans[name]
         count = int(n)
+        if dumps:
+            _callgrind("-z")
         started = time.process_time()
         for i in range(count):
             call(environs[i % len(environs)])
         spent = time.process_time() - started
-        print(f"{spent * 1000 / count:.4f}", flush=True)
+        figure = _callgrind_instructions(dumps) if dumps else spent * 1000
+        print(f"{figure / count:.4f}", flush=True)
+
+
+def _callgrind(*command: str) -> None:
+    subprocess.run(["callgrind_control", *command, str(os.getpid())], check=True, capture_output=True)
+
+
+def _callgrind_instructions(dumps: str) -> float:
+    """The instructions since the counters were zeroed: dumped now, read from the dump's totals."""
+    _callgrind("-d")
+    latest = max(glob.glob(os.path.join(dumps, f"cg.{os.getpid()}.*")), key=os.path.getmtime)
+    with open(latest) as handle:
+        for line in handle:
+            if line.startswith(("summary:", "totals:")):
+                return float(line.split()[1])
+    raise RuntimeError(f"no totals in {latest}")
 
 
 def _service_env() -> dict[str, str]:
@@ -182,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--against", default="", help="another checkout of the service, measured in the same rounds (before)"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count user-space instructions per request under callgrind",
+    )
     args = parser.parse_args(argv)
     if args.child:
         child(args.child, args.creds)
@@ -189,16 +216,25 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = [s for s in SCENARIOS if s in args.only.split(",") and s != "bare"]
     trees = {"service": os.getcwd(), **({"against": args.against} if args.against else {})}
     procs = {}
+    wrapper, extra = [], {}
+    if args.instructions:
+        if not shutil.which("valgrind"):
+            raise SystemExit("--instructions needs valgrind (Debian's valgrind package)")
+        dumps = tempfile.mkdtemp(prefix="request-instructions-")
+        wrapper = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/cg.%p"]
+        # The same hash seed in every child: the same dictionaries, the same instructions.
+        extra = {"REQUEST_CPU_CALLGRIND_DIR": dumps, "PYTHONHASHSEED": "0"}
     for name, cwd in {"bare": os.getcwd(), **trees}.items():
         script = os.path.join(os.getcwd(), "bench", "request_cpu.py")
         kind = "bare" if name == "bare" else "service"
         procs[name] = subprocess.Popen(
-            [sys.executable, script, "--child", kind, "--creds", args.creds],
+            [*wrapper, sys.executable, script, "--child", kind, "--creds", args.creds],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if args.instructions else None,
             text=True,
             cwd=cwd,
-            env={**_service_env(), "PYTHONPATH": cwd},
+            env={**_service_env(), "PYTHONPATH": cwd, **extra},
         )
         assert procs[name].stdout.readline().strip() == "ready"
     plan = [("bare", "bare")] + [(tree, name) for name in scenarios for tree in trees]
@@ -213,11 +249,16 @@ def main(argv: list[str] | None = None) -> int:
         proc.stdin.close()
         proc.wait()
     bare = statistics.median(figures["bare", "bare"])
-    print(f"{'tree':<8} {'scenario':<10} {'ms/request':>10} {'bare/ours':>9}  rounds")
+    # Instructions are no ratio to the bare view's: its JSON encoding runs many instructions at a high rate, the
+    # service's path fewer over far more code (and its round trips' time is the kernel's).
+    unit, against_bare = ("instr/req", "") if args.instructions else ("ms/request", "bare/ours")
+    print(f"{'tree':<8} {'scenario':<10} {unit:>10} {against_bare:>9}  rounds")
     for tree, name in plan:
         median = statistics.median(figures[tree, name])
-        rounds = " ".join(f"{v:.3f}" for v in figures[tree, name])
-        print(f"{tree:<8} {name:<10} {median:>10.3f} {bare / median:>9.3f}  {rounds}")
+        shown = "{:.0f}" if args.instructions else "{:.3f}"
+        rounds = " ".join(shown.format(v) for v in figures[tree, name])
+        ratio = "" if args.instructions else f"{bare / median:.3f}"
+        print(f"{tree:<8} {name:<10} {shown.format(median):>10} {ratio:>9}  {rounds}")
     return 0
 
 
