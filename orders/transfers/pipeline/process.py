@@ -3,8 +3,9 @@ verdict stored on the message (``verdicts["auth"|"parse"|"match"|"decision"]``),
 ``orders.transfers.decision.state`` (docs/operations/receiving-mail.md "Transfer detection").
 
 Once per message: a run claims the row (skip-locked, a lease in ``next_attempt_at``), authenticates with no
-lock held (DNS), then locks the row (``nowait``) to decide; a message already ``processed`` returns its
-outcome, so the same message delivered twice at once moves the order once. A run that fails on anything but
+lock held (DNS), then locks the row to decide, waiting for it at most ``DECIDE_LOCK_WAIT_MS`` (another run's
+claim holds it for a moment); a message already ``processed`` returns its outcome, so the same message
+delivered twice at once moves the order once. A run that fails on anything but
 a named transient error closes the message with an ``unparsed`` case; so does a message whose runs never
 finished ``MAX_RUNS`` (5) times, or whose MIME passes the bounds of ``orders.transfers.intake.bounds``.
 
@@ -31,7 +32,7 @@ from email import policy
 from email.parser import BytesHeaderParser
 from email.utils import parseaddr, parsedate_to_datetime
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from config.core.retrying import TRANSIENT_ERRORS
@@ -53,6 +54,10 @@ RETRY_MINUTES = (1, 5, 15, 60)  # after the 1st, 2nd, 3rd and 4th temporary fail
 MAX_RUNS = 5
 # A run holds its message this long (past the task's hard time limit): the sweep leaves it alone meanwhile.
 LEASE = timedelta(minutes=2)
+# How long a run waits for the row's lock to decide. Another run's claim holds it for a few milliseconds (and
+# leaves the message to this run); a run still deciding (a lease that ran out) holds it longer: the later run then
+# fails with PostgreSQL's lock timeout, a transient error, and its task's retry finds the message processed.
+DECIDE_LOCK_WAIT_MS = 3000
 ACTOR = "system:transfers"
 Stage, Outcome, Kind = InboundMessage.Stage, InboundMessage.Outcome, TransferCase.Kind
 UNFINISHED = (Stage.RECEIVED, Stage.DEFERRED)
@@ -64,8 +69,9 @@ def message_process(*, message_pk: int) -> str:
 
     Three steps, so that no lock is held across DNS: the row is claimed (a short transaction: skip-locked,
     ``runs`` counted, ``next_attempt_at`` leased); the message is authenticated with no lock held; then the row
-    is locked (``nowait``) and, unless another run processed it meanwhile, decided. Any error that is not a
-    named transient one ends the message ``processed`` with an ``unparsed`` case (``message_poisoned``)."""
+    is locked (waited for at most ``DECIDE_LOCK_WAIT_MS``) and, unless another run processed it meanwhile,
+    decided. Any error that is not a named transient one ends the message ``processed`` with an ``unparsed``
+    case (``message_poisoned``)."""
     claimed = _claim(message_pk)
     if isinstance(claimed, str):
         return claimed
@@ -117,13 +123,9 @@ def _process(message: InboundMessage) -> str:
         if raw is not None and not mime_shape(raw).problem:
             verdict = authenticate(raw, message=message, order=message.order)  # DNS: no lock held
     with transaction.atomic():
-        # Race: two runs of one message (a lease that ran out) deciding it twice: the later one finds the row
-        # locked (nowait: retried) or processed already.
-        locked = (
-            InboundMessage.objects.select_for_update(of=("self",), nowait=True)
-            .select_related("order__event__venue", "order__partner")
-            .get(pk=message.pk)
-        )
+        # Race: two runs of one message (a lease that ran out) deciding it twice: the later one waits for the
+        # row at most DECIDE_LOCK_WAIT_MS (then a transient error: retried) and finds it processed.
+        locked = _decide_lock(message.pk)
         if locked.stage == Stage.PROCESSED:
             return locked.outcome
         outcome = _run(locked, raw, verdict)
@@ -131,6 +133,21 @@ def _process(message: InboundMessage) -> str:
             # A run that ended deferred finished: only runs that never finish count towards MAX_RUNS.
             InboundMessage.objects.filter(pk=locked.pk).update(runs=0)
         return outcome
+
+
+def _decide_lock(message_pk: int) -> InboundMessage:
+    """The message's row, locked for the rest of the transaction, waited for at most ``DECIDE_LOCK_WAIT_MS``;
+    the transaction's later locks (the order's) wait as the database's setting says."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = {int(DECIDE_LOCK_WAIT_MS)}")
+    locked = (
+        InboundMessage.objects.select_for_update(of=("self",))
+        .select_related("order__event__venue", "order__partner")
+        .get(pk=message_pk)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+    return locked
 
 
 def message_poisoned(*, message_pk: int, why: str) -> str:

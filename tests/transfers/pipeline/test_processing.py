@@ -2,10 +2,11 @@
 temporary DNS failures retried then a case, no raw bytes, forged mail, the sweeps that publish again."""
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from orders.models import Order
@@ -56,6 +57,66 @@ def test_the_same_message_processed_twice_at_once_moves_the_order_once(kit, part
     assert order.status == S.TICKET_RECEIVED
     assert order.status_history.filter(to_status=S.TICKET_RECEIVED).count() == 1
     assert order.transfer_history.filter(to_status=TS.DETECTED).count() == 1
+
+
+def _row_held_during_authentication(monkeypatch, message_pk: int, *, seconds: float) -> threading.Thread:
+    """While the run authenticates (no lock held), another transaction takes the message's row and keeps it for
+    ``seconds``: the run then meets it when it locks the row to decide."""
+    held, real = threading.Event(), process.authenticate
+
+    def hold():
+        try:
+            with transaction.atomic():
+                InboundMessage.objects.select_for_update().get(pk=message_pk)
+                held.set()
+                time.sleep(seconds)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+
+    def authenticate(*args, **kwargs):
+        holder.start()
+        assert held.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(process, "authenticate", authenticate)
+    return holder
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_waits_for_the_row_another_transaction_holds_for_a_moment(kit, partner, monkeypatch):
+    order = transfer_order(partner, quantity=2)
+    monkeypatch.setattr(intake, "publish_on_commit", lambda *a, **k: None)
+    message = kit.deliver(kit.offer(order, seats=[1, 2]), order)
+    holder = _row_held_during_authentication(monkeypatch, message.pk, seconds=0.3)
+
+    assert process.message_process(message_pk=message.pk) == "matched"
+    holder.join(10)
+    order.refresh_from_db()
+    assert order.status == S.TICKET_RECEIVED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_cannot_have_the_row_in_time_fails_transiently_and_gives_its_lease_back(
+    kit, partner, monkeypatch
+):
+    order = transfer_order(partner, quantity=2)
+    monkeypatch.setattr(intake, "publish_on_commit", lambda *a, **k: None)
+    monkeypatch.setattr(process, "DECIDE_LOCK_WAIT_MS", 200)
+    message = kit.deliver(kit.offer(order, seats=[1, 2]), order)
+    real = process.authenticate
+    holder = _row_held_during_authentication(monkeypatch, message.pk, seconds=1.5)
+
+    with pytest.raises(OperationalError, match="lock timeout"):
+        process.message_process(message_pk=message.pk)
+    holder.join(10)
+    message.refresh_from_db()
+    assert message.next_attempt_at is None and message.stage != "processed"  # the task's retry may run it
+    monkeypatch.setattr(process, "authenticate", real)
+    assert process.message_process(message_pk=message.pk) == "matched"
+    order.refresh_from_db()
+    assert order.status == S.TICKET_RECEIVED
 
 
 @pytest.mark.django_db(transaction=True)
