@@ -27,6 +27,7 @@ from quotes.models import ORDER_SNAPSHOT_FIELDS
 from . import extensions, seller_mail, services
 from .admin_lifecycle import OrderLifecycleAdminMixin
 from .models import Notification, Order, OrderStatusHistory
+from .selectors import DUE_SOON, OVERDUE, transfer_deadline_filter
 
 
 class TransferStateFilter(admin.SimpleListFilter):
@@ -47,6 +48,22 @@ class TransferStateFilter(admin.SimpleListFilter):
                 Q(transfer_progress__isnull=True) | Q(transfer_progress__state=Order.TransferState.NONE)
             )
         return queryset.filter(transfer_progress__state=value)
+
+
+class TransferDeadlineFilter(admin.SimpleListFilter):
+    """Orders awaiting transfer due within 48 hours or overdue, by the in-hand date at their venue (the staff
+    dashboard's queues count the same orders: ``orders.selectors.transfer_deadline``)."""
+
+    title = "transfer deadline"
+    parameter_name = "transfer_deadline"
+
+    def lookups(self, request, model_admin):
+        return ((DUE_SOON, "Due within 48 hours"), (OVERDUE, "Overdue"))
+
+    def queryset(self, request, queryset):
+        if self.value() not in (DUE_SOON, OVERDUE):
+            return queryset
+        return queryset.filter(transfer_deadline_filter(self.value(), now=timezone.now()))
 
 
 class OrderStatusHistoryInline(StatusHistoryInline):
@@ -94,6 +111,7 @@ class OrderAdmin(LargeTableAdmin, OrderLifecycleAdminMixin, admin.ModelAdmin):
         ModeFilter,
         "status",
         TransferStateFilter,
+        TransferDeadlineFilter,
         ("partner", RelatedWithRowsFilter),
         ("event", RelatedWithRowsFilter),
         "delivery_type",

@@ -3,6 +3,7 @@
 
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -171,3 +172,47 @@ def notification_list(
     if filters.order_id:
         qs = qs.filter(order__order_id=filters.order_id)
     return paginate(qs.only("id", "payload"), ordering=NOTIFICATION_ORDERING, limit=limit, cursor=cursor)
+
+
+# --- transfer deadlines (the staff's queues) --------------------------------------------------------------------
+TRANSFER_DUE_DAYS = 2
+DUE_SOON, OVERDUE = "due_soon", "overdue"
+
+
+def transfer_deadline(*, in_hand: date, zone: str, now: datetime) -> str | None:
+    """Where an order awaiting transfer stands by its in-hand date, at its venue (the venue's date, as the expiry
+    run reads it, never UTC's): ``OVERDUE`` once the date is past, ``DUE_SOON`` on it or in the two days before it,
+    else ``None``."""
+    local_today = now.astimezone(ZoneInfo(zone)).date()
+    if in_hand < local_today:
+        return OVERDUE
+    if in_hand <= local_today + timedelta(days=TRANSFER_DUE_DAYS):
+        return DUE_SOON
+    return None
+
+
+def awaiting_transfer_by_deadline(*, now: datetime) -> QuerySet[Order]:
+    """Live orders awaiting transfer that are due soon or overdue somewhere: no venue's date is later than UTC's
+    tomorrow, so a later in-hand date is neither."""
+    horizon = (now + timedelta(days=1)).date() + timedelta(days=TRANSFER_DUE_DAYS)
+    return Order.objects.live().filter(status=Order.Status.AWAITING_TRANSFER, in_hand_date__lte=horizon)
+
+
+def transfer_deadline_filter(deadline: str, *, now: datetime) -> Q:
+    """The orders :func:`transfer_deadline` puts at ``deadline``, as a filter: one condition per venue time zone
+    of the orders awaiting transfer (a short list, read first)."""
+    zones = (
+        awaiting_transfer_by_deadline(now=now).order_by().values_list("event__timezone", flat=True).distinct()
+    )
+    condition = Q(pk__in=[])
+    for zone in zones:
+        local_today = now.astimezone(ZoneInfo(zone)).date()
+        if deadline == OVERDUE:
+            dates = Q(in_hand_date__lt=local_today)
+        else:
+            dates = Q(
+                in_hand_date__gte=local_today,
+                in_hand_date__lte=local_today + timedelta(days=TRANSFER_DUE_DAYS),
+            )
+        condition |= Q(event__timezone=zone) & dates
+    return Q(status=Order.Status.AWAITING_TRANSFER) & condition

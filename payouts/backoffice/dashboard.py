@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from urllib.parse import urlencode
-from zoneinfo import ZoneInfo
 
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
@@ -19,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from orders.models import Order
+from orders.selectors import DUE_SOON, OVERDUE, awaiting_transfer_by_deadline, transfer_deadline
 from orders.transfers.models import TransferCase
 from orders.webhooks.models import WebhookEndpoint
 
@@ -109,30 +109,23 @@ def _changelist(name: str, **params: str) -> str:
 
 
 def _transfer_deadlines(*, now: datetime) -> dict[str, int]:
-    """Orders awaiting transfer whose in-hand date is, at their venue, today or within two days (``due_soon``)
-    or already past (``overdue``): the venue's date, as the expiry run reads it, never UTC's. One grouped
-    query (an in-hand date per time zone); the venue's today is worked out per time zone."""
-    # No venue's local "today" is later than UTC's tomorrow: later in-hand dates are neither due nor overdue.
-    horizon = (now + timedelta(days=1)).date() + timedelta(days=2)
+    """Orders awaiting transfer due soon and overdue (``orders.selectors.transfer_deadline``: the venue's date):
+    one grouped query (an in-hand date per time zone)."""
     groups = (
-        Order.objects.live()
-        .filter(status=S.AWAITING_TRANSFER, in_hand_date__lte=horizon)
+        awaiting_transfer_by_deadline(now=now)
         .order_by()
         .values_list("event__timezone", "in_hand_date")
         .annotate(n=Count("id"))
     )
-    counts = {"due_soon": 0, "overdue": 0}
+    counts = {DUE_SOON: 0, OVERDUE: 0}
     for zone, in_hand, n in groups:
-        local_today = now.astimezone(ZoneInfo(zone)).date()
-        if in_hand < local_today:
-            counts["overdue"] += n
-        elif in_hand <= local_today + timedelta(days=2):
-            counts["due_soon"] += n
+        deadline = transfer_deadline(in_hand=in_hand, zone=zone, now=now)
+        if deadline is not None:
+            counts[deadline] += n
     return counts
 
 
 def _queues(*, today: date, now: datetime | None = None) -> list[Queue]:
-    soon = today + timedelta(days=2)  # the admin's filters below: UTC dates, at most a day off a venue's
     counts = _transfer_deadlines(now=now or _start_of_day(today) + timedelta(hours=12))
     declined = Charge.objects.filter(status=Charge.Status.FAILED).count()
     failed_refunds = Charge.objects.filter(refund_status=Charge.RefundStatus.FAILED).count()
@@ -149,22 +142,15 @@ def _queues(*, today: date, now: datetime | None = None) -> list[Queue]:
         ),
         Queue(
             "Transfers due within 48 hours",
-            "Awaiting transfer, in-hand date today or in the next two days: chase the seller.",
-            counts["due_soon"],
-            _changelist(
-                "orders_order",
-                status__exact=S.AWAITING_TRANSFER,
-                in_hand_date__gte=today.isoformat(),
-                in_hand_date__lt=(soon + timedelta(days=1)).isoformat(),
-            ),
+            "Awaiting transfer, in-hand date today or in the next two days at the venue: chase the seller.",
+            counts[DUE_SOON],
+            _changelist("orders_order", transfer_deadline=DUE_SOON),
         ),
         Queue(
             "Overdue transfers",
-            "Still awaiting transfer after the in-hand date: the expiry run will expire them.",
-            counts["overdue"],
-            _changelist(
-                "orders_order", status__exact=S.AWAITING_TRANSFER, in_hand_date__lt=today.isoformat()
-            ),
+            "Still awaiting transfer after the in-hand date at the venue: the expiry run will expire them.",
+            counts[OVERDUE],
+            _changelist("orders_order", transfer_deadline=OVERDUE),
         ),
         Queue(
             "Declined charges",

@@ -1,5 +1,6 @@
 """The dashboard's transfer queues read the in-hand date as the expiry run does: at the venue, not in UTC."""
 
+import re
 from datetime import UTC, date, datetime
 
 import pytest
@@ -54,3 +55,34 @@ def test_an_in_hand_date_today_in_utc_but_past_at_the_venue_is_overdue_and_expir
     # What the queue called overdue is what the expiry run expires.
     assert orders_expire_overdue(now=LATE) == [order.order_id]
     assert transfer_queues(LATE) == {"Transfers due within 48 hours": 0, "Overdue transfers": 0}
+
+
+def _listed(client, url: str, now: datetime) -> set[str]:
+    with time_machine.travel(now, tick=False):
+        page = client.get(url)
+    assert page.status_code == 200 and "?e=1" not in page.get("Location", ""), url
+    return set(re.findall(r"ord_[A-Za-z0-9]+", page.content.decode()))
+
+
+@pytest.mark.parametrize(
+    "zone, in_hand, now, queue",
+    [
+        ("Pacific/Honolulu", date(2026, 11, 17), EARLY, "Transfers due within 48 hours"),
+        ("Pacific/Kiritimati", date(2026, 11, 18), LATE, "Overdue transfers"),
+        ("UTC", date(2026, 11, 17), LATE, "Overdue transfers"),
+        ("UTC", date(2026, 11, 20), LATE, "Transfers due within 48 hours"),
+    ],
+)
+def test_a_transfer_queue_opens_the_orders_it_counts_at_their_venues_date(
+    admin_client, partner, zone, in_hand, now, queue
+):
+    order = awaiting(partner, zone=zone, in_hand=in_hand)
+    # Another order in UTC, due in three days at its venue: neither due within 48 hours nor overdue.
+    later = awaiting(partner, zone="UTC", in_hand=date(2026, 11, 21))
+    queues = {q.label: q for q in staff_dashboard(now=now).queues}
+    assert queues[queue].count == 1
+    listed = _listed(admin_client, queues[queue].url, now)
+    assert order.order_id in listed and later.order_id not in listed
+    other = "Overdue transfers" if queue != "Overdue transfers" else "Transfers due within 48 hours"
+    assert queues[other].count == 0
+    assert order.order_id not in _listed(admin_client, queues[other].url, now)

@@ -6,12 +6,14 @@ The screenshot goes to ``ADMIN_SCREENSHOTS`` (default /tmp/admin-shots).
 
 import os
 import re
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
 
+from orders.models import Order
 from payouts.models import Charge
 from tests.partners.test_admin_browser import staff_sign_in
 from tests.portal.test_browser import browser_page, live_server  # noqa: F401  (fixtures)
@@ -31,21 +33,21 @@ EXPECTED = {
 }
 
 
+def _venue_today(order) -> date:
+    """Today at the order's venue: the transfer queues read the in-hand date there, at any hour of UTC's day."""
+    return timezone.now().astimezone(ZoneInfo(order.event.timezone)).date()
+
+
 def _data_set(partner) -> None:
     today = timezone.localdate()
     now = timezone.now()
     morning = timezone.make_aware(datetime.combine(today, time(0, 30)))
-    due = _order(
-        partner, status="awaiting_transfer", created=morning, quantity=1, price="30.00", in_hand=today
-    )
+    due = _order(partner, status="awaiting_transfer", created=morning, quantity=1, price="30.00")
     overdue = _order(
-        partner,
-        status="awaiting_transfer",
-        created=now - timedelta(days=3),
-        quantity=3,
-        price="20.00",
-        in_hand=today - timedelta(days=1),
+        partner, status="awaiting_transfer", created=now - timedelta(days=3), quantity=3, price="20.00"
     )
+    Order.objects.filter(pk=due.pk).update(in_hand_date=_venue_today(due))
+    Order.objects.filter(pk=overdue.pk).update(in_hand_date=_venue_today(overdue) - timedelta(days=1))
     received = _order(
         partner, status="ticket_received", created=now - timedelta(days=9), quantity=5, price="11"
     )
@@ -91,4 +93,6 @@ def test_each_dashboard_queue_opens_its_filtered_list(live_server, browser_page,
         page.wait_for_load_state()
         assert "/admin/" in page.url and "?" in page.url, (label, page.url)
         assert _listed_rows(page) == count, (label, page.url, page.locator("p.paginator").inner_text())
+        if label == "Overdue transfers":
+            page.screenshot(path=str(shots / "staff-queue-overdue-transfers-1280.png"), full_page=True)
         page.goto(base + "/admin/")
