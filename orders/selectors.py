@@ -179,23 +179,30 @@ TRANSFER_DUE_DAYS = 2
 DUE_SOON, OVERDUE = "due_soon", "overdue"
 
 
+def _deadline_dates(deadline: str, local_today: date) -> tuple[date | None, date]:
+    """The in-hand dates (first, last; ``None``: no first) at ``deadline`` on a venue's ``local_today``."""
+    if deadline == OVERDUE:
+        return None, local_today - timedelta(days=1)
+    return local_today, local_today + timedelta(days=TRANSFER_DUE_DAYS)
+
+
 def transfer_deadline(*, in_hand: date, zone: str, now: datetime) -> str | None:
-    """Where an order awaiting transfer stands by its in-hand date, at its venue (the venue's date, as the expiry
-    run reads it, never UTC's): ``OVERDUE`` once the date is past, ``DUE_SOON`` on it or in the two days before it,
-    else ``None``."""
+    """Where an order awaiting transfer stands by its in-hand date at its venue (the venue's date, as the expiry
+    run reads it, never UTC's): ``OVERDUE`` once the date is past, ``DUE_SOON`` on it or in the two days before
+    it, else ``None``."""
     local_today = now.astimezone(ZoneInfo(zone)).date()
-    if in_hand < local_today:
-        return OVERDUE
-    if in_hand <= local_today + timedelta(days=TRANSFER_DUE_DAYS):
-        return DUE_SOON
+    for deadline in (OVERDUE, DUE_SOON):
+        first, last = _deadline_dates(deadline, local_today)
+        if (first is None or in_hand >= first) and in_hand <= last:
+            return deadline
     return None
 
 
 def awaiting_transfer_by_deadline(*, now: datetime) -> QuerySet[Order]:
-    """Live orders awaiting transfer that are due soon or overdue somewhere: no venue's date is later than UTC's
-    tomorrow, so a later in-hand date is neither."""
+    """Orders awaiting transfer (of either mode) that may be due soon or overdue: no venue's date is later than
+    UTC's tomorrow, so a later in-hand date is neither."""
     horizon = (now + timedelta(days=1)).date() + timedelta(days=TRANSFER_DUE_DAYS)
-    return Order.objects.live().filter(status=Order.Status.AWAITING_TRANSFER, in_hand_date__lte=horizon)
+    return Order.objects.filter(status=Order.Status.AWAITING_TRANSFER, in_hand_date__lte=horizon)
 
 
 def transfer_deadline_filter(deadline: str, *, now: datetime) -> Q:
@@ -206,13 +213,7 @@ def transfer_deadline_filter(deadline: str, *, now: datetime) -> Q:
     )
     condition = Q(pk__in=[])
     for zone in zones:
-        local_today = now.astimezone(ZoneInfo(zone)).date()
-        if deadline == OVERDUE:
-            dates = Q(in_hand_date__lt=local_today)
-        else:
-            dates = Q(
-                in_hand_date__gte=local_today,
-                in_hand_date__lte=local_today + timedelta(days=TRANSFER_DUE_DAYS),
-            )
+        first, last = _deadline_dates(deadline, now.astimezone(ZoneInfo(zone)).date())
+        dates = Q(in_hand_date__lte=last) if first is None else Q(in_hand_date__range=(first, last))
         condition |= Q(event__timezone=zone) & dates
     return Q(status=Order.Status.AWAITING_TRANSFER) & condition

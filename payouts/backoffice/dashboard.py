@@ -109,10 +109,11 @@ def _changelist(name: str, **params: str) -> str:
 
 
 def _transfer_deadlines(*, now: datetime) -> dict[str, int]:
-    """Orders awaiting transfer due soon and overdue (``orders.selectors.transfer_deadline``: the venue's date):
-    one grouped query (an in-hand date per time zone)."""
+    """Live orders awaiting transfer due soon and overdue (``orders.selectors.transfer_deadline``: the venue's
+    date): one grouped query (an in-hand date per time zone)."""
     groups = (
         awaiting_transfer_by_deadline(now=now)
+        .live()
         .order_by()
         .values_list("event__timezone", "in_hand_date")
         .annotate(n=Count("id"))
