@@ -1,4 +1,4 @@
-"""Fixed-window rate limits kept in the shared cache (Redis in production).
+"""Fixed-window rate limits kept in the shared cache (Redis).
 
 Every web process counts in the same Redis keys, so the limit holds across processes and machines.
 If the cache does not answer, the limiter fails open (requests are served, nothing is counted) and a
@@ -16,7 +16,6 @@ from typing import Any
 import hiredis
 from django.conf import settings
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
 from django.http import HttpRequest
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -161,25 +160,16 @@ def give_back(state: RateLimitState | None) -> None:
 def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tuple[int, dict[str, Any]]:
     """Add one to the window's counter; return it, with the cache entries ``read`` that exist.
 
-    On Redis this is one pipelined round trip (MGET, INCR, EXPIRE): every API request pays it, so it
-    counts. Other backends (local memory in development) use get_many, add + incr.
+    One pipelined round trip to Redis (MGET, INCR, EXPIRE): every API request pays it, so it counts.
     """
     backend = caches["default"]
-    if isinstance(backend, RedisCache):
-        full_key = backend.make_and_validate_key(cache_key)
-        commands = [("MGET", *(backend.make_and_validate_key(k) for k in read))] if read else []
-        commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
-        results = pipelined(backend._cache.get_client(full_key, write=True), commands)
-        loads = backend._cache._serializer.loads
-        values = results[0] if read else []
-        return int(results[-2]), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
-    found = backend.get_many(list(read)) if read else {}
-    try:
-        backend.add(cache_key, 0, timeout=timeout)
-        return backend.incr(cache_key), found
-    except ValueError:  # the key expired between add and incr
-        backend.set(cache_key, 1, timeout=timeout)
-        return 1, found
+    full_key = backend.make_and_validate_key(cache_key)
+    commands = [("MGET", *(backend.make_and_validate_key(k) for k in read))] if read else []
+    commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
+    results = pipelined(backend._cache.get_client(full_key, write=True), commands)
+    loads = backend._cache._serializer.loads
+    values = results[0] if read else []
+    return int(results[-2]), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
 
 
 def packed_commands(connection, commands: list[tuple]) -> list[bytes]:
