@@ -15,6 +15,12 @@ reads ``MIDDLEWARE``: the short path runs the metrics only when they are listed,
 know after it turns the short path off. Which URLs may hold such a view is read from the URL patterns once per
 URLconf (their literal prefix), so no other request pays for a resolution. A request that carries a body (a
 ``Content-Length`` or ``Transfer-Encoding``) takes the whole chain, whose body limits answer it.
+
+Of Django's common middleware, a short-path request needs only the host check: its route resolved, so no
+slash is appended, and the short path is off where ``DISALLOWED_USER_AGENTS`` or ``PREPEND_WWW`` is set. The
+check's answer depends on the request's ``Host`` and ``X-Forwarded-Host`` alone, so the pairs it allowed are
+kept per process (a bounded set, emptied when a setting changes): a host checked once is not checked again,
+and one it refuses is refused each time (400, as Django's handler answers ``DisallowedHost``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from functools import lru_cache
 
 from django.conf import settings
 from django.core.handlers.exception import response_for_exception
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
@@ -117,6 +125,8 @@ class RouteMiddleware:
         self.security = SecurityMiddleware(get_response)
         self.common = CommonMiddleware(get_response)
         self.xframe = XFrameOptionsMiddleware(get_response)
+        # The common middleware's request hook is the host check alone unless these ask for more.
+        self.host_check_only = not settings.DISALLOWED_USER_AGENTS and not settings.PREPEND_WWW
         # A body's readers, in their places: the chunked body before the retry, the limit after security.
         self.chunked = ChunkedBodyMiddleware(lambda r: with_retry(r, self._secured_body))
         self.body_limit = ApiBodyLimitMiddleware(self._common)
@@ -174,10 +184,24 @@ class RouteMiddleware:
 
     def _common(self, request: HttpRequest) -> HttpResponse:
         try:
-            response = self.common.process_request(request) or self._framed(request)
+            response = self._common_request(request) or self._framed(request)
             return self.common.process_response(request, response)
         except Exception as exc:
             return response_for_exception(request, exc)
+
+    def _common_request(self, request: HttpRequest) -> HttpResponse | None:
+        """The common middleware's request hook for a resolved route: the host check, once per host."""
+        if not self.host_check_only:
+            return self.common.process_request(request)
+        meta = request.META
+        if "HTTP_HOST" not in meta:  # the host is read from the server's name and port: checked each time
+            return self.common.process_request(request)
+        key = (meta["HTTP_HOST"], meta.get("HTTP_X_FORWARDED_HOST"))
+        if key not in _allowed_hosts:
+            request.get_host()  # raises DisallowedHost
+            if len(_allowed_hosts) < ALLOWED_HOSTS_KEPT:
+                _allowed_hosts.add(key)
+        return None
 
     def _framed(self, request: HttpRequest) -> HttpResponse:
         match = request.resolver_match
@@ -188,6 +212,17 @@ class RouteMiddleware:
         except Exception as exc:
             response = response_for_exception(request, exc)
         return self.xframe.process_response(request, response)
+
+
+# The (Host, X-Forwarded-Host) pairs the host check allowed, in this process.
+ALLOWED_HOSTS_KEPT = 64
+_allowed_hosts: set[tuple[str, str | None]] = set()
+
+
+@receiver(setting_changed)
+def _forget_hosts(**_) -> None:
+    # ALLOWED_HOSTS, DEBUG and the forwarded-host settings decide the check: any change starts it afresh.
+    _allowed_hosts.clear()
 
 
 @lru_cache(maxsize=4096)

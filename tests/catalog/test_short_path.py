@@ -104,3 +104,35 @@ def test_a_middleware_the_short_path_does_not_know_or_a_new_order_turns_it_off()
     assert routes.RouteMiddleware(lambda request: None).enabled is True
     with override_settings(MIDDLEWARE=[m for m in listed if m != routes.METRICS_PATH]):
         assert routes.RouteMiddleware(lambda request: None).enabled is True
+
+
+def test_a_host_is_checked_once_and_a_refused_one_every_time(auth_client, event):
+    from django.http import HttpRequest
+
+    routes._allowed_hosts.clear()
+    path = f"/v1/events/{event.event_id}"
+    with mock.patch.object(HttpRequest, "get_host", autospec=True, side_effect=HttpRequest.get_host) as check:
+        for _ in range(3):
+            assert auth_client.get(path, HTTP_HOST="localhost").status_code == 200
+        assert check.call_count == 1
+        for _ in range(2):
+            response = auth_client.get(path, HTTP_HOST="evil.example")
+            assert response.status_code == 400
+        assert check.call_count == 3
+        # A forwarded host is part of what was checked: the same Host with another one is checked again.
+        with override_settings(USE_X_FORWARDED_HOST=True):
+            response = auth_client.get(path, HTTP_HOST="localhost", HTTP_X_FORWARDED_HOST="evil.example")
+            assert response.status_code == 400
+    # A change of the allowed hosts forgets what was allowed.
+    with override_settings(ALLOWED_HOSTS=["api.example"]):
+        assert auth_client.get(path, HTTP_HOST="localhost").status_code == 400
+        assert auth_client.get(path, HTTP_HOST="api.example").status_code == 200
+    assert auth_client.get(path, HTTP_HOST="api.example").status_code == 400
+
+
+def test_the_hosts_kept_are_bounded(auth_client, event, settings):
+    settings.ALLOWED_HOSTS = [".example"]
+    routes._allowed_hosts.clear()
+    for n in range(routes.ALLOWED_HOSTS_KEPT + 20):
+        assert auth_client.get(f"/v1/events/{event.event_id}", HTTP_HOST=f"h{n}.example").status_code == 200
+    assert len(routes._allowed_hosts) == routes.ALLOWED_HOSTS_KEPT
