@@ -8,6 +8,9 @@ warning is logged: an outage of Redis must not take the API down with it.
 import logging
 import math
 import os
+import socket
+import ssl
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -215,7 +218,32 @@ def _thread_connection(pool):
     if connection is None or local.pid != os.getpid():
         connection = pool.get_connection()
         local.connection, local.pid = connection, os.getpid()
+        # Kept with the connection: redis-py holds its connect callbacks by weak reference.
+        local.timeouts = _KernelTimeouts()
+        connection.register_connect_callback(local.timeouts.apply)
+        local.timeouts.apply(connection)
     return connection
+
+
+class _KernelTimeouts:
+    """The thread's connection waits under the kernel's timeouts (``SO_RCVTIMEO``, ``SO_SNDTIMEO``) instead of
+    Python's: a socket with a Python timeout polls before every send and every receive, two system calls more
+    per round trip (about 3 µs of CPU, a tenth of the round trip). Same bound: a send or receive that waits
+    longer than ``socket_timeout`` fails, and :func:`pipelined` closes the connection and tries once more, as on
+    a Python timeout (redis-py reports the kernel's ``EAGAIN`` as a connection error, the other as a timeout:
+    both are handled alike). Applied again on every connect (redis-py sets Python's timeout then); a TLS
+    connection, or one without a timeout, keeps redis-py's."""
+
+    def apply(self, connection) -> None:
+        sock = getattr(connection, "_sock", None)
+        timeout = getattr(connection, "socket_timeout", None)
+        if sock is None or not timeout or isinstance(sock, ssl.SSLSocket):
+            return
+        seconds = int(timeout)
+        interval = struct.pack("ll", seconds, int(round((timeout - seconds) * 1_000_000)))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, interval)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, interval)
+        sock.settimeout(None)
 
 
 def client_ip(request: HttpRequest) -> str:

@@ -282,3 +282,64 @@ def test_threads_keep_a_connection_each_and_never_read_each_others_replies():
         thread.join(timeout=60)
     assert sorted(seen) == list(range(1, 4 * per_thread + 1))
     assert len(connections) == 4
+
+
+def test_a_kept_connection_waits_under_the_kernels_timeout_and_a_frozen_redis_still_fails_in_time(tmp_path):
+    """The kept connection has no Python timeout (which polls before every send and receive) but the kernel's,
+    set again on every connect: a Redis that stops answering (SIGSTOP) fails the round trip after the socket
+    timeout, once more on a new connection, then raises; once it answers again, so does the round trip."""
+    import signal
+    import struct
+
+    import redis
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    from tests.faults.live import free_port, real_clock_env
+
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=real_clock_env(),
+    )
+    timeout = 0.4
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except RedisConnectionError:
+                time.sleep(0.05)
+        assert ratelimit.pipelined(client, [("INCR", "frozen"), ("EXPIRE", "frozen", 60)]) == [1, 1]
+
+        def kernel_timeouts(connection):
+            sock = connection._sock
+            received = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16))
+            sent = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16))
+            return sock.gettimeout(), received, sent
+
+        kept = ratelimit._thread_connection(client.connection_pool)
+        assert kernel_timeouts(kept) == (None, (0, 400_000), (0, 400_000))
+
+        os.kill(server.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises((RedisConnectionError, RedisTimeoutError)):
+            ratelimit.pipelined(client, [("INCR", "frozen")])
+        waited = time.monotonic() - started
+        # The first attempt waits out the timeout; the second connects (the kernel still accepts) and waits
+        # out the handshake's: about twice the timeout, never longer than a few.
+        assert timeout <= waited < 5 * timeout
+
+        os.kill(server.pid, signal.SIGCONT)
+        assert ratelimit.pipelined(client, [("INCR", "frozen")]) in ([2], [3])
+        assert ratelimit._thread_connection(client.connection_pool) is kept
+        assert kernel_timeouts(kept) == (None, (0, 400_000), (0, 400_000))  # set again on the new socket
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+        server.terminate()
+        server.wait(timeout=10)
