@@ -299,8 +299,19 @@ def test_a_kept_connection_waits_under_the_kernels_timeout_and_a_frozen_redis_st
 
     port = free_port()
     server = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(tmp_path)],  # fmt: skip
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],  # fmt: skip
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -308,7 +319,9 @@ def test_a_kept_connection_waits_under_the_kernels_timeout_and_a_frozen_redis_st
     )
     timeout = 0.4
     try:
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = redis.Redis(
+            host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
         for _ in range(100):
             try:
                 client.ping()
