@@ -162,7 +162,8 @@ CACHES = {
         "BACKEND": "config.deploy.cache.ReusingRedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="ps"),
-        # Short timeouts: a dead Redis must degrade a request, never hang it.
+        # Short timeouts: a dead Redis must degrade a request, never hang it. The API's pipelined round trip
+        # (config/api/ratelimit.py) waits on its kept connection under the kernel's timeouts of the same length.
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5, "retry_on_timeout": False},
     }
 }
