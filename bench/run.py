@@ -18,8 +18,9 @@ In each mode, on loopback:
    mode), Redis (``BENCH_REDIS_URL``, default db 6, flushed), ``migrate``, ``seed_catalog --events 200``,
    a few partners with payment methods (``create_partner --with-payment-methods``);
 2. rounds of wrk runs, interleaved so that drift on a shared machine hits every scenario alike:
-   the ceiling, the token endpoint, the events list, the rows endpoint, quote creation, order creation,
-   and the whole quote→order flow; each ratio is taken against the ceiling of the same round;
+   the token endpoint, the events list, the rows endpoint, quote creation, order creation and the whole
+   quote→order flow, with the ceiling run before the first and again after each (``--ceiling-once``: once a
+   round, before the first); each ratio is taken against the mean of the two ceiling runs around it;
 3. a counting pass against a server of its own (``BENCH_COUNT=1``, bench/counting.py; the timed servers run
    without it): each scenario once more, summing the SQL statements, transactions and Redis round trips every
    response reports, per request;
@@ -157,6 +158,8 @@ class Bench:
         self.available: dict[str, bool] = {}
         self.worker_pids: dict[str, list[int]] = {}  # server URL → its gunicorn worker pids
         self.counts: dict[str, dict] = {}  # scenario → statements and round trips per request
+        # scenario → for each of its runs, the ceiling's requests per second it is measured against
+        self.ceilings: dict[str, list[float]] = {}
 
     # --- set-up -------------------------------------------------------------------------------------
     def setup_stack(self, stack: Stack, *, events: int, partners: int, label: str) -> dict:
@@ -470,7 +473,11 @@ class Bench:
                 # the CPU with it, or every ratio of the round comes out too high.
                 self.wait_for_idle_worker(stack)
             log(f"{self.mode}: round {round_no}/{self.rounds}")
+            ceiling = [entry for entry in plan if entry[0] == "bare"][:1]
+            before = self.run_ceiling(ceiling, url)
             for name, kw in plan:
+                if name == "bare":
+                    continue
                 kw = dict(kw)
                 target = kw.pop("url", url)
                 if name == "orders":
@@ -491,10 +498,28 @@ class Bench:
                     self.backlog.append(
                         self.measure_backlog(stack, since=started, run=result, celery_cpu=celery_cpu)
                     )
+                if before is None:
+                    continue
+                if self.args.ceiling_once:
+                    self.ceilings.setdefault(name, []).append(before)
+                    continue
+                if name in ("orders", "flow"):
+                    # Their confirmations keep the Celery worker busy: the ceiling must not share the CPU with it.
+                    self.wait_for_idle_worker(stack)
+                after = self.run_ceiling(ceiling, url)
+                self.ceilings.setdefault(name, []).append((before + after) / 2)
+                before = after
         # The counting pass runs against a server of its own (one worker): the timed ones carry no counting
         # middleware. Same database and Redis; the other project's ceiling has nothing of ours to count.
         counting = stack.start_web("web-count", workers=1, env={"BENCH_COUNT": "1"})
         self.count(counting.url, [(n, kw) for n, kw in plan if "url" not in kw])
+
+    def run_ceiling(self, ceiling: list[tuple[str, dict]], url: str) -> float | None:
+        """One run of the ceiling (``ceiling``: its plan entry, or none); its requests per second."""
+        if not ceiling:
+            return None
+        kw = dict(ceiling[0][1])
+        return self.wrk("bare", kw.pop("url", url), **kw).rps
 
     def broker_backlog(self, stack: Stack) -> dict[str, int]:
         """Messages waiting in the broker's queues, and those a worker took and has not acknowledged yet."""
@@ -809,18 +834,18 @@ class Bench:
                 entry["per_request"] = self.counts[name]
             if any(r.orders_created for r in runs):
                 entry["orders_per_s"] = round(median([r.orders_per_s for r in runs]), 2)
-            if name in TARGETS and len(bare_rounds) == len(runs):
+            # Each run against the ceiling measured around it (the mean of the runs before and after it).
+            ceilings = self.ceilings.get(name) or (
+                [b.rps for b in bare_rounds] if len(bare_rounds) == len(runs) else []
+            )
+            if name in TARGETS and len(ceilings) == len(runs):
                 measure, target = TARGETS[name]
-                ratios = [
-                    getattr(r, measure) / b.rps for r, b in zip(runs, bare_rounds, strict=True) if b.rps
-                ]
+                ratios = [getattr(r, measure) / c for r, c in zip(runs, ceilings, strict=True) if c]
                 entry["ratio_to_bare"] = round(median(ratios), 3)
+                entry["ceilings_rps"] = [round(c, 1) for c in ceilings]
                 entry["ratio_of"] = measure
                 entry["target"] = target
                 entry["met"] = entry["ratio_to_bare"] >= target and entry["failed_requests"] == 0
-            elif name == "orders" and len(bare_rounds) == len(runs):
-                ratios = [r.rps / b.rps for r, b in zip(runs, bare_rounds, strict=True) if b.rps]
-                entry["ratio_to_bare"] = round(median(ratios), 3)
             out[name] = entry
         for name in TARGETS:
             if name not in out:
@@ -1019,8 +1044,9 @@ def render_side_by_side(reports: dict[str, dict]) -> str:
             f"{label:<36}  " + "   ".join(cells) + f"  {(f'≥ {target}' if target else ''):>7}  {result}"
         )
     lines.append(
-        "ratio: req/s (flow: orders/s) over the ceiling's req/s in the same round, median of the rounds; ceilings: "
-        + "; ".join(f"{m}: {reports[m]['settings'].get('ceiling', '')}" for m in modes)
+        "ratio: req/s (flow: orders/s) over the ceiling's req/s around it (the mean of its runs just before and "
+        "after; with --ceiling-once, the round's one run), median of the rounds; the ceiling's row: the median of "
+        "its runs; ceilings: " + "; ".join(f"{m}: {reports[m]['settings'].get('ceiling', '')}" for m in modes)
     )
     for mode in modes:
         lines.append(
@@ -1051,6 +1077,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--direct-rounds", type=int, default=2, help="interleaved rounds (direct mode)")
     parser.add_argument("--direct-wrk-threads", type=int, default=2, help="wrk threads (direct mode)")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections (both modes)")
+    parser.add_argument(
+        "--ceiling-once",
+        action="store_true",
+        help="run the ceiling once a round, before the first scenario, as entries before 2026-11-29's did "
+        "(default: before the first and after each, every ratio against the two runs around it)",
+    )
     # The production mode's gunicorn (the direct mode's is fixed: 3 sync workers, no options).
     parser.add_argument("--workers", type=int, default=int(os.environ.get("WORKERS", 4)))
     parser.add_argument("--threads", type=int, default=int(os.environ.get("THREADS", 4)))
