@@ -78,6 +78,26 @@ def test_unusable_client_request_id_is_replaced(api_client, bad):
     assert rid.startswith("req_") and len(rid) == 28
 
 
+def test_request_ids_are_24_letters_and_digits_each_as_likely_from_one_read_of_the_generator():
+    import re
+    import secrets
+    from collections import Counter
+    from unittest import mock
+
+    from config.api.middleware import new_request_id
+
+    with mock.patch.object(secrets, "token_bytes", wraps=secrets.token_bytes) as reads:
+        ids = [new_request_id() for _ in range(3000)]
+    assert all(re.fullmatch(r"req_[A-Za-z0-9]{24}", rid) for rid in ids)
+    assert len(set(ids)) == len(ids)
+    # A second read only when more than 8 of the 32 bytes fall above 247: a chance of about 4 in ten million.
+    assert len(ids) <= reads.call_count <= len(ids) + 3
+    counts = Counter("".join(rid[4:] for rid in ids))
+    assert len(counts) == 62
+    # 72,000 characters, 1,161 expected of each: 6 standard deviations (about 204) either side.
+    assert all(abs(n - 72000 / 62) < 6 * (72000 / 62) ** 0.5 for n in counts.values()), counts
+
+
 def test_odd_accept_header_still_gets_json(api_client):
     response = api_client.get("/v1/events", HTTP_ACCEPT="text/html")
     assert response["Content-Type"].startswith("application/json")
