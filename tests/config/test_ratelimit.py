@@ -295,47 +295,20 @@ def test_a_kept_connection_waits_under_the_kernels_timeout_and_a_frozen_redis_st
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
-    from tests.faults.live import free_port, real_clock_env
+    from tests.faults.live import own_redis_server
 
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],  # fmt: skip
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        env=real_clock_env(),
-    )
+    def kernel_timeouts(connection):
+        sock = connection._sock
+        received = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16))
+        sent = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16))
+        return sock.gettimeout(), received, sent
+
     timeout = 0.4
-    try:
+    with own_redis_server(tmp_path) as (server, port):
         client = redis.Redis(
             host="127.0.0.1", port=port, socket_timeout=timeout, socket_connect_timeout=timeout
         )
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except RedisConnectionError:
-                time.sleep(0.05)
         assert ratelimit.pipelined(client, [("INCR", "frozen"), ("EXPIRE", "frozen", 60)]) == [1, 1]
-
-        def kernel_timeouts(connection):
-            sock = connection._sock
-            received = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16))
-            sent = struct.unpack("ll", sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, 16))
-            return sock.gettimeout(), received, sent
-
         kept = ratelimit._thread_connection(client.connection_pool)
         assert kernel_timeouts(kept) == (None, (0, 400_000), (0, 400_000))
 
@@ -352,7 +325,3 @@ def test_a_kept_connection_waits_under_the_kernels_timeout_and_a_frozen_redis_st
         assert ratelimit.pipelined(client, [("INCR", "frozen")]) in ([2], [3])
         assert ratelimit._thread_connection(client.connection_pool) is kept
         assert kernel_timeouts(kept) == (None, (0, 400_000), (0, 400_000))  # set again on the new socket
-    finally:
-        os.kill(server.pid, signal.SIGCONT)
-        server.terminate()
-        server.wait(timeout=10)

@@ -59,6 +59,48 @@ def real_clock_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("FAKETIME")}
 
 
+@contextlib.contextmanager
+def own_redis_server(directory: Path):
+    """A redis-server of the test's own on a free port (the shared one is never stopped or frozen), answering
+    when this yields ``(process, port)``; continued if it was stopped, and ended, afterwards."""
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(directory),
+        ],  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=real_clock_env(),
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while (
+            subprocess.run(
+                ["redis-cli", "-p", str(port), "ping"], capture_output=True, env=real_clock_env(), timeout=5
+            ).stdout.strip()
+            != b"PONG"
+        ):
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+        yield server, port
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGCONT)
+            server.terminate()
+        server.wait(timeout=10)
+
+
 def production_env(**overrides: str) -> dict[str, str]:
     """Environment of the production shape (DJANGO_ENV=production) against the test database."""
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}

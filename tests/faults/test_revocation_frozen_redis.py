@@ -4,7 +4,6 @@ beat runs; and Redis emptied (FLUSHALL) before the batched writer copied a sessi
 working on every process, and a rotation still reaches every process within the bound (production shape:
 two gunicorn instances sharing a Redis of the test's own; no beat, so sessions stay in Redis)."""
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from django.db import connection
 from partners import services as partner_services
 from partners.models import TokenSession
 
-from .live import free_port, http, production_env, real_clock_env
+from .live import http, own_redis_server, production_env, real_clock_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,44 +26,14 @@ BOUND = 5.0  # seconds after the rotation committed: from then on, no web proces
 def own_redis(tmp_path, settings):
     """A redis-server of this test only (the shared one is never stopped), and the test process's
     cache pointed at it."""
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],  # fmt: skip
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        env=real_clock_env(),
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 10
-    while (
-        subprocess.run(
-            ["redis-cli", "-p", str(port), "ping"], capture_output=True, env=real_clock_env(), timeout=5
-        ).stdout.strip()
-        != b"PONG"
-    ):
-        assert time.monotonic() < deadline, "redis-server did not start"
-        time.sleep(0.05)
-    direct = settings.CACHES
-    settings.CACHES = {**direct, "default": {**direct["default"], "LOCATION": url}}
-    yield server, url
-    settings.CACHES = direct
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(server.pid, signal.SIGCONT)
-        server.terminate()
-    server.wait(timeout=10)
+    with own_redis_server(tmp_path) as (server, port):
+        url = f"redis://127.0.0.1:{port}/0"
+        direct = settings.CACHES
+        settings.CACHES = {**direct, "default": {**direct["default"], "LOCATION": url}}
+        try:
+            yield server, url
+        finally:
+            settings.CACHES = direct
 
 
 def test_rotation_while_redis_is_frozen_is_refused_everywhere_within_the_bound(processes, own_redis, creds):
