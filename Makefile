@@ -158,9 +158,10 @@ beat: $(VENV)/.installed
 	$(VENV)/bin/celery -A config beat --loglevel=INFO
 
 # One pass: the whole suite, on DATABASE_URL / REDIS_URL when set, else on a PostgreSQL and a Redis started for the
-# run in a temporary directory. Its two halves run side by side (tests/suite.py): the live-process drills (tests/ops,
-# tests/faults, tests/transfers/e2e; a test database `<name>_drills` and the next Redis db) and the rest. The test
-# databases are created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
+# run in a temporary directory. It runs as four parts side by side (tests/suite.py): the live-process drills (tests/ops,
+# tests/faults, tests/transfers/e2e, …) in two parts and the rest in two, each with a test database and a Redis db of
+# its own (`<name>`, `<name>_rest2`, `<name>_drills`, `<name>_drills2`; the configured Redis db and the next three).
+# The test databases are created fresh every run (`--create-db`), whatever PYTEST_ARGS says: CI runs this.
 TEST_TMP ?= $(or $(TMPDIR),/tmp)
 define with_services
 	@if [ -n "$(TEST_DATABASE_URL)" ]; then \
