@@ -18,7 +18,7 @@ import sys
 import tempfile
 from urllib.parse import urlsplit, urlunsplit
 
-# The drills, in two parts of about six minutes each on a 2-core machine (their longest tests: two minutes of
+# The drills, in two parts of seven to eight minutes each on a 2-core machine (their longest tests: two minutes of
 # Schemathesis against a live instance, `make run` served and restarted, the beat leader's take-over).
 DRILLS_FIRST = (
     "tests/schema/test_live_fuzz.py",
@@ -42,12 +42,17 @@ REST_SECOND = (
     "tests/portal",
 )
 
-# (name, what it runs, the suffix of its test database's name; its Redis db is the configured one plus its index)
+# (name, its pytest selection, the suffix of its test database's name; its Redis db is the configured one plus its
+# index)
 PARTS = (
-    ("the rest, first part", "rest-first", ""),
-    ("the rest, second part", "rest-second", "_rest2"),
-    ("live-process drills, first part", DRILLS_FIRST, "_drills"),
-    ("live-process drills, second part", DRILLS_SECOND, "_drills2"),
+    ("the rest, first part", [f"--ignore={path}" for path in (*DRILLS, *REST_SECOND)], ""),
+    (
+        "the rest, second part",
+        [*(f"--ignore={path}" for path in DRILLS if path.startswith(REST_SECOND)), *REST_SECOND],
+        "_rest2",
+    ),
+    ("live-process drills, first part", list(DRILLS_FIRST), "_drills"),
+    ("live-process drills, second part", list(DRILLS_SECOND), "_drills2"),
 )
 
 
@@ -63,23 +68,15 @@ def redis_beside(url: str, step: int = 1) -> str:
     return urlunsplit(parts._replace(path=f"/{number + step}"))
 
 
-def _selection(what: str | tuple[str, ...]) -> list[str]:
-    if what == "rest-first":
-        return [f"--ignore={path}" for path in (*DRILLS, *REST_SECOND)]
-    if what == "rest-second":
-        return [f"--ignore={path}" for path in DRILLS if path.startswith(REST_SECOND)] + list(REST_SECOND)
-    return list(what)
-
-
 def main(args: list[str]) -> int:
     pytest = [sys.executable, "-m", "pytest", *args]
     running = []
-    for index, (name, what, suffix) in enumerate(PARTS):
+    for index, (name, selection, suffix) in enumerate(PARTS):
         env = dict(os.environ)
         if index:
             env["DATABASE_URL"] = database_beside(os.environ["DATABASE_URL"], suffix)
             env["REDIS_URL"] = redis_beside(os.environ["REDIS_URL"], index)
-        command = [*pytest, *_selection(what)]
+        command = [*pytest, *selection]
         log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - read back once the part has ended
         running.append((name, subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT), log))  # noqa: S603
     status = 0
