@@ -13,20 +13,13 @@ Imports nothing of Django: the gunicorn configuration loads it in the master, be
 from __future__ import annotations
 
 import json
-import secrets
-import string
 import time
 from http import HTTPStatus
 
 from gunicorn import util
 
 from config.api import errors
-
-_ALPHABET = string.ascii_letters + string.digits
-
-
-def _request_id() -> str:
-    return "req_" + "".join(secrets.choice(_ALPHABET) for _ in range(24))
+from config.core.ids import new_public_id
 
 
 def envelope_for(status: int, message: str) -> tuple[int, type[errors.ApiError], dict | None]:
@@ -50,7 +43,7 @@ def envelope_for(status: int, message: str) -> tuple[int, type[errors.ApiError],
 def write_error(sock, status_int: int, reason: str, mesg: str) -> None:
     """gunicorn's ``util.write_error`` (same arguments), answering the envelope."""
     status, error, details = envelope_for(status_int, mesg)
-    request_id = _request_id()
+    request_id = new_public_id("req", 24)  # as the application draws it (config.api.middleware)
     body: dict = {"code": error.code, "message": error.message}
     if details is not None:
         body["details"] = details
