@@ -127,10 +127,21 @@ _ENVIRON_KEYS: dict[str, Callable[[str], str]] = {
 }
 
 
+# Every credential name holds one of these (``_NAMES`` and ``_SUFFIXES``, in any case). A value without a
+# percent sign decodes to itself (``+`` becomes a space), so one that holds none of them holds no credential.
+_CREDENTIAL_HINT = re.compile(r"token|secret|passw|key|authorization|bearer", re.IGNORECASE)
+
+
+def could_carry_credential(value: str) -> bool:
+    """False when ``value`` surely holds no credential parameter: no percent sign to decode and no part of a
+    credential's name. The redactors answer the rest (about 1 µs against 10 for a request's environ)."""
+    return "%" in value or _CREDENTIAL_HINT.search(value) is not None
+
+
 def redact_environ(environ: dict) -> None:
     for key, redactor in _ENVIRON_KEYS.items():
         value = environ.get(key)
-        if isinstance(value, str) and value:
+        if isinstance(value, str) and value and could_carry_credential(value):
             environ[key] = redactor(value)
 
 
@@ -190,17 +201,24 @@ def _last_resort(environ: dict, start_response: Callable) -> list[bytes]:
 
 
 class _RedactAfter:
-    """The application's iterable; the environ is redacted after its last chunk and again on close."""
+    """The application's iterable; the environ is redacted after its last chunk, or on close when the server
+    stopped before it (once either way)."""
 
     def __init__(self, result: Iterable[bytes], environ: dict) -> None:
         self.result = result
         self.environ = environ
+        self.redacted = False
+
+    def _redact(self) -> None:
+        if not self.redacted:
+            redact_environ(self.environ)
+            self.redacted = True
 
     def __iter__(self) -> Iterator[bytes]:
         try:
             yield from self.result
         finally:
-            redact_environ(self.environ)
+            self._redact()
 
     def close(self) -> None:
         try:
@@ -208,4 +226,4 @@ class _RedactAfter:
             if close is not None:
                 close()
         finally:
-            redact_environ(self.environ)
+            self._redact()
