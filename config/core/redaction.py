@@ -127,15 +127,25 @@ _ENVIRON_KEYS: dict[str, Callable[[str], str]] = {
 }
 
 
-# Every credential name holds one of these (``_NAMES`` and ``_SUFFIXES``, in any case). A value without a
-# percent sign decodes to itself (``+`` becomes a space), so one that holds none of them holds no credential.
-_CREDENTIAL_HINT = re.compile(r"token|secret|passw|key|authorization|bearer", re.IGNORECASE)
-
-
 def could_carry_credential(value: str) -> bool:
     """False when ``value`` surely holds no credential parameter: no percent sign to decode and no part of a
-    credential's name. The redactors answer the rest (about 1 µs against 10 for a request's environ)."""
-    return "%" in value or _CREDENTIAL_HINT.search(value) is not None
+    credential's name. The redactors answer the rest (a request's environ: about 1 µs against 11).
+
+    Every credential name (``_NAMES``, ``_SUFFIXES``) holds one of the words below, in any case; a value
+    without a percent sign decodes to itself (``+`` becomes a space), so one holding none of them holds no
+    credential."""
+    if "%" in value:
+        return True
+    # Substring tests, written out: a regular expression's alternation scans about ten times slower.
+    lowered = value.lower()
+    return (
+        "token" in lowered
+        or "secret" in lowered
+        or "passw" in lowered
+        or "key" in lowered
+        or "authorization" in lowered
+        or "bearer" in lowered
+    )
 
 
 def redact_environ(environ: dict) -> None:

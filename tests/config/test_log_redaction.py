@@ -103,7 +103,7 @@ _SUSPECT = [
 
 
 def test_the_quick_check_hands_every_value_that_could_hold_a_credential_to_the_redactors():
-    from config.core.redaction import _ENVIRON_KEYS, could_carry_credential
+    from config.core.redaction import _ENVIRON_KEYS, _NAMES, _SUFFIXES, could_carry_credential
 
     for value in _PLAIN:
         assert not could_carry_credential(value), value
@@ -111,6 +111,8 @@ def test_the_quick_check_hands_every_value_that_could_hold_a_credential_to_the_r
             assert redactor(value) == value, (redactor, value)
     for value in _SUSPECT:
         assert could_carry_credential(value), value
+    for name in (*_NAMES, *(f"x{suffix}" for suffix in _SUFFIXES)):
+        assert could_carry_credential(f"/p?{name.upper()}=1"), name
 
 
 def test_no_value_without_a_percent_sign_that_the_quick_check_passes_is_changed_by_a_redactor():
