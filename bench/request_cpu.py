@@ -4,9 +4,9 @@
 environment: ``DATABASE_URL``, ``REDIS_URL``, a database migrated and seeded with ``seed_catalog`` and a partner
 made by ``create_partner --with-payment-methods --json``, whose JSON line ``creds.json`` holds). Two child processes,
 one with the service's production settings (``bench.settings``, as ``make bench`` runs them) and one with the
-bare project's (bench/bare_project), each call their WSGI handler ``--n`` times per scenario with a prepared
-environ and time it with ``time.process_time``; the scenarios run interleaved, round after round, and the
-table gives the median of the rounds in ms of CPU per request. No network, no gunicorn: the floor of what a
+bare project's (bench/bare_project), each call the WSGI application gunicorn runs (``config.wsgi``,
+``bench.bare_project.wsgi``) ``--n`` times per scenario with an environ as gunicorn prepares it and time it
+with ``time.process_time``; the scenarios run interleaved, round after round, and the table gives the median of the rounds in ms of CPU per request. No network, no gunicorn: the floor of what a
 request costs the worker's own code. ``--against`` names another checkout of the service (the tree before a
 change), measured by a third child in the same rounds.
 """
@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from urllib.parse import quote
 
 SCENARIOS = ("bare", "token", "events", "events304", "rows", "quotes")
 EVENTS_PATH = "/v1/events"
@@ -36,6 +37,8 @@ def _environ(method: str, path: str, query: str = "", body: bytes = b"", headers
         "SCRIPT_NAME": "",
         "PATH_INFO": path,
         "QUERY_STRING": query,
+        # The request target as sent (gunicorn's RAW_URI, which its access line and our redaction read).
+        "RAW_URI": quote(path.encode("latin-1"), safe="/:@!$&'()*+,;=~") + (f"?{query}" if query else ""),
         "SERVER_NAME": "127.0.0.1",
         "SERVER_PORT": "8000",
         "SERVER_PROTOCOL": "HTTP/1.1",
@@ -139,13 +142,15 @@ EXPECTED = {
 
 
 def child(kind: str, creds_file: str) -> None:
+    # The applications gunicorn runs (their modules' ``application``): the service's with the access log's
+    # redaction around Django's handler (config/wsgi.py), the bare project's Django's handler alone.
     if kind == "bare":
-        os.environ["DJANGO_SETTINGS_MODULE"] = "bench.bare_project.settings"
+        from bench.bare_project.wsgi import application
     else:
         os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
-    from django.core.wsgi import get_wsgi_application
+        from config.wsgi import application
 
-    call = Caller(get_wsgi_application())
+    call = Caller(application)
     if kind == "bare":
         plans = {"bare": [_environ("GET", "/events")]}
     else:
