@@ -128,14 +128,16 @@ _ENVIRON_KEYS: dict[str, Callable[[str], str]] = {
 
 
 def could_carry_credential(value: str) -> bool:
-    """False when ``value`` surely holds no credential parameter: no percent sign to decode and no part of a
-    credential's name. The redactors answer the rest (a request's environ: about 1 µs against 11).
+    """False when ``value`` surely holds no credential parameter: no percent sign to decode, and no ``=`` or no
+    part of a credential's name. The redactors answer the rest (a request's environ: about 1 µs against 11).
 
     Every credential name (``_NAMES``, ``_SUFFIXES``) holds one of the words below, in any case; a value
     without a percent sign decodes to itself (``+`` becomes a space), so one holding none of them holds no
     credential."""
     if "%" in value:
         return True
+    if "=" not in value:
+        return False  # a credential is a parameter: a name, then "="
     # Substring tests, written out: a regular expression's alternation scans about ten times slower.
     lowered = value.lower()
     return (
