@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gunicorn.glogging import Logger
 
-from config.core.redaction import redact
+from config.core.redaction import could_carry_credential, redact
 from config.deploy import early_errors
 
 accesslog = "-"
@@ -23,6 +23,11 @@ limit_request_fields = 100
 limit_request_field_size = 8190
 timeout = 30
 graceful_timeout = 20
+# Each worker touches its heartbeat file between requests (the master's check of the timeout above): in memory,
+# not on a disk-backed /tmp where a busy disk can stall the worker (gunicorn's own advice for containers).
+_IN_MEMORY = "/dev/shm"  # noqa: S108 - gunicorn makes its file there with mkstemp (0600) and unlinks it at once
+if os.path.isdir(_IN_MEMORY):
+    worker_tmp_dir = _IN_MEMORY
 # What gunicorn refuses itself (over these limits, a malformed request) is answered in the API's envelope.
 early_errors.install()
 
@@ -39,7 +44,7 @@ class RedactingLogger(Logger):
     def atoms(self, resp, req, environ, request_time):
         atoms = super().atoms(resp, req, environ, request_time)
         for key, value in atoms.items():
-            if isinstance(value, str) and ("=" in value or "%" in value):
+            if isinstance(value, str) and could_carry_credential(value):
                 atoms[key] = redact(value)
         for key in _SECRET_HEADERS:
             if key in atoms:
