@@ -50,14 +50,20 @@ def deliver_to(partner, url: str, capture) -> WebhookAttempt:
     return WebhookAttempt.objects.get()
 
 
+# The time between the attempt's end and the schedule's reading of the clock, which a loaded machine stretches
+# (0.12 s seen with the suite's four parts side by side); never early is exact.
+SCHEDULE_SLACK_SECONDS = 1.0
+
+
 def assert_retry_on_schedule(attempt: WebhookAttempt, *, at_least: float = 5, at_most: float = 6.1):
-    """Recorded, not pending, and the next attempt follows the schedule (never early)."""
+    """Recorded, not pending, and the next attempt follows the schedule (never early, and at most the
+    schedule's longest wait later, give or take the slack above)."""
     delivery = attempt.delivery
     delivery.refresh_from_db()
     assert attempt.status == "retrying"
     assert delivery.state == "retrying" and delivery.attempts_count == 1
     wait = (attempt.next_attempt_at - attempt.attempted_at).total_seconds() - attempt.duration_ms / 1000
-    assert at_least <= wait <= at_most, wait
+    assert at_least <= wait <= at_most + SCHEDULE_SLACK_SECONDS, wait
 
 
 def test_a_non_ascii_digit_retry_after_is_ignored(partner, servers, django_capture_on_commit_callbacks):
