@@ -6,8 +6,9 @@ made by ``create_partner --with-payment-methods --json``, whose JSON line ``cred
 one with the service's production settings (``bench.settings``, as ``make bench`` runs them) and one with the
 bare project's (bench/bare_project), each call the WSGI application gunicorn runs (``config.wsgi``,
 ``bench.bare_project.wsgi``) ``--n`` times per scenario with an environ as gunicorn prepares it and time it
-with ``time.process_time``; the scenarios run interleaved, round after round, and the table gives the median of the rounds in ms of CPU per request. No network, no gunicorn: the floor of what a
-request costs the worker's own code. ``--against`` names another checkout of the service (the tree before a
+with ``time.process_time``; the scenarios run interleaved, round after round, and the table gives the median
+of the rounds in ms of CPU per request. No network, no gunicorn: the floor of what a request costs the
+worker's own code. ``--against`` names another checkout of the service (the tree before a
 change), measured by a third child in the same rounds; the two trees take turns to go first in a round.
 """
 
