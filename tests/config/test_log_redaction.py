@@ -2,8 +2,10 @@
 application itself still reads the request as sent."""
 
 import json
+import random
 
-from config.core.redaction import RedactLogEnviron
+from config.core import redaction
+from config.core.redaction import _ENVIRON_KEYS, _NAMES, _SUFFIXES, RedactLogEnviron, could_carry_credential
 
 SECRET = "eyJ2IjoxLCJwIjoicHRuX1NFQ1JFVFRPS0VO.c2lnbmF0dXJl"
 
@@ -60,8 +62,6 @@ def test_an_error_that_escapes_django_is_answered_without_the_token_reaching_the
 
 
 def test_the_environ_is_redacted_once_whether_the_server_reads_the_answer_or_closes_it_early(monkeypatch):
-    from config.core import redaction
-
     calls: list[str] = []
     real = redaction.redact_environ
     monkeypatch.setattr(redaction, "redact_environ", lambda env: calls.append("x") or real(env))
@@ -104,8 +104,6 @@ _SUSPECT = [
 
 
 def test_the_quick_check_hands_every_value_that_could_hold_a_credential_to_the_redactors():
-    from config.core.redaction import _ENVIRON_KEYS, _NAMES, _SUFFIXES, could_carry_credential
-
     for value in _PLAIN:
         assert not could_carry_credential(value), value
         for redactor in _ENVIRON_KEYS.values():
@@ -119,10 +117,6 @@ def test_the_quick_check_hands_every_value_that_could_hold_a_credential_to_the_r
 def test_no_value_without_a_percent_sign_that_the_quick_check_passes_is_changed_by_a_redactor():
     """Drawn from pieces of credential names and of queries: whatever the quick check lets through, every
     redactor leaves as it is; and some values it stops are ones a redactor changes."""
-    import random
-
-    from config.core.redaction import _ENVIRON_KEYS, could_carry_credential
-
     pieces = [
         "key",
         "Token",

@@ -2,12 +2,12 @@
 never reaches an access log: gunicorn's (with the production settings file, and bare, as
 ``gunicorn config.wsgi --access-logfile``), and nginx's in front of it (``python -m config.deploy.serve``)."""
 
-import contextlib
 import os
 from pathlib import Path
 
 import pytest
 
+from bench.stack import children
 from config.core.redaction import redact
 
 from .live import BIN, free_port, http, production_env, wait_for
@@ -72,23 +72,12 @@ def test_the_production_access_log_carries_no_token_sent_any_way(processes):
     assert "[redacted]" in next(line for line in log.splitlines() if "%61ccess_token" in line)
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                # The parent's id is the 4th field after the command's closing parenthesis.
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-    return found
-
-
 def test_the_production_workers_keep_their_heartbeat_in_memory(processes):
     """Each worker touches its heartbeat file between requests: under the settings file it lives in /dev/shm,
     never on a disk-backed /tmp whose stalls would stall the worker."""
     url = processes.web(production_env(), workers=2)
     assert http("GET", url + "/healthz").status == 200
-    workers = _children(processes.started[-1].popen.pid)
+    workers = children(processes.started[-1].popen.pid)
     assert len(workers) == 2, workers
     for worker in workers:
         files = [os.readlink(fd) for fd in Path(f"/proc/{worker}/fd").iterdir()]
