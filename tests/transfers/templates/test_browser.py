@@ -143,7 +143,8 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
     page.goto(case_url)
     page.click("[data-testid=learn-template]")
     page.fill("#id_subject_pattern", FIXED_SUBJECT)
-    page.click("button[value=preview]")
+    with page.expect_navigation():  # the preview posts to the page's own address: wait for its answer
+        page.click("button[value=preview]")
     assert "recognises this subject" in page.content()
     save_draft(page, "An offer's subject ends with the event, never with “canceled”")
     second = V.objects.get(platform="stagepass", state="draft", version=first.version + 1)
@@ -155,7 +156,8 @@ def test_staff_make_test_and_activate_a_template_and_the_order_is_received(
         == "unparsed"
     )
     page.screenshot(path=str(shots / "template-test-passes-1280.png"), full_page=True)
-    page.click("button:has-text('Activate this version')")
+    with page.expect_navigation():
+        page.click("button:has-text('Activate this version')")
     assert "Put this version in force?" in page.content()
     page.screenshot(path=str(shots / "template-activate-confirm-1280.png"), full_page=True)
     confirm(page, "Tested: no disagreement", "Yes, activate")
