@@ -1,5 +1,6 @@
-"""The catalog's reads on the quote and order paths, written as SQL: a row with its section and event, found by
-its name, by its key, or as the best row of a section for a quantity.
+"""The catalog's hottest reads, written as SQL: on the quote and order paths a row with its section and event,
+found by its name, by its key, or as the best row of a section for a quantity; on the catalog's own path a page of
+a section's rows (:func:`row_page`), built whenever an order moves the event's availability.
 
 Plain SQL naming only the columns a quote uses: the ORM's version of this join (27 columns, and the four-column
 ORDER BY the models' default orderings add) spent more time compiling than the database spent answering, on
@@ -116,3 +117,46 @@ def row_best(*, event_id: str, section_name: str, quantity: int) -> CatalogRow |
 def row_by_pk(row_pk: int) -> CatalogRow | None:
     """The row by its primary key, with its section and event; None when it is gone."""
     return _row(_ROW_BY_PK, [row_pk])
+
+
+class RowItem(NamedTuple):
+    """One row of a section's page: what the rows list shows (``catalog.serializers.row_data``) and its cursor
+    reads (``name``, ``id``), named as the model's fields."""
+
+    id: int
+    name: str
+    name_display: str
+    available_quantity: int
+    offer_price: Decimal
+    face_value: Decimal
+    restrictions: list
+    restriction_detail: str | None
+
+
+# A section's rows by name, then key (the list's ordering, the index of the row's unique name), the section found
+# by its event's public id and its name in the same statement; after a cursor, from the index at the cursor on.
+_PAGE_COLUMNS = _fields(Row, *RowItem._fields)
+_PAGE_SELECTED = ", ".join(f"r.{f.column}" for f in _PAGE_COLUMNS)
+_PAGE_SECTION = (
+    f"SELECT s.id FROM {Section._meta.db_table} s JOIN {Event._meta.db_table} e ON e.id = s.event_id"  # noqa: S608
+    " WHERE e.event_id = %s AND s.name = %s"
+)
+_PAGE_WHERE = f"SELECT {_PAGE_SELECTED} FROM {Row._meta.db_table} r WHERE r.section_id = ({_PAGE_SECTION})"  # noqa: S608
+_PAGE_ORDER = " ORDER BY r.name, r.id LIMIT %s"
+_ROW_PAGE = rawsql.Select(_PAGE_WHERE + _PAGE_ORDER, _PAGE_COLUMNS)
+_ROW_PAGE_AFTER = rawsql.Select(
+    _PAGE_WHERE + " AND r.name >= %s AND (r.name > %s OR (r.name = %s AND r.id > %s))" + _PAGE_ORDER,
+    _PAGE_COLUMNS,
+)
+
+
+def row_page(*, event_id: str, section_name: str, after: list | None, size: int) -> list[RowItem]:
+    """Up to ``size`` rows of the event's section ``section_name`` in the list's order (name, then key),
+    strictly after ``after`` (the ``[name, id]`` of a cursor) when given, in one query. Empty when the event or
+    the section is missing, as when the page is."""
+    if after is None:
+        found = _ROW_PAGE.fetchall([event_id, section_name, size])
+    else:
+        name, pk = after
+        found = _ROW_PAGE_AFTER.fetchall([event_id, section_name, name, name, name, pk, size])
+    return [RowItem(*row) for row in found]

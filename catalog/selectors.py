@@ -7,10 +7,10 @@ from django.db.models import IntegerField, Min, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from config.api.pagination import Page, paginate
+from config.api.pagination import Page, decode_cursor, page_of, paginate
 
-from . import errors
-from .models import Event, Performer, Row, Section, Venue
+from . import errors, queries
+from .models import Event, Performer, Section, Venue
 
 EVENT_ORDERING = ("starts_at", "id")
 SECTION_ORDERING = ("name", "id")
@@ -162,16 +162,10 @@ def section_pk_for(*, event_id: str, section_name: str) -> int:
 
 
 def row_list(*, event_id: str, section_name: str, limit: int, cursor: str | None) -> Page:
-    """The section's rows (2 queries)."""
-    section_pk = section_pk_for(event_id=event_id, section_name=section_name)
-    rows = Row.objects.filter(section_id=section_pk).only(
-        "id",
-        "name",
-        "name_display",
-        "available_quantity",
-        "offer_price",
-        "face_value",
-        "restrictions",
-        "restriction_detail",
-    )
-    return paginate(rows, ordering=ROW_ORDERING, limit=limit, cursor=cursor)
+    """The section's rows: one statement (``queries.row_page``); an empty page is checked for its event and
+    section (EVENT_NOT_FOUND, SECTION_NOT_FOUND) by one more."""
+    after = decode_cursor(cursor, ROW_ORDERING) if cursor else None
+    rows = queries.row_page(event_id=event_id, section_name=section_name, after=after, size=limit + 1)
+    if not rows:
+        section_pk_for(event_id=event_id, section_name=section_name)
+    return page_of(rows, ordering=ROW_ORDERING, limit=limit)

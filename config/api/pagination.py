@@ -161,7 +161,12 @@ def paginate(queryset: QuerySet, *, ordering: tuple[str, ...], limit: int, curso
     qs = queryset.order_by(*ordering)
     if cursor:
         qs = qs.filter(_after(ordering, decode_cursor(cursor, ordering)))
-    rows = list(qs[: limit + 1])
+    return page_of(list(qs[: limit + 1]), ordering=ordering, limit=limit)
+
+
+def page_of(rows: list[Any], *, ordering: tuple[str, ...], limit: int) -> Page:
+    """The page of ``rows``, read in ``ordering`` with one extra row to tell ``has_more`` (at most ``limit + 1``,
+    each with the ordering's fields as attributes): a list read by :func:`paginate` or by a statement of its own."""
     has_more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = None

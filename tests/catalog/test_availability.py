@@ -101,7 +101,7 @@ def test_an_unchanged_event_is_still_served_from_the_cache(
     # The versions came with authentication's round trip (session state, rate count): none of its own.
     assert trips.call_count == 0
     # The event that changed is rebuilt from the database.
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         assert rows_of(auth_client, other) == {"A": 4}
 
 
