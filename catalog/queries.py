@@ -1,6 +1,7 @@
 """The catalog's hottest reads, written as SQL: on the quote and order paths a row with its section and event,
 found by its name, by its key, or as the best row of a section for a quantity; on the catalog's own path a page of
-a section's rows (:func:`row_page`), built whenever an order moves the event's availability.
+an event's sections with their totals (:func:`section_page`) and a page of a section's rows (:func:`row_page`),
+built whenever an order moves the event's availability.
 
 Plain SQL naming only the columns a quote uses: the ORM's version of this join (27 columns, and the four-column
 ORDER BY the models' default orderings add) spent more time compiling than the database spent answering, on
@@ -117,6 +118,58 @@ def row_best(*, event_id: str, section_name: str, quantity: int) -> CatalogRow |
 def row_by_pk(row_pk: int) -> CatalogRow | None:
     """The row by its primary key, with its section and event; None when it is gone."""
     return _row(_ROW_BY_PK, [row_pk])
+
+
+class SectionItem(NamedTuple):
+    """One section of an event's page: what the sections list shows (``catalog.serializers.section_data``) and its
+    cursor reads (``name``, ``id``)."""
+
+    id: int
+    name: str
+    name_display: str
+    general_admission: bool
+    total_available: int
+    min_offer_price: Decimal | None
+
+
+# An event's sections by name, then key, the event found by its public id in the same statement; each section's
+# totals summed over its own rows once the page is chosen (a LATERAL join), so a page costs the same whatever the
+# event's size. The totals' columns are read as the row fields they sum (no converter either way).
+_SECTION_COLUMNS = [
+    *_fields(Section, "id", "name", "name_display", "general_admission"),
+    *_fields(Row, "available_quantity", "offer_price"),
+]
+_SECTIONS_OF_EVENT = (
+    f"SELECT id, name, name_display, general_admission FROM {Section._meta.db_table}"  # noqa: S608
+    f" WHERE event_id = (SELECT id FROM {Event._meta.db_table} WHERE event_id = %s)"
+)
+_SECTION_PAGE_SQL = (
+    "SELECT s.id, s.name, s.name_display, s.general_admission, t.total_available, t.min_offer_price"  # noqa: S608
+    " FROM ({sections} ORDER BY name, id LIMIT %s) s CROSS JOIN LATERAL ("
+    " SELECT COALESCE(SUM(r.available_quantity), 0) AS total_available,"
+    " MIN(r.offer_price) FILTER (WHERE r.available_quantity > 0) AS min_offer_price"
+    f" FROM {Row._meta.db_table} r WHERE r.section_id = s.id) t"
+    " ORDER BY s.name, s.id"
+)
+_SECTION_PAGE = rawsql.Select(_SECTION_PAGE_SQL.format(sections=_SECTIONS_OF_EVENT), _SECTION_COLUMNS)
+_SECTION_PAGE_AFTER = rawsql.Select(
+    _SECTION_PAGE_SQL.format(
+        sections=_SECTIONS_OF_EVENT + " AND name >= %s AND (name > %s OR (name = %s AND id > %s))"
+    ),
+    _SECTION_COLUMNS,
+)
+
+
+def section_page(*, event_id: str, after: list | None, size: int) -> list[SectionItem]:
+    """Up to ``size`` sections of the event in the list's order (name, then key), strictly after ``after`` (the
+    ``[name, id]`` of a cursor) when given, each with its rows' total quantity and lowest offer among the rows with
+    tickets left, in one query. Empty when the event is missing, as when the page is."""
+    if after is None:
+        found = _SECTION_PAGE.fetchall([event_id, size])
+    else:
+        name, pk = after
+        found = _SECTION_PAGE_AFTER.fetchall([event_id, name, name, name, pk, size])
+    return [SectionItem(*section) for section in found]
 
 
 class RowItem(NamedTuple):

@@ -3,8 +3,7 @@
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import IntegerField, Min, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from config.api.pagination import Page, decode_cursor, page_of, paginate
@@ -135,17 +134,13 @@ def event_pk_for(*, event_id: str) -> int:
 
 
 def section_list(*, event_id: str, limit: int, cursor: str | None) -> Page:
-    """The event's sections with their total quantity and lowest offer (2 queries)."""
-    event_pk = event_pk_for(event_id=event_id)
-    sections = (
-        Section.objects.filter(event_id=event_pk)
-        .only("id", "name", "name_display", "general_admission")
-        .annotate(
-            total_available=Coalesce(Sum("rows__available_quantity"), Value(0), output_field=IntegerField()),
-            min_offer_price=Min("rows__offer_price", filter=Q(rows__available_quantity__gt=0)),
-        )
-    )
-    return paginate(sections, ordering=SECTION_ORDERING, limit=limit, cursor=cursor)
+    """The event's sections with their total quantity and lowest offer: one statement
+    (``queries.section_page``); an empty page is checked for its event (EVENT_NOT_FOUND) by one more."""
+    after = decode_cursor(cursor, SECTION_ORDERING) if cursor else None
+    sections = queries.section_page(event_id=event_id, after=after, size=limit + 1)
+    if not sections:
+        event_pk_for(event_id=event_id)
+    return page_of(sections, ordering=SECTION_ORDERING, limit=limit)
 
 
 def section_pk_for(*, event_id: str, section_name: str) -> int:

@@ -1,13 +1,24 @@
 """The catalog's reads written as SQL (catalog/queries.py): a row with its section and event, the one rule of the
-best row, and a page of a section's rows as the ORM's list reads it."""
+best row, and the pages of an event's sections and of a section's rows as the ORM's lists read them."""
 
 import pytest
 from django.db import connection
+from django.db.models import IntegerField, Min, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from django.test.utils import CaptureQueriesContext
 
-from catalog.models import Row
-from catalog.queries import CatalogRow, RowItem, row_best, row_by_pk, row_named, row_page
-from catalog.selectors import ROW_ORDERING, row_list
+from catalog.models import Row, Section
+from catalog.queries import (
+    CatalogRow,
+    RowItem,
+    SectionItem,
+    row_best,
+    row_by_pk,
+    row_named,
+    row_page,
+    section_page,
+)
+from catalog.selectors import ROW_ORDERING, SECTION_ORDERING, row_list, section_list
 from config.api.pagination import paginate
 
 from .factories import EventFactory, RowFactory, SectionFactory
@@ -108,4 +119,68 @@ def test_a_page_of_rows_of_a_missing_event_or_section_is_empty(event):
     ] == [
         "A",
         "B",
+    ]
+
+
+def _orm_sections(event):
+    """The sections list as the ORM reads it: each section's total quantity and its lowest offer among the rows
+    with tickets left."""
+    return Section.objects.filter(event=event).annotate(
+        total_available=Coalesce(Sum("rows__available_quantity"), Value(0), output_field=IntegerField()),
+        min_offer_price=Min("rows__offer_price", filter=Q(rows__available_quantity__gt=0)),
+    )
+
+
+def test_a_page_of_sections_is_the_orms_list_page_after_page(event):
+    """Every page, at every size, walked by the cursors: the sections, their totals and lowest offers (none for a
+    section without rows or with nothing left) and the cursors of the ORM's keyset pagination, one statement a
+    page."""
+    for name, rows in (
+        ("Balcony 2", [("A", "80.00", 4), ("B", "75.50", 0)]),
+        ("Balcony 10", [("A", "60.00", 0)]),  # nothing left: no lowest offer, a total of 0
+        ("balcony 1", []),  # no rows at all
+        ("Ärzte Loge", [("1", "300.00", 2), ("2", "250.25", 1), ("3", "199.99", 7)]),
+        ("Zenith", [("GA", "45.00", 1000)]),
+    ):
+        section = SectionFactory(event=event, name=name)
+        for row, price, quantity in rows:
+            RowFactory(section=section, name=row, offer_price=price, available_quantity=quantity)
+    RowFactory(section=SectionFactory(event=EventFactory(), name="Zenith"), name="GA")  # another event's
+    expected = [
+        SectionItem(*(getattr(s, n) for n in SectionItem._fields))
+        for s in _orm_sections(event).order_by(*SECTION_ORDERING)
+    ]
+    assert len(expected) == 7
+    by_name = {s.name: s for s in expected}
+    assert (by_name["Balcony 10"].total_available, by_name["Balcony 10"].min_offer_price) == (0, None)
+    assert (by_name["balcony 1"].total_available, by_name["balcony 1"].min_offer_price) == (0, None)
+    assert (
+        str(by_name["Ärzte Loge"].min_offer_price) == "199.99" and by_name["Ärzte Loge"].total_available == 10
+    )
+    for size in (1, 2, 3, 7, 50):
+        walked, cursor = [], None
+        while True:
+            with CaptureQueriesContext(connection) as queries:
+                page = section_list(event_id=event.event_id, limit=size, cursor=cursor)
+            assert len(queries) == 1
+            orm = paginate(_orm_sections(event), ordering=SECTION_ORDERING, limit=size, cursor=cursor)
+            assert page.results == [
+                SectionItem(*(getattr(s, n) for n in SectionItem._fields)) for s in orm.results
+            ]
+            assert (page.has_more, page.next_cursor) == (orm.has_more, orm.next_cursor)
+            walked += page.results
+            if not page.has_more:
+                break
+            cursor = page.next_cursor
+        assert walked == expected
+
+
+def test_a_page_of_sections_of_a_missing_event_is_empty(event):
+    assert section_page(event_id="evt_missing", after=None, size=5) == []
+    assert [s.name for s in section_page(event_id=event.event_id, after=None, size=5)] == [
+        "Floor GA",
+        "Lower 101",
+    ]
+    assert [s.name for s in section_page(event_id=event.event_id, after=["Floor GA", 10**9], size=5)] == [
+        "Lower 101"
     ]
