@@ -134,18 +134,19 @@ class SectionItem(NamedTuple):
 
 # An event's sections by name, then key, the event found by its public id in the same statement; each section's
 # totals summed over its own rows once the page is chosen (a LATERAL join), so a page costs the same whatever the
-# event's size. The totals' columns are read as the row fields they sum (no converter either way).
+# event's size (``p``: the page's sections, ``e``: the event, ``r``: a section's rows). The totals' columns are
+# read as the row fields they sum (no converter either way).
 _SECTION_COLUMNS = [
     *_fields(Section, "id", "name", "name_display", "general_admission"),
     *_fields(Row, "available_quantity", "offer_price"),
 ]
 _SECTIONS_OF_EVENT = (
-    f"SELECT id, name, name_display, general_admission FROM {Section._meta.db_table}"  # noqa: S608
-    f" WHERE event_id = (SELECT id FROM {Event._meta.db_table} WHERE event_id = %s)"
+    f"SELECT p.id, p.name, p.name_display, p.general_admission FROM {Section._meta.db_table} p"  # noqa: S608
+    f" WHERE p.event_id = (SELECT e.id FROM {Event._meta.db_table} e WHERE e.event_id = %s)"
 )
 _SECTION_PAGE_SQL = (
     "SELECT s.id, s.name, s.name_display, s.general_admission, t.total_available, t.min_offer_price"  # noqa: S608
-    " FROM ({sections} ORDER BY name, id LIMIT %s) s CROSS JOIN LATERAL ("
+    " FROM ({sections} ORDER BY p.name, p.id LIMIT %s) s CROSS JOIN LATERAL ("
     " SELECT COALESCE(SUM(r.available_quantity), 0) AS total_available,"
     " MIN(r.offer_price) FILTER (WHERE r.available_quantity > 0) AS min_offer_price"
     f" FROM {Row._meta.db_table} r WHERE r.section_id = s.id) t"
@@ -154,7 +155,7 @@ _SECTION_PAGE_SQL = (
 _SECTION_PAGE = rawsql.Select(_SECTION_PAGE_SQL.format(sections=_SECTIONS_OF_EVENT), _SECTION_COLUMNS)
 _SECTION_PAGE_AFTER = rawsql.Select(
     _SECTION_PAGE_SQL.format(
-        sections=_SECTIONS_OF_EVENT + " AND name >= %s AND (name > %s OR (name = %s AND id > %s))"
+        sections=_SECTIONS_OF_EVENT + " AND p.name >= %s AND (p.name > %s OR (p.name = %s AND p.id > %s))"
     ),
     _SECTION_COLUMNS,
 )
