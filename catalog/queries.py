@@ -120,6 +120,18 @@ def row_by_pk(row_pk: int) -> CatalogRow | None:
     return _row(_ROW_BY_PK, [row_pk])
 
 
+def _after_name(alias: str) -> str:
+    """Rows of ``alias`` strictly after a cursor's ``[name, id]`` in the lists' order (name, then key), as the
+    lists' keyset pagination reads them (``config.api.pagination``): the name bounded on its own as well, so the
+    scan starts at the cursor in the name's index. Its parameters: :func:`_after_name_params`."""
+    return f" AND {alias}.name >= %s AND ({alias}.name > %s OR ({alias}.name = %s AND {alias}.id > %s))"
+
+
+def _after_name_params(after: list) -> list:
+    name, pk = after
+    return [name, name, name, pk]
+
+
 class SectionItem(NamedTuple):
     """One section of an event's page: what the sections list shows (``catalog.serializers.section_data``) and its
     cursor reads (``name``, ``id``)."""
@@ -154,9 +166,7 @@ _SECTION_PAGE_SQL = (
 )
 _SECTION_PAGE = rawsql.Select(_SECTION_PAGE_SQL.format(sections=_SECTIONS_OF_EVENT), _SECTION_COLUMNS)
 _SECTION_PAGE_AFTER = rawsql.Select(
-    _SECTION_PAGE_SQL.format(
-        sections=_SECTIONS_OF_EVENT + " AND p.name >= %s AND (p.name > %s OR (p.name = %s AND p.id > %s))"
-    ),
+    _SECTION_PAGE_SQL.format(sections=_SECTIONS_OF_EVENT + _after_name("p")),
     _SECTION_COLUMNS,
 )
 
@@ -168,8 +178,7 @@ def section_page(*, event_id: str, after: list | None, size: int) -> list[Sectio
     if after is None:
         found = _SECTION_PAGE.fetchall([event_id, size])
     else:
-        name, pk = after
-        found = _SECTION_PAGE_AFTER.fetchall([event_id, name, name, name, pk, size])
+        found = _SECTION_PAGE_AFTER.fetchall([event_id, *_after_name_params(after), size])
     return [SectionItem(*section) for section in found]
 
 
@@ -199,7 +208,7 @@ _PAGE_WHERE = f"SELECT {_PAGE_SELECTED} FROM {Row._meta.db_table} r WHERE r.sect
 _PAGE_ORDER = " ORDER BY r.name, r.id LIMIT %s"
 _ROW_PAGE = rawsql.Select(_PAGE_WHERE + _PAGE_ORDER, _PAGE_COLUMNS)
 _ROW_PAGE_AFTER = rawsql.Select(
-    _PAGE_WHERE + " AND r.name >= %s AND (r.name > %s OR (r.name = %s AND r.id > %s))" + _PAGE_ORDER,
+    _PAGE_WHERE + _after_name("r") + _PAGE_ORDER,
     _PAGE_COLUMNS,
 )
 
@@ -211,6 +220,5 @@ def row_page(*, event_id: str, section_name: str, after: list | None, size: int)
     if after is None:
         found = _ROW_PAGE.fetchall([event_id, section_name, size])
     else:
-        name, pk = after
-        found = _ROW_PAGE_AFTER.fetchall([event_id, section_name, name, name, name, pk, size])
+        found = _ROW_PAGE_AFTER.fetchall([event_id, section_name, *_after_name_params(after), size])
     return [RowItem(*row) for row in found]
