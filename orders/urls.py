@@ -3,7 +3,7 @@ from django.urls import path
 from . import api, extensions, testmode_api
 
 urlpatterns = [
-    path("orders", api.OrderListCreateView.as_view(), name="orders"),
+    path("orders", api.orders_view, name="orders"),
     path("orders/<str:order_id>", api.OrderDetailView.as_view(), name="order-detail"),
     path("orders/<str:order_id>/cancel", api.OrderCancelView.as_view(), name="order-cancel"),
     path("notifications", api.NotificationListView.as_view(), name="notifications"),

@@ -57,6 +57,7 @@ class Answer:
     def __init__(self, drf_view_class: type[APIView]) -> None:
         self.view_class = drf_view_class
         view = drf_view_class()
+        view.setup(HttpRequest())  # as for a request: a view that reads also answers HEAD
         self.allow = ", ".join(view.allowed_methods)
         # DRF adds it when a view has several renderers to choose from (every partner API view has one).
         self.vary = "Accept" if len(view.renderer_classes) > 1 else None
