@@ -145,3 +145,20 @@ def test_a_page_built_before_a_change_committed_is_not_served_after_it(event, lo
     assert read(build(b"new")) == b"new"
     assert read(build(b"unused")) == b"new"
     assert built == [b"old", b"new"]
+
+
+def test_an_events_new_versions_are_written_with_their_expiry_and_read_back_as_the_cache_reads(event):
+    """The versions of the events an order or a cancel moved: each one ``SET`` with its expiry in one round trip,
+    new each time, and read back by the cache's own reads (the round trip that authenticates a catalog read)."""
+    other = "evt_" + "f" * 24
+    keys = [catalog_cache.event_version_key(event.event_id), catalog_cache.event_version_key(other)]
+    catalog_cache.availability_changed(event_ids={event.event_id, other})
+    first = catalog_cache.cache.get_many(keys)
+    assert set(first) == set(keys) and len(set(first.values())) == 2
+    client = catalog_cache.cache._cache.get_client(keys[0])
+    for key in keys:
+        ttl = client.ttl(catalog_cache.cache.make_and_validate_key(key))
+        assert catalog_cache.EVENT_VERSION_SECONDS - 5 < ttl <= catalog_cache.EVENT_VERSION_SECONDS
+    catalog_cache.availability_changed(event_ids={event.event_id})
+    again = catalog_cache.cache.get_many(keys)
+    assert again[keys[0]] != first[keys[0]] and again[keys[1]] == first[keys[1]]
