@@ -152,6 +152,16 @@ def test_a_malformed_form_and_too_many_files_are_refused_as_drf_refuses_them(aut
         for extra in ({}, THROUGH_DRF)
     ]
     assert answers[0] == answers[1] and answers[0][0] == 400
+    for content_type in (
+        "multipart/form-data",
+        "multipart/form-data; boundary=",
+        "Multipart/Form-Data; boundary=x",
+    ):
+        answers = [
+            _answer(auth_client.generic("POST", "/v1/orders", broken, content_type=content_type, **extra))
+            for extra in ({}, THROUGH_DRF)
+        ]
+        assert answers[0] == answers[1] and answers[0][0] == 400, (content_type, answers[0])
     settings.DATA_UPLOAD_MAX_NUMBER_FILES = 1
     form = {**order_form(quote), "file": pdf_upload(), "other": pdf_upload(name="b.pdf")}
     plain, drf = _both(auth_client, form)
