@@ -47,8 +47,11 @@ from .uploads import TicketPdfUploadHandler
 ORDERS_TAG = ["Orders"]
 
 
-def _actor(request) -> str:
-    return f"partner:{request.user.partner_id}"
+ORDERS_WRITE = "orders:write"
+
+
+def _actor(principal) -> str:
+    return f"partner:{principal.partner_id}"
 
 
 _order_form = ReusedValidator(OrderCreateSerializer)
@@ -62,7 +65,7 @@ class OrderListCreateView(APIView):
     @property
     def required_scope(self) -> str | None:
         # Writing needs orders:write; reading needs any valid token of the owner.
-        return "orders:write" if self.request.method == "POST" else None
+        return ORDERS_WRITE if self.request.method == "POST" else None
 
     def get_permissions(self):
         if self.request.method == "POST":
@@ -181,7 +184,7 @@ def _order_create(read_form, upload_handler: TicketPdfUploadHandler, principal) 
     order = services.order_create(
         partner_pk=principal.pk,
         livemode=principal.livemode,
-        actor=f"partner:{principal.partner_id}",
+        actor=_actor(principal),
         **_order_form.validate(data),
     )
     return order_output(order)
@@ -228,7 +231,7 @@ def _answer(request: HttpRequest) -> HttpResponse:
     try:
         principal, claims, _found = bearer_authenticate(request, request.META["HTTP_AUTHORIZATION"])
         request.user, request.auth = principal, claims  # as DRF's request leaves them on Django's
-        scope_check(principal, "orders:write")
+        scope_check(principal, ORDERS_WRITE)
         payout_check(principal)
         upload_handler = TicketPdfUploadHandler(request, max_bytes=settings.ORDER_PDF_MAX_BYTES)
         request.upload_handlers = [upload_handler]
@@ -265,7 +268,7 @@ class OrderDetailView(APIView):
 class OrderCancelView(APIView):
     """POST /v1/orders/{order_id}/cancel."""
 
-    required_scope = "orders:write"
+    required_scope = ORDERS_WRITE
     permission_classes = [HasRequiredScope]
     parser_classes = [JSONObjectParser, FormParser, MultiPartParser]
 
@@ -295,7 +298,7 @@ class OrderCancelView(APIView):
         body.is_valid(raise_exception=True)
         order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order = services.order_cancel(
-            order=order, actor=_actor(request), reason=body.validated_data.get("reason", "")
+            order=order, actor=_actor(request.user), reason=body.validated_data.get("reason", "")
         )
         order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
@@ -305,7 +308,7 @@ class OrderCancelView(APIView):
 class NotificationListView(APIView):
     """GET /v1/notifications."""
 
-    required_scope = "orders:write"
+    required_scope = ORDERS_WRITE
     permission_classes = [HasRequiredScope]
 
     @extend_schema(
@@ -351,7 +354,7 @@ class NotificationListView(APIView):
 class NotificationDetailView(APIView):
     """GET /v1/notifications/{notification_id}."""
 
-    required_scope = "orders:write"
+    required_scope = ORDERS_WRITE
     permission_classes = [HasRequiredScope]
 
     @extend_schema(
