@@ -36,9 +36,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.core.cache import cache, caches
+from django.core.cache import cache
 
-from config.api.ratelimit import pipelined
 from config.core.versions import version_or_fresh
 
 logger = logging.getLogger(__name__)
@@ -148,24 +147,10 @@ def _replace_versions(*, catalog: bool, event_ids: set[str]) -> None:
         if catalog:
             cache.set(VERSION_KEY, uuid.uuid4().hex, timeout=None)
         if values:
-            _versions_write(values)
+            cache.set_many(values, timeout=EVENT_VERSION_SECONDS)
     except Exception:
         unsent.keep(catalog=catalog, events=event_ids)
         logger.warning("catalog cache unreachable; versions kept to be written again", exc_info=True)
-
-
-def _versions_write(values: dict[str, str]) -> None:
-    """The events' new versions in one round trip on this thread's own connection (``pipelined``), each
-    ``SET … EX`` alone: a version is never without its expiry, and no transaction is opened (Django's
-    ``set_many`` sends ``MSET`` and one ``EXPIRE`` per key inside ``MULTI``/``EXEC``). Every order pays this
-    after its commit. Written as the cache writes a value, so the reads' round trip reads it back."""
-    backend = caches["default"]
-    dumps = backend._cache._serializer.dumps
-    commands = [
-        ("SET", backend.make_and_validate_key(key), dumps(value), "EX", EVENT_VERSION_SECONDS)
-        for key, value in values.items()
-    ]
-    pipelined(backend._cache.get_client(commands[0][1], write=True), commands)
 
 
 def bump_version() -> None:

@@ -264,7 +264,7 @@ def test_a_version_the_cache_missed_is_written_before_the_next_read(
     first = auth_client.get(path)
     with django_capture_on_commit_callbacks() as after_commit:
         order(auth_client, event, quantity=3)
-    with mock.patch.object(catalog_cache, "pipelined", side_effect=ConnectionError("redis blinked")):
+    with mock.patch.object(catalog_cache.cache, "set_many", side_effect=ConnectionError("redis blinked")):
         for callback in after_commit:
             callback()
     assert catalog_cache.unsent.events == {event.event_id}

@@ -53,6 +53,38 @@ def test_the_cache_keeps_every_value_as_it_was_set(value):
     assert cache.get_many(["cache-backend:value"]) == {"cache-backend:value": value}
 
 
+def test_set_many_keeps_every_value_with_its_expiry_in_one_round_trip(monkeypatch):
+    from redis.connection import AbstractConnection
+
+    client = caches["default"]._cache.get_client(None, write=True)
+    values = {f"cache-backend:many:{i}": value for i, value in enumerate(VALUES)}
+    sent: list[bytes] = []
+    real = AbstractConnection.send_packed_command
+
+    def send(self, command, *args, **kwargs):
+        sent.append(b"".join(command) if isinstance(command, list) else command)
+        return real(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", send)
+    cache.set_many(values, 60)
+    # One write, each key SET with its expiry: no transaction, no MSET and EXPIREs apart.
+    assert len(sent) == 1
+    assert sent[0].count(b"\r\nSET\r\n") == len(values)
+    assert b"MULTI" not in sent[0] and b"EXPIRE" not in sent[0]
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", real)
+    found = cache.get_many(list(values))
+    assert {k: (type(v), v) for k, v in found.items()} == {k: (type(v), v) for k, v in values.items()}
+    for key in values:
+        assert 55 < client.ttl(cache.make_and_validate_key(key)) <= 60
+    cache.set_many({"cache-backend:many:kept": "x"}, None)  # no expiry, as Django's
+    assert client.ttl(cache.make_and_validate_key("cache-backend:many:kept")) == -1
+    cache.set_many(
+        {"cache-backend:many:0": "gone", "cache-backend:many:kept": "gone"}, 0
+    )  # deleted, as Django's
+    assert cache.get_many(["cache-backend:many:0", "cache-backend:many:kept"]) == {}
+    assert cache.set_many({}, 60) == []
+
+
 def test_a_counter_counts_and_reads_as_an_int():
     cache.set("cache-backend:count", 5, 30)
     assert cache.incr("cache-backend:count") == 6
