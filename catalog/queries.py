@@ -123,13 +123,19 @@ def row_by_pk(row_pk: int) -> CatalogRow | None:
 def _after_name(alias: str) -> str:
     """Rows of ``alias`` strictly after a cursor's ``[name, id]`` in the lists' order (name, then key), as the
     lists' keyset pagination reads them (``config.api.pagination``): the name bounded on its own as well, so the
-    scan starts at the cursor in the name's index. Its parameters: :func:`_after_name_params`."""
+    scan starts at the cursor in the name's index. Its parameters: :func:`_page`."""
     return f" AND {alias}.name >= %s AND ({alias}.name > %s OR ({alias}.name = %s AND {alias}.id > %s))"
 
 
-def _after_name_params(after: list) -> list:
+def _page(
+    first: rawsql.Select, following: rawsql.Select, params: list, *, after: list | None, size: int
+) -> list:
+    """A keyset page: ``first`` (no cursor) or ``following`` (its statement with :func:`_after_name`), each with
+    ``params``, then the cursor's, then the page's size."""
+    if after is None:
+        return first.fetchall([*params, size])
     name, pk = after
-    return [name, name, name, pk]
+    return following.fetchall([*params, name, name, name, pk, size])
 
 
 class SectionItem(NamedTuple):
@@ -175,10 +181,7 @@ def section_page(*, event_id: str, after: list | None, size: int) -> list[Sectio
     """Up to ``size`` sections of the event in the list's order (name, then key), strictly after ``after`` (the
     ``[name, id]`` of a cursor) when given, each with its rows' total quantity and lowest offer among the rows with
     tickets left, in one query. Empty when the event is missing, as when the page is."""
-    if after is None:
-        found = _SECTION_PAGE.fetchall([event_id, size])
-    else:
-        found = _SECTION_PAGE_AFTER.fetchall([event_id, *_after_name_params(after), size])
+    found = _page(_SECTION_PAGE, _SECTION_PAGE_AFTER, [event_id], after=after, size=size)
     return [SectionItem(*section) for section in found]
 
 
@@ -217,8 +220,5 @@ def row_page(*, event_id: str, section_name: str, after: list | None, size: int)
     """Up to ``size`` rows of the event's section ``section_name`` in the list's order (name, then key),
     strictly after ``after`` (the ``[name, id]`` of a cursor) when given, in one query. Empty when the event or
     the section is missing, as when the page is."""
-    if after is None:
-        found = _ROW_PAGE.fetchall([event_id, section_name, size])
-    else:
-        found = _ROW_PAGE_AFTER.fetchall([event_id, section_name, *_after_name_params(after), size])
+    found = _page(_ROW_PAGE, _ROW_PAGE_AFTER, [event_id, section_name], after=after, size=size)
     return [RowItem(*row) for row in found]
