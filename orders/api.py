@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from config.api import errors as api_errors
 from config.api.idempotency import META_KEY
 from config.api.parsers import JSONObjectParser
-from config.api.plain import Answer, content_length, plain_view
+from config.api.plain import Answer, plain_view, takes_body
 from config.api.routes import short_path
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
@@ -218,9 +218,7 @@ def _takes(request: HttpRequest) -> bool:
     return (
         bool(request.META.get("HTTP_AUTHORIZATION"))
         and META_KEY not in request.META
-        and request.content_type == "multipart/form-data"
-        and content_length(request) > 0
-        and "indent" not in request.META.get("HTTP_ACCEPT", "")
+        and takes_body(request, "multipart/form-data")
     )
 
 

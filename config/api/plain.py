@@ -41,14 +41,19 @@ def json_body(request: HttpRequest) -> Any:
     return _parser.parse(io.BytesIO(request.body), "application/json", {"encoding": encoding})
 
 
-def takes_json(request: HttpRequest) -> bool:
-    """A JSON body the plain view reads as DRF would, and an answer DRF would render plainly: an ``Accept``
-    asking for indented JSON goes to DRF, as does a body in another media type or with no length."""
+def takes_body(request: HttpRequest, media_type: str) -> bool:
+    """A body of ``media_type`` the plain view reads as DRF would, and an answer DRF would render plainly: an
+    ``Accept`` asking for indented JSON goes to DRF, as does a body in another media type or with no length."""
     return (
-        request.content_type == "application/json"
+        request.content_type == media_type
         and content_length(request) > 0
         and "indent" not in request.META.get("HTTP_ACCEPT", "")
     )
+
+
+def takes_json(request: HttpRequest) -> bool:
+    """A JSON body, as :func:`takes_body` tells it."""
+    return takes_body(request, "application/json")
 
 
 class Answer:
