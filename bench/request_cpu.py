@@ -10,6 +10,8 @@ with ``time.process_time``; the scenarios run interleaved, round after round, an
 of the rounds in ms of CPU per request. No network, no gunicorn: the floor of what a request costs the
 worker's own code. ``--against`` names another checkout of the service (the tree before a
 change), measured by a third child in the same rounds; the two trees take turns to go first in a round.
+``roundtrip`` is not a request: the one Redis round trip of ``events304`` (authentication, rate count, catalog
+versions), replayed alone, so that the 304's figure splits into that round trip and the rest of its path.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import tempfile
 import time
 from urllib.parse import quote
 
-SCENARIOS = ("bare", "token", "events", "events304", "rows", "quotes")
+SCENARIOS = ("bare", "token", "events", "events304", "roundtrip", "rows", "quotes")
 EVENTS_PATH = "/v1/events"
 EVENTS_QUERY = "limit=20"
 
@@ -142,6 +144,29 @@ EXPECTED = {
 }
 
 
+def _round_trip(call: Caller, environ: dict):
+    """The one Redis round trip a 304 makes (``config.api.ratelimit._count``: its keys, the pipeline, the
+    decoding), captured from a real 304 and replayed alone: what that part of a read costs in the same process,
+    so the table shows the floor the round trip sets and what the rest of the path adds."""
+    from config.api import ratelimit
+
+    captured = []
+    count = ratelimit._count
+
+    def capture(*args, **kwargs):
+        captured.append((args, kwargs))
+        return count(*args, **kwargs)
+
+    ratelimit._count = capture
+    try:
+        status, _ = call(environ)
+    finally:
+        ratelimit._count = count
+    assert status.startswith("304") and len(captured) == 1, (status, captured)
+    args, kwargs = captured[0]
+    return lambda: count(*args, **kwargs)
+
+
 def child(kind: str, creds_file: str) -> None:
     # The applications gunicorn runs (their modules' ``application``): the service's with the access log's
     # redaction around Django's handler (config/wsgi.py), the bare project's Django's handler alone.
@@ -162,17 +187,23 @@ def child(kind: str, creds_file: str) -> None:
         for environ in environs:
             status, body = call(environ)
             assert status.startswith(EXPECTED[name]), (name, status, body[:300])
+    replays = {"roundtrip": _round_trip(call, plans["events304"][0])} if kind == "service" else {}
     print("ready", flush=True)
     dumps = os.environ.get("REQUEST_CPU_CALLGRIND_DIR")
     for line in sys.stdin:
         name, n = line.split()
-        environs = plans[name]
         count = int(n)
         if dumps:
             _callgrind("-z")
         started = time.process_time()
-        for i in range(count):
-            call(environs[i % len(environs)])
+        if name in replays:
+            replay = replays[name]
+            for _ in range(count):
+                replay()
+        else:
+            environs = plans[name]
+            for i in range(count):
+                call(environs[i % len(environs)])
         spent = time.process_time() - started
         figure = _callgrind_instructions(dumps) if dumps else spent * 1000
         print(f"{figure / count:.4f}", flush=True)
