@@ -178,7 +178,8 @@ def _answer(request: HttpRequest, route_of: Callable[..., Route], header: str, k
     except Exception as exc:  # an invalid query: reported after the token and scope
         route, invalid = None, exc
     read = cache.read_keys(route.key, event_id=route.event_id) if route is not None else []
-    principal, _claims, found = bearer_authenticate(request, header, read=read)
+    # A catalog read never checks payment readiness: its round trip reads the session and the catalog alone.
+    principal, _claims, found = bearer_authenticate(request, header, read=read, readiness=False)
     if SCOPE not in principal.scopes:
         raise api_errors.Forbidden(f"The token lacks the scope {SCOPE}.", details={"required_scope": SCOPE})
     if invalid is not None:

@@ -39,13 +39,16 @@ def session_state(
     read: bool = True,
     livemode: bool = True,
     generation: int | None = None,
+    readiness: bool = True,
 ) -> SessionState:
     """State of a token session, with its partner's payment readiness when the cache holds a current copy.
 
     ``found``: the entries of :func:`token_cache.session_cache_keys` the caller already read (one pipelined
     round trip with the rate-limit count, after :func:`token_cache.cache_recover`); ``read=False`` with
     ``found=None`` means the cache did not answer. Without either, the cache is read here. On a miss the
-    database answers (one query, readiness included) and the answer is cached. If the cache does not answer,
+    database answers (one query, readiness included) and the answer is cached. ``readiness=False`` (a request
+    that never checks it: ``found`` then holds no readiness entries) leaves the readiness copy unread and
+    unwritten; a state read from the database still carries it. If the cache does not answer,
     the database decides: slower, never wrong. A session this process has seen revoked in the database
     (``partners.revocation``) is decided by the database too, so a stale "active" left in the cache by a
     revocation the cache missed is never believed; so is a token signed under an older ``generation`` of its
@@ -58,7 +61,9 @@ def session_state(
     if found is None and read:
         try:
             found = cache.get_many(
-                token_cache.session_cache_keys(session_id=session_id, partner_id=partner_id or "")
+                token_cache.session_cache_keys(
+                    session_id=session_id, partner_id=partner_id or "", readiness=readiness
+                )
             )
         except Exception:
             found = None
@@ -67,14 +72,14 @@ def session_state(
         token_cache.cache_health.failed()
         ttl = 0
         found = {}
-    stamp = token_cache.readiness_stamp(found, partner_id) if partner_id else None
+    stamp = token_cache.readiness_stamp(found, partner_id) if partner_id and readiness else None
     decided_by_database = revocation_watch.decides(
         session_id, partner_id=partner_id, livemode=livemode, generation=generation
     )
     cached = None if decided_by_database else found.get(token_cache.session_cache_key(session_id))
     if cached is not None:
         readiness = None
-        entry = found.get(token_cache.readiness_cache_key(partner_id)) if partner_id else None
+        entry = found.get(token_cache.readiness_cache_key(partner_id)) if stamp is not None else None
         if isinstance(entry, tuple) and len(entry) == 2 and entry[0] == stamp:
             readiness = PaymentReadiness(missing=list(entry[1]))
         return SessionState(*cached[:3], readiness=readiness, readiness_stamp=stamp if ttl > 0 else None)

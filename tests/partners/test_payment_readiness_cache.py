@@ -86,3 +86,44 @@ def test_a_change_whose_version_the_cache_lost_is_not_hidden_by_an_older_copy(au
     CreditCard.objects.filter(partner=partner).delete()  # voids: a new version
     cache.delete(token_cache.readiness_version_key(partner.public_id))
     assert_error(_quote(auth_client), 403, "PAYOUT_METHOD_NOT_CONFIGURED")
+
+
+def _round_trip_reads(monkeypatch) -> list[list[str]]:
+    """The entries each authentication's round trip reads (config.api.ratelimit._count's ``read``)."""
+    from config.api import ratelimit
+
+    seen: list[list[str]] = []
+    count = ratelimit._count
+
+    def recording(*args, **kwargs):
+        seen.append(list(kwargs.get("read", ())))
+        return count(*args, **kwargs)
+
+    monkeypatch.setattr(ratelimit, "_count", recording)
+    return seen
+
+
+def test_a_catalog_read_leaves_readiness_out_of_its_round_trip(auth_client, partner, monkeypatch):
+    readiness_keys = {
+        token_cache.READINESS_EPOCH_KEY,
+        token_cache.readiness_version_key(partner.public_id),
+        token_cache.readiness_cache_key(partner.public_id),
+    }
+    seen = _round_trip_reads(monkeypatch)
+    assert auth_client.get("/v1/events").status_code == 200
+    assert_error(_quote(auth_client), 404, "EVENT_NOT_FOUND")
+    events, quote = seen
+    assert readiness_keys.isdisjoint(events)
+    assert readiness_keys <= set(quote)
+
+
+def test_a_catalog_read_neither_writes_readiness_nor_hides_a_change(auth_client, partner):
+    # A cold session read from the database by a catalog read: no readiness copy is written for it...
+    cache.clear()
+    assert auth_client.get("/v1/events").status_code == 200
+    assert cache.get(token_cache.readiness_cache_key(partner.public_id)) is None
+    # ...and a partner without a card still reads the catalog, while its quote is refused.
+    CreditCard.objects.filter(partner=partner).delete()
+    assert auth_client.get("/v1/events").status_code == 200
+    error = assert_error(_quote(auth_client), 403, "PAYOUT_METHOD_NOT_CONFIGURED")
+    assert error["details"]["missing"] == ["credit_card"]
