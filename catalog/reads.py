@@ -179,7 +179,7 @@ def _answer(request: HttpRequest, route_of: Callable[..., Route], header: str, k
         route, invalid = None, exc
     read = cache.read_keys(route.key, event_id=route.event_id) if route is not None else []
     # A catalog read never checks payment readiness: its round trip reads the session and the catalog alone.
-    principal, _claims, found = bearer_authenticate(request, header, read=read, readiness=False)
+    principal, _claims, found = bearer_authenticate(request, header, read=read, with_readiness=False)
     if SCOPE not in principal.scopes:
         raise api_errors.Forbidden(f"The token lacks the scope {SCOPE}.", details={"required_scope": SCOPE})
     if invalid is not None:

@@ -60,13 +60,13 @@ def rate_limit_key(*, partner_id: str, livemode: bool) -> str:
 
 
 def bearer_authenticate(
-    request, header: str, *, read: list[str] = (), readiness: bool = True
+    request, header: str, *, read: list[str] = (), with_readiness: bool = True
 ) -> tuple[PartnerPrincipal, Any, dict | None]:
     """Authenticate ``Authorization: <header>`` and count the request against its partner's budget.
 
     ``request`` is the Django request (its ``ratelimit`` carries the headers). One round trip to the shared
     cache reads the session's state, the partner's payment readiness, the entries ``read`` (what the view will
-    read: a catalog page and its versions) and counts the partner's rate limit; ``readiness=False`` (a
+    read: a catalog page and its versions) and counts the partner's rate limit; ``with_readiness=False`` (a
     request that never checks payment readiness: a catalog read) leaves readiness out of it, and the
     principal's session then carries none when the cache answered. Returns the principal, the
     token's claims and the entries of ``read`` found (``None`` when the cache did not answer). Raises the
@@ -83,7 +83,9 @@ def bearer_authenticate(
     # The count is keyed by the signed token's partner id and mode, so it needs no lookup first: live and
     # test mode each have their own budget.
     cache_recover()
-    keys = session_cache_keys(session_id=claims.session_id, partner_id=claims.partner_id, readiness=readiness)
+    keys = session_cache_keys(
+        session_id=claims.session_id, partner_id=claims.partner_id, with_readiness=with_readiness
+    )
     limit, found = ratelimit.hit_and_read(
         key=rate_limit_key(partner_id=claims.partner_id, livemode=claims.livemode),
         limit=settings.RATE_LIMIT_PER_MINUTE,
@@ -97,7 +99,7 @@ def bearer_authenticate(
         read=False,
         livemode=claims.livemode,
         generation=claims.generation,
-        readiness=readiness,
+        with_readiness=with_readiness,
     )
     if state.state == SESSION_UNKNOWN:
         # Neither Redis nor the database holds the session: Redis lost it before the batched writer copied
@@ -112,7 +114,7 @@ def bearer_authenticate(
                 read=False,
                 livemode=claims.livemode,
                 generation=claims.generation,
-                readiness=readiness,
+                with_readiness=with_readiness,
             )
         else:
             state = SessionState(restored)

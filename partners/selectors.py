@@ -39,14 +39,14 @@ def session_state(
     read: bool = True,
     livemode: bool = True,
     generation: int | None = None,
-    readiness: bool = True,
+    with_readiness: bool = True,
 ) -> SessionState:
     """State of a token session, with its partner's payment readiness when the cache holds a current copy.
 
     ``found``: the entries of :func:`token_cache.session_cache_keys` the caller already read (one pipelined
     round trip with the rate-limit count, after :func:`token_cache.cache_recover`); ``read=False`` with
     ``found=None`` means the cache did not answer. Without either, the cache is read here. On a miss the
-    database answers (one query, readiness included) and the answer is cached. ``readiness=False`` (a request
+    database answers (one query, readiness included) and the answer is cached. ``with_readiness=False`` (a request
     that never checks it: ``found`` then holds no readiness entries) leaves the readiness copy unread and
     unwritten; a state read from the database still carries it. If the cache does not answer,
     the database decides: slower, never wrong. A session this process has seen revoked in the database
@@ -62,7 +62,7 @@ def session_state(
         try:
             found = cache.get_many(
                 token_cache.session_cache_keys(
-                    session_id=session_id, partner_id=partner_id or "", readiness=readiness
+                    session_id=session_id, partner_id=partner_id or "", with_readiness=with_readiness
                 )
             )
         except Exception:
@@ -72,7 +72,7 @@ def session_state(
         token_cache.cache_health.failed()
         ttl = 0
         found = {}
-    stamp = token_cache.readiness_stamp(found, partner_id) if partner_id and readiness else None
+    stamp = token_cache.readiness_stamp(found, partner_id) if partner_id and with_readiness else None
     decided_by_database = revocation_watch.decides(
         session_id, partner_id=partner_id, livemode=livemode, generation=generation
     )

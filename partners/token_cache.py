@@ -158,11 +158,11 @@ def session_state_cache(*, session_id: str, entry: tuple, ttl: int) -> None:
         cache_health.failed()
 
 
-def session_cache_keys(*, session_id: str, partner_id: str, readiness: bool = True) -> list[str]:
+def session_cache_keys(*, session_id: str, partner_id: str, with_readiness: bool = True) -> list[str]:
     """What an authenticated request reads from the shared cache: the session's state and, unless the request
-    has no use for it (``readiness=False``: a catalog read), its partner's payment readiness with the two
+    has no use for it (``with_readiness=False``: a catalog read), its partner's payment readiness with the two
     versions that stamp it (:func:`readiness_stamp`)."""
-    if not readiness:
+    if not with_readiness:
         return [session_cache_key(session_id)]
     return [
         session_cache_key(session_id),
