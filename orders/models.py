@@ -76,7 +76,10 @@ class Order(models.Model):
         PDF = "pdf", "PDF"
 
     order_id = models.CharField("order id", max_length=32, unique=True, default=new_order_id, editable=False)
-    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="orders")
+    # No index of its own: the indexes that lead with the partner (order_partner_status, order_partner_event,
+    # order_partner_mode_cursor) answer every lookup by partner, and each index more is written by every
+    # order's insert and every move.
+    partner = models.ForeignKey(Partner, on_delete=models.PROTECT, related_name="orders", db_index=False)
     # A test-mode order (docs/partners/test-mode.md "Test mode") takes no quantity, is charged on the sandbox, e-mails the
     # partner instead of the seller and is never paid out; staff figures count live orders only.
     livemode = models.BooleanField(default=True)
@@ -223,7 +226,8 @@ class Order(models.Model):
 class OrderStatusHistory(models.Model):
     """One row per status change: from, to, when, who (``partner:…``, ``staff:…``, ``system:…``), why."""
 
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="status_history")
+    # Indexed by order_history_order_at, which leads with it.
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="status_history", db_index=False)
     from_status = models.CharField(max_length=20, blank=True, help_text="Empty for the creation row.")
     to_status = models.CharField(max_length=20)
     at = models.DateTimeField()
@@ -274,11 +278,14 @@ class Notification(models.Model):
     notification_id = models.CharField(
         "notification id", max_length=32, unique=True, default=new_notification_id, editable=False
     )
-    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="notifications")
+    # Both indexed by the indexes that lead with them (ntf_partner_feed, ntf_order), not by their own.
+    partner = models.ForeignKey(
+        Partner, on_delete=models.CASCADE, related_name="notifications", db_index=False
+    )
     livemode = models.BooleanField(default=True)
     type = models.CharField(max_length=40, choices=Type.choices)
     order = models.ForeignKey(
-        Order, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+        Order, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications", db_index=False
     )
     payload = models.JSONField()
     # The move an ``order.status_changed`` notification carries, for the in-process subscribers
@@ -319,7 +326,10 @@ class Notification(models.Model):
 class NotificationReceipt(models.Model):
     """A subscriber of ``orders.signals`` finished handling a notification: a repeat delivery is skipped."""
 
-    notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="receipts")
+    # Indexed by ntf_receipt_unique, which leads with it.
+    notification = models.ForeignKey(
+        Notification, on_delete=models.CASCADE, related_name="receipts", db_index=False
+    )
     subscriber = models.CharField(max_length=64)
     handled_at = models.DateTimeField(default=timezone.now)
 

@@ -36,12 +36,14 @@ class Quote(models.Model):
         CONSUMED = "consumed", "Consumed"
         EXPIRED = "expired", "Expired"
 
-    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="quotes")
+    # Indexed by quote_partner_created, which leads with it.
+    partner = models.ForeignKey(Partner, on_delete=models.CASCADE, related_name="quotes", db_index=False)
     # Test-mode quotes come from test-mode tokens and can only be ordered by them (docs/partners/test-mode.md "Test mode").
     livemode = models.BooleanField(default=True)
     event = models.ForeignKey(Event, on_delete=models.PROTECT, related_name="quotes")
     section = models.ForeignKey(Section, on_delete=models.PROTECT, related_name="quotes")
-    row = models.ForeignKey(Row, on_delete=models.PROTECT, related_name="quotes")
+    # Indexed by quote_row_consumed, which leads with it.
+    row = models.ForeignKey(Row, on_delete=models.PROTECT, related_name="quotes", db_index=False)
     quantity = models.PositiveIntegerField()
     offer_price = models.DecimalField(max_digits=10, decimal_places=2, help_text="Per ticket, USD.")
     total_price = models.DecimalField(max_digits=12, decimal_places=2, help_text="offer_price × quantity.")
