@@ -7,7 +7,9 @@ transition write their notification (``orders.outbox``) in the same transaction.
 """
 
 import logging
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
@@ -75,6 +77,7 @@ def orders_transition(
     reason: str = "",
     reason_code: str | None = None,
     locked: bool = False,
+    also: Mapping[str, Any] | None = None,
 ) -> list[Order]:
     """Move ``orders`` to ``to`` if the life cycle allows it, in a fixed number of statements however many they
     are: the orders' status under their row locks, their history rows and their ``order.status_changed``
@@ -85,7 +88,8 @@ def orders_transition(
     for the first move the life cycle does not have (including a move to the status the order already has).
     Canceling or expiring gives the quantity back to the row in the same transaction; whatever reacts to the
     change (e-mails, refunds, webhooks) leaves after commit. ``locked``: the caller holds the orders' row locks
-    in its transaction and has them with their event (a confirmation batch's claim).
+    in its transaction and has them with their event (a confirmation batch's claim). ``also``: other fields
+    written by the move's ``UPDATE``, the same values on every order (a confirmation's start).
     """
     if not orders:
         return []
@@ -96,7 +100,7 @@ def orders_transition(
             to=to,
             actor=actor,
             reason=reason,
-            changes={"status_changed_at": now},
+            changes={"status_changed_at": now, **(also or {})},
             at=now,
             locked=locked,
         )

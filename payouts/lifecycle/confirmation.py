@@ -94,13 +94,18 @@ def _nudge_clear() -> None:
         logger.warning("confirmations: the cache did not answer; the nudge note expires by itself")
 
 
-def orders_confirmation_claim(*, limit: int, order_pks: list[int] | None = None) -> list[Order]:
+def orders_confirmation_claim(
+    *, limit: int, now: datetime, order_pks: list[int] | None = None
+) -> list[Order]:
     """Lock up to ``limit`` orders waiting for their confirmation (``accepted``, no attempt begun), oldest first,
-    with their event and partner, and record that their confirmation began; in the caller's transaction.
+    with their event and partner; in the caller's transaction. Each comes with ``confirmation_started_at`` =
+    ``now`` in memory: the batch writes it with the order's move, or alone for an order that does not move
+    (:func:`_begun_record`), before its transaction commits, so no other transaction ever sees a claimed order
+    without it.
 
     ``order_pks``: those orders only, each still ``accepted`` (begun or not), waiting for a lock another
     confirmation holds rather than skipping it (a caller that waits for the outcome: the one-order task, test
-    mode's advance); the attempt is recorded on each of them whatever its status (the sweep reads it).
+    mode's advance); the attempt is recorded on each of them at once, whatever its status (the sweep reads it).
     """
     orders = (
         Order.objects.select_related("event", "partner")
@@ -116,10 +121,8 @@ def orders_confirmation_claim(*, limit: int, order_pks: list[int] | None = None)
             skip_locked=True, of=("self",)
         )
     claimed = list(orders[:limit])
-    now = timezone.now()
-    started = order_pks if order_pks is not None else [order.pk for order in claimed]
-    if started:
-        Order.objects.filter(pk__in=started).update(confirmation_started_at=now)
+    if order_pks:
+        _begun_record(order_pks, now)
     for order in claimed:
         order.confirmation_started_at = now
     return claimed
@@ -140,10 +143,16 @@ def orders_confirm_batch(
         _nudge_clear()
     outcome = BatchOutcome()
     failures: list[tuple[int, BaseException]] = []
+    begun_at = timezone.now()
     with transaction.atomic():
-        orders = orders_confirmation_claim(limit=limit, order_pks=order_pks)
+        orders = orders_confirmation_claim(limit=limit, now=begun_at, order_pks=order_pks)
         outcome.claimed = len(orders)
-        _confirm_split(orders, outcome, failures)
+        _confirm_split(orders, outcome, failures, begun_at=begun_at)
+        if order_pks is None:
+            # The confirmed orders' moves wrote it; the others (canceled, left for a retry, failed) are stamped
+            # here, in the same transaction.
+            confirmed = set(outcome.confirmed)
+            _begun_record([order.pk for order in orders if order.pk not in confirmed], begun_at)
     for pk, exc in failures:
         outcome.errors[pk] = exc
         if isinstance(exc, TRANSIENT):
@@ -182,13 +191,19 @@ def order_confirm(*, order_pk: int) -> Order | None:
     return Order.objects.filter(pk=order_pk).first()
 
 
-def _confirm_split(orders: list[Order], outcome: BatchOutcome, failures: list) -> None:
+def _begun_record(order_pks: list[int], at: datetime) -> None:
+    """Record that the confirmation of ``order_pks`` began at ``at`` (the sweep reads it)."""
+    if order_pks:
+        Order.objects.filter(pk__in=order_pks).update(confirmation_started_at=at)
+
+
+def _confirm_split(orders: list[Order], outcome: BatchOutcome, failures: list, *, begun_at: datetime) -> None:
     """Confirm ``orders`` in a savepoint; on an error, roll it back and confirm each half the same way."""
     if not orders:
         return
     try:
         with transaction.atomic():
-            confirmed, canceled, retried = _confirm(orders)
+            confirmed, canceled, retried = _confirm(orders, begun_at=begun_at)
     except Exception as exc:
         if isinstance(exc, DB_ERRORS) or connection.needs_rollback:
             # The connection itself failed (or the savepoint could not be rolled back): the whole batch is
@@ -202,8 +217,8 @@ def _confirm_split(orders: list[Order], outcome: BatchOutcome, failures: list) -
         fresh = Order.objects.select_related("event", "partner").in_bulk([order.pk for order in orders])
         orders = [fresh[order.pk] for order in orders]
         middle = len(orders) // 2
-        _confirm_split(orders[:middle], outcome, failures)
-        _confirm_split(orders[middle:], outcome, failures)
+        _confirm_split(orders[:middle], outcome, failures, begun_at=begun_at)
+        _confirm_split(orders[middle:], outcome, failures, begun_at=begun_at)
         return
     outcome.confirmed += confirmed
     outcome.canceled += canceled
@@ -212,9 +227,12 @@ def _confirm_split(orders: list[Order], outcome: BatchOutcome, failures: list) -
         outcome.errors[pk] = error
 
 
-def _confirm(orders: list[Order]) -> tuple[list[int], list[int], dict[int, BaseException]]:
+def _confirm(
+    orders: list[Order], *, begun_at: datetime
+) -> tuple[list[int], list[int], dict[int, BaseException]]:
     """Charge and move ``orders`` (locked, ``accepted``): the pks confirmed, canceled, and left for a retry (with
-    the platform's error)."""
+    the platform's error). The move of the confirmed ones records that their confirmation began at
+    ``begun_at``: one write of each order, not two."""
     canceled: list[int] = []
     retried: dict[int, BaseException] = {}
     payable = []
@@ -262,6 +280,7 @@ def _confirm(orders: list[Order]) -> tuple[list[int], list[int], dict[int, BaseE
         actor="system:confirmation",
         reason="Card charged",
         locked=True,
+        also={"confirmation_started_at": begun_at},
     )
     return [order.pk for order in charged], canceled, retried
 

@@ -1,6 +1,8 @@
 """New orders confirmed in batches: one task charges, moves and mails many waiting orders, each once; a failing
 order never fails or repeats the others; two batches at once never confirm one order twice."""
 
+import collections
+import re
 import threading
 import time
 from datetime import timedelta
@@ -298,6 +300,47 @@ def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
     assert len(queries.captured_queries) == len(small.captured_queries), [
         q["sql"][:80] for q in queries.captured_queries
     ]
+
+
+def test_a_batch_writes_each_confirmed_order_once_and_stamps_the_rest_of_its_claim(monkeypatch):
+    """The move of a confirmed order records when its confirmation began (one write of its row, not a claim's write
+    and then the move's); the orders of the claim that do not move (declined, left for the retrying task, failed)
+    are stamped too, in the same transaction, so the sweep finds each of them as begun."""
+    monkeypatch.setattr(confirmation, "confirmations_nudge", lambda **_: False)
+    confirmed = make_orders(3)
+    declined = make_orders(1, livemode=False, seller_email="someone@decline.test")[0]
+    flaky_partner = make_partner(name="Flaky Tickets", email="ops@flaky.example").partner
+    flaky = make_orders(1, partner=flaky_partner)[0]
+    token = flaky_partner.credit_card.platform_card_token
+    SandboxCard.objects.filter(token=token).update(behavior=SandboxCard.Behavior.PROCESSING_ERROR)
+    monkeypatch.setattr(tasks.order_confirm, "delay", lambda pk: None)
+    confirmed += make_orders(2)
+
+    with CaptureQueriesContext(connection) as queries:
+        outcome = confirmation.orders_confirm_batch()
+
+    assert outcome.canceled == [declined.pk] and outcome.retried == [flaky.pk] and len(outcome.confirmed) == 5
+    order_updates = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "orders_order"')
+    ]
+    # The move of the five (one statement), the stamp of the two that stayed or were canceled, the cancel's move.
+    writes = collections.Counter(
+        int(pk)
+        for sql in order_updates
+        for pk in re.search(r'"orders_order"\."id" IN \(([^)]*)\)', sql).group(1).split(",")
+    )
+    # Each confirmed order is written once, by its move; the declined one by its cancel and its stamp.
+    assert writes == {**{o.pk: 1 for o in confirmed}, declined.pk: 2, flaky.pk: 1}, order_updates
+    stamps = set()
+    for order in [*confirmed, declined, flaky]:
+        order.refresh_from_db()
+        assert order.confirmation_started_at is not None
+        stamps.add(order.confirmation_started_at)
+    assert len(stamps) == 1  # one start, the batch's
+    assert flaky.status == S.ACCEPTED and declined.status == S.CANCELED
+    for order in confirmed:
+        assert_confirmed_once(order)
+    assert confirmation.orders_confirm_batch().claimed == 0  # none of them is claimed again
 
 
 @pytest.mark.django_db(transaction=True)
