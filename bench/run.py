@@ -55,6 +55,7 @@ from bench.stack import (
     cpu_seconds,
     flush_redis,
     rss_kib,
+    services_cpu,
 )
 from bench.wrk import WrkResult, median, run_wrk
 
@@ -211,6 +212,7 @@ class Bench:
     def wrk(self, scenario: str, url: str, **kwargs) -> WrkResult:
         pids = self.worker_pids.get(url, [])
         cpu_before = [cpu_seconds(pid) for pid in pids]
+        others_before = {**services_cpu(), "celery": self.celery_cpu_by_pid()}
         result = run_wrk(
             scenario,
             url,
@@ -223,10 +225,25 @@ class Bench:
         if pids and result.requests and sum(used) > 0:
             result.cpu_ms_per_request = round(1000 * sum(used) / result.requests, 3)
             result.busiest_worker_share = round(max(used) / sum(used), 2)
+        if result.requests:
+            others_after = {**services_cpu(), "celery": self.celery_cpu_by_pid()}
+            # A process that started during the run counts from nothing; one that ended is left out.
+            result.others_ms_per_request = {
+                group: round(
+                    1000
+                    * sum(cpu - others_before[group].get(pid, 0.0) for pid, cpu in now.items())
+                    / result.requests,
+                    3,
+                )
+                for group, now in others_after.items()
+                if now
+            }
         self.results.setdefault(scenario, []).append(result)
         extra = f", {result.orders_per_s:.1f} orders/s" if result.orders_created else ""
         bad = f", {result.failed} failed {result.codes or ''}" if result.failed else ""
         cpu = f"  cpu {result.cpu_ms_per_request:.2f} ms/req" if result.cpu_ms_per_request else ""
+        if result.others_ms_per_request:
+            cpu += " (" + ", ".join(f"{k} {v:.2f}" for k, v in result.others_ms_per_request.items()) + ")"
         log(
             f"  {scenario:<12} {result.rps:8.1f} req/s  p50 {result.latency_us['p50'] / 1000:6.2f} ms  "
             f"p99 {result.latency_us['p99'] / 1000:7.2f} ms{cpu}{extra}{bad}"
@@ -548,9 +565,13 @@ class Bench:
 
     def celery_cpu(self) -> float:
         """CPU seconds of the Celery worker so far, its pool processes included."""
+        return sum(self.celery_cpu_by_pid().values())
+
+    def celery_cpu_by_pid(self) -> dict[int, float]:
+        """CPU seconds of the Celery worker and each of its pool processes so far."""
         if self.celery_pid is None:
-            return 0.0
-        return sum(cpu_seconds(pid) for pid in (self.celery_pid, *children(self.celery_pid)))
+            return {}
+        return {pid: cpu_seconds(pid) for pid in (self.celery_pid, *children(self.celery_pid))}
 
     def measure_backlog(self, stack: Stack, *, since: float, run: WrkResult, celery_cpu: float) -> dict:
         """The broker's backlog as the flow run ends and 15 s later, and the confirmation latency of the orders
@@ -830,6 +851,12 @@ class Bench:
             if cpu:
                 entry["web_cpu_ms_per_request"] = round(median(cpu), 3)
                 entry["busiest_worker_share"] = max(r.busiest_worker_share or 0 for r in runs)
+            others = {group for r in runs for group in r.others_ms_per_request}
+            if others:
+                entry["others_cpu_ms_per_request"] = {
+                    group: round(median([r.others_ms_per_request.get(group, 0.0) for r in runs]), 3)
+                    for group in sorted(others)
+                }
             if name in self.counts:
                 entry["per_request"] = self.counts[name]
             if any(r.orders_created for r in runs):
@@ -975,6 +1002,22 @@ def render_extras(report: dict) -> list[str]:
         )
     elif memory:
         lines.append(f"{mode}: memory: {memory.get('skipped')}")
+    machine = [
+        (LABELS.get(name, name), entry)
+        for name, entry in report["scenarios"].items()
+        if entry.get("others_cpu_ms_per_request") and name != "bare"
+    ]
+    if machine:
+        lines.append(
+            f"{mode}: the machine's CPU per request (ms, median of the rounds): the web workers / the Celery worker"
+            " / PostgreSQL / Redis"
+        )
+        for label, entry in machine:
+            others = entry["others_cpu_ms_per_request"]
+            lines.append(
+                f"  {label:<36} {entry.get('web_cpu_ms_per_request') or 0:>6.2f} / {others.get('celery', 0):>5.2f} / "
+                f"{others.get('postgres', 0):>5.2f} / {others.get('redis', 0):>5.2f}"
+            )
     for i, b in enumerate(report.get("backlog") or [], 1):
         detail = b["backlog_at_end_detail"]
         waiting = ", ".join(f"{q} {n}" for q, n in detail.items() if q not in ("total", "unacked") and n)

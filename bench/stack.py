@@ -134,6 +134,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def services_cpu() -> dict[str, dict[int, float]]:
+    """The CPU time so far of each process of PostgreSQL (the server and its backends) and Redis on this machine,
+    by pid: what a scenario costs the machine beyond its web and Celery processes. The bench's database and
+    Redis run here; nothing else uses them while it runs."""
+    found: dict[str, dict[int, float]] = {"postgres": {}, "redis": {}}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read(200).split(b"\0", 1)[0]
+        except OSError:
+            continue
+        # A backend names itself "postgres: 15/main: …"; the server and Redis run under their program's path.
+        name = os.path.basename(command.split(b":", 1)[0].split(b" ", 1)[0])
+        group = "postgres" if name == b"postgres" else "redis" if name.startswith(b"redis-server") else None
+        if group is not None:
+            found[group][int(entry)] = cpu_seconds(int(entry))
+    return found
+
+
 def children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:

@@ -37,6 +37,8 @@ class WrkResult:
     # first does not depend on what else the machine runs, the second shows an unbalanced server.
     cpu_ms_per_request: float | None = None
     busiest_worker_share: float | None = None
+    # The rest of the machine per request (ms of CPU): the Celery worker, PostgreSQL and Redis over the run.
+    others_ms_per_request: dict[str, float] = field(default_factory=dict)
     # The counting pass (count=1): summed X-Bench-* headers of the responses (bench/counting.py).
     counted: dict[str, int] = field(default_factory=dict)
 
@@ -79,6 +81,7 @@ class WrkResult:
             "latency_ms": {k: round(v / 1000, 2) for k, v in self.latency_us.items()},
             "web_cpu_ms_per_request": self.cpu_ms_per_request,
             "busiest_worker_share": self.busiest_worker_share,
+            "others_cpu_ms_per_request": self.others_ms_per_request,
             "errors": self.errors,
             "statuses": self.statuses,
             "codes": self.codes,
