@@ -160,6 +160,17 @@ class Order(models.Model):
                 name="order_open_by_created",
             ),
             models.Index(fields=["created_at"], name="order_created"),
+            # The orders waiting for their confirmation, in the order a batch claims them (payouts' confirmation):
+            # only a waiting order is entered, and the claim reads it in its order, without a sort. The entries of
+            # orders that moved on stay until the table is vacuumed; an index scan marks them dead once no
+            # transaction can see those orders any more, and the next claims skip them. The open orders' index,
+            # which the claim read before, also holds every order awaiting its transfer, and its bitmap scan
+            # fetched every entry's row again on every claim.
+            models.Index(
+                fields=["created_at", "id"],
+                condition=Q(status="accepted", confirmation_started_at__isnull=True),
+                name="order_awaiting_confirmation",
+            ),
             # The portal's count of active orders (its dashboard, payout readiness): the few not settled yet,
             # never the partner's history of settled ones.
             models.Index(
