@@ -160,7 +160,7 @@ class Order(models.Model):
                 name="order_open_by_created",
             ),
             models.Index(fields=["created_at"], name="order_created"),
-            # The orders waiting for their confirmation, in the order a batch claims them (payouts' confirmation):
+            # The orders waiting for their confirmation, in the order a confirmation batch claims them:
             # only a waiting order is entered, and the claim reads it in its order, without a sort. The entries of
             # orders that moved on stay until the table is vacuumed; an index scan marks them dead once no
             # transaction can see those orders any more, and the next claims skip them. The open orders' index,
