@@ -23,7 +23,12 @@ An answer is then served from stored bytes only when it was built under the vers
 The versions also make the answer's strong ``ETag`` (docs/partners/conventions.md "Conditional requests"):
 a tag names the stamp, the route key and the mode, so it changes whenever anything in the answer could.
 If the shared cache does not answer, the database answers and the tag is made from the answer's bytes
-instead: slower, never wrong. Quotes and orders never read from here: they decide on the database's rows.
+instead: slower, never wrong.
+
+A quote chooses its row among the section's rows as the database gave them under the versions its own round
+trip read (:func:`held`: in the process only, checked against the versions on every quote), so it sees every
+change an answered write made, like a catalog read. Orders never read from here: they decide on the database's
+rows, under the row's lock.
 """
 
 import hashlib
@@ -265,6 +270,32 @@ def page(key: str, build: Callable[[], Built], *, event_id: str | None, found: d
     value = entry if _current(entry, stamp) else _build_and_share(key, stamp, build)
     if local_seconds > 0:
         local.put(key, value, local_seconds)
+    return value
+
+
+class _Held(NamedTuple):
+    stamp: tuple
+    value: Any
+
+
+def held(key: str, build: Callable[[], Any], *, event_id: str | None, found: dict | None) -> Any:
+    """What ``build()`` reads from the database, kept by this process alone (never shared, never encoded) for
+    ``CATALOG_LOCAL_CACHE_SECONDS`` and only while the versions it was built under are current: the rows a quote
+    chooses from. ``found``: the request's first round trip's read of :func:`stamp_keys` (``None`` when the
+    cache did not answer, and then, as without a local tier, ``build()`` runs every time). The versions were
+    read before the build, so a change that commits during it leaves the value under a stamp already out of
+    date."""
+    seconds = local_cache_seconds()
+    if found is None or seconds <= 0:
+        return build()
+    stamp = _stamp(found, event_id)
+    if stamp is None:
+        return build()
+    entry = local.get(key)
+    if isinstance(entry, _Held) and entry.stamp == stamp:
+        return entry.value
+    value = build()
+    local.put(key, _Held(stamp, value), seconds)
     return value
 
 

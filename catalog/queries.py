@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from config.core import rawsql
 
+from . import cache as catalog_cache
 from .models import Event, Row, Section
 
 
@@ -97,6 +98,7 @@ _BEST_ROW = rawsql.Select(
     _IN_SECTION + f" AND r.available_quantity >= %s ORDER BY {_BEST_ROW_ORDER_BY} LIMIT 1", ROW_COLUMNS
 )
 _ROW_BY_PK = rawsql.Select(f"SELECT {ROW_SELECTED} FROM {ROW_FROM} WHERE r.id = %s", ROW_COLUMNS)  # noqa: S608
+_SECTION_ROWS = rawsql.Select(_IN_SECTION + f" ORDER BY {_BEST_ROW_ORDER_BY}", ROW_COLUMNS)
 
 
 def _row(select: rawsql.Select, params: list) -> CatalogRow | None:
@@ -113,6 +115,34 @@ def row_best(*, event_id: str, section_name: str, quantity: int) -> CatalogRow |
     """The best row of the event's section ``section_name`` that can take ``quantity`` (``BEST_ROW_ORDER``), in
     one query; None when the event or section is missing or no row can take it."""
     return _row(_BEST_ROW, [event_id, section_name, quantity])
+
+
+def section_rows(*, event_id: str, section_name: str) -> list[CatalogRow]:
+    """Every row of the event's section ``section_name``, in ``BEST_ROW_ORDER`` (so the first that can take a
+    quantity is :func:`row_best`'s), in one query; empty when the event or section is missing or has no rows."""
+    return [CatalogRow(*found) for found in _SECTION_ROWS.fetchall([event_id, section_name])]
+
+
+def quote_read_keys(event_id: str) -> list[str]:
+    """What a quote's first round trip reads for :func:`row_quoted`: the catalog's and the event's versions."""
+    return catalog_cache.stamp_keys(event_id)
+
+
+def row_quoted(
+    *, event_id: str, section_name: str, row_name: str | None, quantity: int, found: dict | None
+) -> CatalogRow | None:
+    """:func:`row_named` (``row_name``) or :func:`row_best` (``None``), chosen among the section's rows
+    (:func:`section_rows`) that this process holds while the versions in ``found`` (:func:`quote_read_keys`,
+    read in the request's first round trip) are current, else read now; None as they give it."""
+    rows = catalog_cache.held(
+        catalog_cache.entry_key("quote-rows", event_id, section_name),
+        lambda: section_rows(event_id=event_id, section_name=section_name),
+        event_id=event_id,
+        found=found,
+    )
+    if row_name is None:
+        return next((row for row in rows if row.available_quantity >= quantity), None)
+    return next((row for row in rows if row.row_name == row_name), None)
 
 
 def row_by_pk(row_pk: int) -> CatalogRow | None:

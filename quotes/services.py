@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
-from catalog.queries import CatalogRow, row_best, row_by_pk, row_named
+from catalog.queries import CatalogRow, row_best, row_by_pk, row_named, row_quoted
 from config.core import rawsql
 from config.core.pending import drain_all
 from config.core.publish import publish
@@ -48,17 +48,27 @@ def quote_create(
     row_name: str | None = None,
     user_metadata: dict[str, Any] | None = None,
     livemode: bool = True,
+    found: dict | None = None,
 ) -> Quote:
     """Lock the row's current offer price for ``QUOTE_TTL_SECONDS``; the quote has the mode of the token
     (``livemode``) and can be ordered only in that mode.
 
     Checks, in order: EVENT_NOT_FOUND, EVENT_EXPIRED (started or canceled), SECTION_NOT_FOUND,
-    ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. Reads the database, never the catalog cache. No quantity is
-    reserved: the order takes it, under a row lock.
+    ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. ``found``: the catalog's and the event's versions
+    (``catalog.queries.quote_read_keys``) as the request's first round trip read them; with them the row is
+    chosen among the section's rows this process read from the database under those same versions
+    (``catalog.queries.row_quoted``), without them it is read from the database now. Either way it is the
+    database's row as of every change answered before this request. No quantity is reserved: the order takes
+    it, under a row lock.
     """
-    quoted = _row_in_one_query(
-        event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
-    )
+    if found is None:
+        quoted = _row_in_one_query(
+            event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
+        )
+    else:
+        quoted = row_quoted(
+            event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity, found=found
+        )
     if quoted is None:
         # Something is missing: find out what, step by step, in the order of the checks.
         quoted = _row_step_by_step(
