@@ -244,7 +244,8 @@ QUOTE_RETENTION_DAYS = env.int("QUOTE_RETENTION_DAYS", default=30)
 QUOTE_FLUSH_SECONDS = env.float("QUOTE_FLUSH_SECONDS", default=2.0)
 CELERY_BEAT_SCHEDULE.update(quotes_beat_schedule(flush_seconds=QUOTE_FLUSH_SECONDS))
 CATALOG_CACHE_SECONDS = env.int("CATALOG_CACHE_SECONDS", default=5)
-# In-process copy of catalog answers, checked against the catalog's versions on every read.
+# In-process copy of catalog answers and of the rows quotes choose from, checked against the catalog's versions on
+# every read and every quote.
 CATALOG_LOCAL_CACHE_SECONDS = env.float("CATALOG_LOCAL_CACHE_SECONDS", default=5)
 ORDER_PDF_MAX_BYTES = 10 * 1024 * 1024
 # Each order gets its own transfer mailbox at this domain (where the seller sends the tickets).
