@@ -76,7 +76,7 @@ class QuoteCreateView(APIView):
 def _quote_create(body, principal, *, versions: tuple[str, dict | None] | None = None) -> dict:
     """Validate the body (the serializer's errors; a body it would take as it is needs no serializer) and
     lock the price. ``versions``: the event id whose versions the request's round trip read, and what it
-    found (:func:`_versions_read`)."""
+    found (``None``: it did not answer), as :func:`_answer` read them."""
     data = quote_body_valid(body)
     if data is None:
         data = _quote_body.validate(body)
