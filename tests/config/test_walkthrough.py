@@ -90,7 +90,20 @@ def left_running(data_dir: Path) -> list[str]:
     return found
 
 
-def make_run(data_dir: Path) -> MakeRun:
+def make_run(data_dir: Path, *, attempts: int = 3) -> MakeRun:
+    """``make run`` on ``data_dir`` and a free port, once it serves. The port is free when chosen, but it is one of
+    the kernel's ephemeral ports: a connection of another test running meanwhile can take it before nginx binds
+    it, and then ``make run`` stops, saying so. Only that start is tried again, on another port."""
+    for attempt in range(1, attempts + 1):
+        run = _make_run_once(data_dir)
+        if run.popen.poll() is None:
+            return run
+        if attempt == attempts or "Address already in use" not in run.output:
+            pytest.fail(f"make run did not serve on port {run.port}:\n{run.output}")
+    raise AssertionError("unreachable")
+
+
+def _make_run_once(data_dir: Path) -> MakeRun:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env["DATA_DIR"] = str(data_dir)
@@ -113,15 +126,19 @@ def make_run(data_dir: Path) -> MakeRun:
         start_new_session=True,
     )
     run = MakeRun(popen, port, data_dir)
-    threading.Thread(target=run.collect, daemon=True).start()
+    collector = threading.Thread(target=run.collect, daemon=True)
+    collector.start()
     up = wait_for(
         lambda: popen.poll() is not None or _answers(f"http://127.0.0.1:{port}/readyz"),
         timeout=240,
         interval=0.5,
     )
-    if not up or popen.poll() is not None:
+    if not up and popen.poll() is None:
         run.stop()
         pytest.fail(f"make run did not serve on port {port}:\n{run.output}")
+    if popen.poll() is not None:
+        run.stop()  # it stopped by itself: the caller reads why, once every line is collected
+        collector.join(timeout=30)
     return run
 
 
