@@ -1,5 +1,6 @@
 """The catalog's hottest reads, written as SQL: on the quote and order paths a row with its section and event,
-found by its name, by its key, or as the best row of a section for a quantity; on the catalog's own path a page of
+found by its key, as the best row of a section for a quantity, or among a section's rows (which a quote chooses
+from, :func:`row_quoted`, in the best row's order); on the catalog's own path a page of
 an event's sections with their totals (:func:`section_page`) and a page of a section's rows (:func:`row_page`),
 built whenever an order moves the event's availability.
 
@@ -8,8 +9,8 @@ ORDER BY the models' default orderings add) spent more time compiling than the d
 every quote. ``rawsql.Select`` gives the values the ORM would (an aware ``starts_at``, ``Decimal`` prices,
 ``bool`` and decoded JSON) on PostgreSQL.
 
-The best row for a quantity is the one rule of :func:`row_best`: of the rows that can take the quantity, the
-highest offer, then the row's name, then its key (``BEST_ROW_ORDER``).
+The best row for a quantity is one rule (``BEST_ROW_ORDER``), in :func:`row_best`'s SQL and in the order of
+:func:`section_rows`: of the rows that can take the quantity, the highest offer, then the row's name, then its key.
 """
 
 from datetime import datetime
@@ -93,7 +94,6 @@ _BEST_ROW_ORDER_BY = ", ".join(
 
 # Table names from the models, values as parameters.
 _IN_SECTION = f"SELECT {ROW_SELECTED} FROM {ROW_FROM} WHERE e.event_id = %s AND s.name = %s"  # noqa: S608
-_NAMED_ROW = rawsql.Select(_IN_SECTION + " AND r.name = %s LIMIT 1", ROW_COLUMNS)
 _BEST_ROW = rawsql.Select(
     _IN_SECTION + f" AND r.available_quantity >= %s ORDER BY {_BEST_ROW_ORDER_BY} LIMIT 1", ROW_COLUMNS
 )
@@ -104,11 +104,6 @@ _SECTION_ROWS = rawsql.Select(_IN_SECTION + f" ORDER BY {_BEST_ROW_ORDER_BY}", R
 def _row(select: rawsql.Select, params: list) -> CatalogRow | None:
     found = select.fetchone(params)
     return None if found is None else CatalogRow(*found)
-
-
-def row_named(*, event_id: str, section_name: str, row_name: str) -> CatalogRow | None:
-    """The event's row ``row_name`` of the section ``section_name``, in one query; None if any is missing."""
-    return _row(_NAMED_ROW, [event_id, section_name, row_name])
 
 
 def row_best(*, event_id: str, section_name: str, quantity: int) -> CatalogRow | None:
@@ -131,9 +126,10 @@ def quote_read_keys(event_id: str) -> list[str]:
 def row_quoted(
     *, event_id: str, section_name: str, row_name: str | None, quantity: int, found: dict | None
 ) -> CatalogRow | None:
-    """:func:`row_named` (``row_name``) or :func:`row_best` (``None``), chosen among the section's rows
-    (:func:`section_rows`) that this process holds while the versions in ``found`` (:func:`quote_read_keys`,
-    read in the request's first round trip) are current, else read now; None as they give it."""
+    """The section's row named ``row_name``, or (``None``) the one :func:`row_best` gives for ``quantity``,
+    chosen among the section's rows (:func:`section_rows`) that this process holds while the versions in
+    ``found`` (:func:`quote_read_keys`, read in the request's first round trip) are current, else read now
+    (``found`` ``None``: nothing is held); None when there is no such row (or event, or section)."""
     rows = catalog_cache.held(
         catalog_cache.entry_key("quote-rows", event_id, section_name),
         lambda: section_rows(event_id=event_id, section_name=section_name),

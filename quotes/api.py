@@ -5,7 +5,6 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog.models import Event
 from catalog.queries import quote_read_keys
 from config.api.idempotency import META_KEY
 from config.api.plain import Answer, json_body, plain_view, takes_json
@@ -25,12 +24,12 @@ from .serializers import (
     QuoteCreateSerializer,
     QuoteDetailSerializer,
     QuoteSerializer,
+    event_id_as_given,
     quote_body_valid,
     quote_data,
 )
 
 _quote_body = ReusedValidator(QuoteCreateSerializer)
-_EVENT_ID_MAX = Event._meta.get_field("event_id").max_length
 
 
 class QuoteCreateView(APIView):
@@ -73,16 +72,13 @@ class QuoteCreateView(APIView):
         return Response(_quote_create(request.data, request.user), status=201)
 
 
-def _quote_create(body, principal, *, versions: tuple[str, dict | None] | None = None) -> dict:
+def _quote_create(body, principal, *, found: dict | None = None) -> dict:
     """Validate the body (the serializer's errors; a body it would take as it is needs no serializer) and
-    lock the price. ``versions``: the event id whose versions the request's round trip read, and what it
-    found (``None``: it did not answer), as :func:`_answer` read them."""
+    lock the price. ``found``: the versions of the body's event (:func:`event_id_as_given`, which is the
+    validated event id) as the request's round trip read them (``None``: none read)."""
     data = quote_body_valid(body)
     if data is None:
         data = _quote_body.validate(body)
-    found = None
-    if versions is not None and versions[0] == data["event_id"]:
-        found = versions[1]
     quote = services.quote_create(
         found=found,
         partner_pk=principal.pk,
@@ -106,12 +102,6 @@ def _takes(request) -> bool:
     )
 
 
-def _event_named(body) -> str | None:
-    """The event id a body names, if it names one the versions can be read for (validated later, in order)."""
-    event_id = body.get("event_id") if isinstance(body, dict) else None
-    return event_id if isinstance(event_id, str) and 0 < len(event_id) <= _EVENT_ID_MAX else None
-
-
 def _answer(request):
     """POST /v1/quotes without DRF's dispatch, in its order of checks: the token and the rate budget, the
     scope, the payment set-up, the body, then the service. The body is parsed first so that the round trip
@@ -122,7 +112,7 @@ def _answer(request):
             body, refused = json_body(request), None
         except Exception as exc:
             body, refused = None, exc
-        event_id = _event_named(body)
+        event_id = event_id_as_given(body)
         read = quote_read_keys(event_id) if event_id is not None else []
         principal, claims, found = bearer_authenticate(request, request.META["HTTP_AUTHORIZATION"], read=read)
         request.user, request.auth = principal, claims  # as DRF's request leaves them on Django's
@@ -130,7 +120,7 @@ def _answer(request):
         payout_check(principal)
         if refused is not None:
             raise refused
-        data = _quote_create(body, principal, versions=(event_id, found) if read else None)
+        data = _quote_create(body, principal, found=found if read else None)
     except Exception as exc:
         return _quote_answer.failed(exc, request)
     return _quote_answer.ok(data, request, status=201)

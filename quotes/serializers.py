@@ -46,13 +46,19 @@ _QUOTE_FIELDS = QuoteCreateSerializer().fields
 _METADATA_FIELDS = tuple(_QUOTE_FIELDS["user_metadata"].fields.items())
 
 
+def event_id_as_given(body: Any) -> str | None:
+    """The event id QuoteCreateSerializer makes of ``body``'s ``event_id`` (stripped), when it would take it;
+    ``None`` when it could refuse it."""
+    return text_as_given(body.get("event_id"), _QUOTE_FIELDS["event_id"]) if type(body) is dict else None
+
+
 def quote_body_valid(body: Any) -> dict[str, Any] | None:
     """What QuoteCreateSerializer validates ``body`` to, for a body it takes as it is; ``None`` when it could
     refuse it (then the serializer judges it and answers its errors). The fields' own limits are read."""
     if type(body) is not dict:
         return None
     fields = _QUOTE_FIELDS
-    event_id = text_as_given(body.get("event_id"), fields["event_id"])
+    event_id = event_id_as_given(body)
     section_name = text_as_given(body.get("section_name"), fields["section_name"])
     quantity = integer_as_given(body.get("quantity"), fields["quantity"])
     if event_id is None or section_name is None or quantity is None:

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
-from catalog.queries import CatalogRow, row_best, row_by_pk, row_named, row_quoted
+from catalog.queries import CatalogRow, row_best, row_by_pk, row_quoted
 from config.core import rawsql
 from config.core.pending import drain_all
 from config.core.publish import publish
@@ -54,29 +54,23 @@ def quote_create(
     (``livemode``) and can be ordered only in that mode.
 
     Checks, in order: EVENT_NOT_FOUND, EVENT_EXPIRED (started or canceled), SECTION_NOT_FOUND,
-    ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. ``found``: the catalog's and the event's versions
-    (``catalog.queries.quote_read_keys``) as the request's first round trip read them; with them the row is
-    chosen among the section's rows this process read from the database under those same versions
-    (``catalog.queries.row_quoted``), without them it is read from the database now. Either way it is the
-    database's row as of every change answered before this request. No quantity is reserved: the order takes
-    it, under a row lock.
+    ROW_NOT_FOUND, INSUFFICIENT_QUANTITY. The row is chosen among the section's rows
+    (``catalog.queries.row_quoted``): those this process read under the catalog's and the event's versions in
+    ``found`` (``catalog.queries.quote_read_keys``, read in the request's first round trip) while they are
+    current, else (``None``: none read) read from the database now. Either way it is the database's row as of
+    every change answered before this request. No quantity is reserved: the order takes it, under a row lock.
     """
-    if found is None:
-        quoted = _row_in_one_query(
-            event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
-        )
-    else:
-        quoted = row_quoted(
-            event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity, found=found
-        )
+    quoted = row_quoted(
+        event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity, found=found
+    )
     if quoted is None:
         # Something is missing: find out what, step by step, in the order of the checks.
         quoted = _row_step_by_step(
             event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity
         )
     else:
-        # The usual case: one query found the row (and, for best-row, one that can take the quantity);
-        # the checks keep their order.
+        # The usual case: the section's rows hold the row (and, for best-row, one that can take the
+        # quantity); the checks keep their order.
         reason = _expired_reason(status=quoted.event_status, starts_at=quoted.starts_at)
         if reason:
             raise errors.EventExpired(details={"event_id": event_id, "reason": reason})
@@ -117,16 +111,6 @@ def _row_step_by_step(*, event_id: str, section_name: str, row_name: str | None,
     if row is None:
         raise errors.RowNotFound(details={"section_name": section_name, "row_name": row_name})
     return CatalogRow.of(event=event, section=section, row=row)
-
-
-def _row_in_one_query(
-    *, event_id: str, section_name: str, row_name: str | None, quantity: int
-) -> CatalogRow | None:
-    """The quoted row with its section and event, in one query (``catalog.queries``), or None when any of them
-    is missing (or, for the best row, none can take ``quantity``)."""
-    if row_name is None:
-        return row_best(event_id=event_id, section_name=section_name, quantity=quantity)
-    return row_named(event_id=event_id, section_name=section_name, row_name=row_name)
 
 
 def _quote_insert(

@@ -14,9 +14,10 @@ from catalog.queries import (
     SectionItem,
     row_best,
     row_by_pk,
-    row_named,
     row_page,
+    row_quoted,
     section_page,
+    section_rows,
 )
 from catalog.selectors import ROW_ORDERING, SECTION_ORDERING, row_list, section_list
 from config.api.pagination import paginate
@@ -31,11 +32,19 @@ def _as_catalog_row(row: Row) -> CatalogRow:
     return CatalogRow.of(event=stored.section.event, section=stored.section, row=stored)
 
 
+def named(event, row_name: str) -> CatalogRow | None:
+    return row_quoted(
+        event_id=event.event_id, section_name="Lower 101", row_name=row_name, quantity=1, found=None
+    )
+
+
 def test_a_row_by_its_name_and_by_its_key_with_the_orms_values(event):
-    named = row_named(event_id=event.event_id, section_name="Lower 101", row_name="B")
+    with CaptureQueriesContext(connection) as queries:
+        found = named(event, "B")
+    assert len(queries) == 1
     stored = Row.objects.get(section__event=event, name="B")
-    assert named == _as_catalog_row(stored) == row_by_pk(stored.pk)
-    assert row_named(event_id=event.event_id, section_name="Lower 101", row_name="Z") is None
+    assert found == _as_catalog_row(stored) == row_by_pk(stored.pk)
+    assert named(event, "Z") is None
     assert row_by_pk(stored.pk + 1000) is None
 
 
@@ -59,6 +68,14 @@ def test_the_best_row_is_the_highest_offer_then_the_name_then_the_key(event):
     assert best(6).row_name == "A"
     assert best(51) is None
     assert row_best(event_id=event.event_id, section_name="Nowhere", quantity=1) is None
+    # The section's rows, as a quote chooses from them, in the same order.
+    assert [r.row_name for r in section_rows(event_id=event.event_id, section_name="Upper 301")] == [
+        "E",
+        "C",
+        "D",
+        "A",
+    ]
+    assert section_rows(event_id=event.event_id, section_name="Nowhere") == []
 
 
 def _orm_rows(section) -> list[RowItem]:

@@ -8,9 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog.models import Event, Row, Section
-from catalog.queries import CatalogRow
+from catalog.queries import CatalogRow, row_quoted
 from config.core import rawsql
-from quotes import services as quote_services
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 
 pytestmark = pytest.mark.django_db
@@ -89,8 +88,8 @@ def test_select_of_no_row_is_none(event):
 @pytest.mark.parametrize("row_name", ["A", None], ids=["named row", "best row"])
 def test_the_quote_reads_its_row_in_one_query_with_the_orms_values(event, row_name):
     with CaptureQueriesContext(connection) as queries:
-        quoted = quote_services._row_in_one_query(
-            event_id=event.event_id, section_name="Floor", row_name=row_name, quantity=1
+        quoted = row_quoted(
+            event_id=event.event_id, section_name="Floor", row_name=row_name, quantity=1, found=None
         )
     assert len(queries) == 1
     stored = Row.objects.select_related("section__event").get(section__event=event, name="A")
