@@ -299,6 +299,20 @@ def held(key: str, build: Callable[[], Any], *, event_id: str | None, found: dic
     return value
 
 
+def held_now(key: str, *, event_id: str | None, found: dict) -> Any:
+    """What :func:`held` keeps under ``key``, if this process holds it under exactly the versions in ``found``
+    (each of them present); ``None`` otherwise. Reads nothing and builds nothing."""
+    if local_cache_seconds() <= 0:
+        return None
+    keys = stamp_keys(event_id)
+    if any(k not in found for k in keys):
+        return None
+    entry = local.get(key)
+    if isinstance(entry, _Held) and entry.stamp == tuple(found[k] for k in keys):
+        return entry.value
+    return None
+
+
 def page_read(key: str, build: Callable[[], Built], *, event_id: str | None) -> Page:
     """:func:`page` for a caller whose first round trip did not read the entries: it reads them itself."""
     send_unsent()

@@ -131,11 +131,28 @@ def row_quoted(
     ``found`` (:func:`quote_read_keys`, read in the request's first round trip) are current, else read now
     (``found`` ``None``: nothing is held); None when there is no such row (or event, or section)."""
     rows = catalog_cache.held(
-        catalog_cache.entry_key("quote-rows", event_id, section_name),
+        _quote_rows_key(event_id, section_name),
         lambda: section_rows(event_id=event_id, section_name=section_name),
         event_id=event_id,
         found=found,
     )
+    return _row_chosen(rows, row_name=row_name, quantity=quantity)
+
+
+def row_held(
+    *, event_id: str, section_name: str, row_name: str | None, quantity: int, found: dict
+) -> CatalogRow | None:
+    """:func:`row_quoted`'s row when this process holds the section's rows under exactly the versions in
+    ``found``; ``None`` when it holds none (nothing is read) or they hold no such row."""
+    rows = catalog_cache.held_now(_quote_rows_key(event_id, section_name), event_id=event_id, found=found)
+    return None if rows is None else _row_chosen(rows, row_name=row_name, quantity=quantity)
+
+
+def _quote_rows_key(event_id: str, section_name: str) -> str:
+    return catalog_cache.entry_key("quote-rows", event_id, section_name)
+
+
+def _row_chosen(rows: list[CatalogRow], *, row_name: str | None, quantity: int) -> CatalogRow | None:
     if row_name is None:
         return next((row for row in rows if row.available_quantity >= quantity), None)
     return next((row for row in rows if row.row_name == row_name), None)

@@ -1,5 +1,6 @@
 """Bearer-token authentication, per-partner rate limiting and scope checks for the partner API."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +61,12 @@ def rate_limit_key(*, partner_id: str, livemode: bool) -> str:
 
 
 def bearer_authenticate(
-    request, header: str, *, read: list[str] = (), with_readiness: bool = True
+    request,
+    header: str,
+    *,
+    read: list[str] = (),
+    with_readiness: bool = True,
+    write_if: Callable[[tokens.TokenClaims, list[str]], ratelimit.WriteIf | None] | None = None,
 ) -> tuple[PartnerPrincipal, Any, dict | None]:
     """Authenticate ``Authorization: <header>`` and count the request against its partner's budget.
 
@@ -70,7 +76,11 @@ def bearer_authenticate(
     request that never checks payment readiness: a catalog read) leaves readiness out of it, and the
     principal's session then carries none when the cache answered. Returns the principal, the
     token's claims and the entries of ``read`` found (``None`` when the cache did not answer). Raises the
-    API error a refused token gets (401, 403 ACCOUNT_SUSPENDED, 429)."""
+    API error a refused token gets (401, 403 ACCOUNT_SUSPENDED, 429).
+
+    ``write_if(claims, keys)``: called once the token is verified, with every entry the round trip reads
+    (the session's, then ``read``); the writes it returns travel in that round trip and are made only if
+    they are due (``config.api.ratelimit.WriteIf``)."""
     scheme, _, token = header.strip().partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
@@ -86,10 +96,12 @@ def bearer_authenticate(
     keys = session_cache_keys(
         session_id=claims.session_id, partner_id=claims.partner_id, with_readiness=with_readiness
     )
+    keys += read
     limit, found = ratelimit.hit_and_read(
         key=rate_limit_key(partner_id=claims.partner_id, livemode=claims.livemode),
         limit=settings.RATE_LIMIT_PER_MINUTE,
-        read=keys + list(read),
+        read=keys,
+        write_if=write_if(claims, keys) if write_if is not None else None,
     )
     state = session_state(
         session_id=claims.session_id,

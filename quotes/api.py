@@ -1,5 +1,7 @@
 """POST /v1/quotes and GET /v1/quotes/{quote_id}."""
 
+import logging
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.response import Response
@@ -8,6 +10,7 @@ from rest_framework.views import APIView
 from catalog.queries import quote_read_keys
 from config.api.idempotency import META_KEY
 from config.api.plain import Answer, json_body, plain_view, takes_json
+from config.api.ratelimit import WriteIf, entry_loads
 from config.api.routes import short_path
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
@@ -18,8 +21,10 @@ from partners.authentication import (
     payout_check,
     scope_check,
 )
+from partners.revocation import revocation_watch
 
 from . import errors, examples, selectors, services
+from .quote_cache import quote_store_commands
 from .serializers import (
     QuoteCreateSerializer,
     QuoteDetailSerializer,
@@ -29,6 +34,7 @@ from .serializers import (
     quote_data,
 )
 
+logger = logging.getLogger(__name__)
 _quote_body = ReusedValidator(QuoteCreateSerializer)
 
 
@@ -105,8 +111,9 @@ def _takes(request) -> bool:
 def _answer(request):
     """POST /v1/quotes without DRF's dispatch, in its order of checks: the token and the rate budget, the
     scope, the payment set-up, the body, then the service. The body is parsed first so that the round trip
-    that authenticates also reads the versions of the event it names; a body that does not parse is refused
-    at its turn."""
+    that authenticates also reads the versions of the event it names (and, made ahead, stores the quote: see
+    :class:`_Ahead`); a body that does not parse is refused at its turn."""
+    ahead = None
     try:
         try:
             body, refused = json_body(request), None
@@ -114,16 +121,120 @@ def _answer(request):
             body, refused = None, exc
         event_id = event_id_as_given(body)
         read = quote_read_keys(event_id) if event_id is not None else []
-        principal, claims, found = bearer_authenticate(request, request.META["HTTP_AUTHORIZATION"], read=read)
+        ahead = _Ahead(body, read) if read else None
+        principal, claims, found = bearer_authenticate(
+            request,
+            request.META["HTTP_AUTHORIZATION"],
+            read=read,
+            write_if=ahead.prepare if ahead is not None else None,
+        )
         request.user, request.auth = principal, claims  # as DRF's request leaves them on Django's
         scope_check(principal, QuoteCreateView.required_scope)
         payout_check(principal)
         if refused is not None:
             raise refused
-        data = _quote_create(body, principal, found=found if read else None)
+        if ahead is not None:
+            ahead.answered(principal, claims)
+        if ahead is not None and ahead.stored is not None:
+            services.quote_stored_ahead(ahead.stored)
+            data = quote_data(ahead.quote, event_public_id=event_id)
+        else:
+            data = _quote_create(body, principal, found=found if read else None)
     except Exception as exc:
+        if ahead is not None and ahead.stored is not None:
+            # Not expected: the bytes that made the write due are those of an answered request.
+            logger.error("quote %s stored ahead for a request refused after the round trip", ahead.quote.pk)
         return _quote_answer.failed(exc, request)
     return _quote_answer.ok(data, request, status=201)
+
+
+# What this web process last read in a quote's round trip, for quotes made ahead (:class:`_Ahead`); bounded,
+# emptied when full. Never shared: another process learns the same from its own requests.
+_MEMORY = 10_000
+_accepted: dict[str, tuple[int, tuple[bytes, ...]]] = {}  # token session → (partner pk, its entries' bytes)
+_versions: dict[str, bytes] = {}  # a version's key → its bytes
+
+
+def _remember(memory: dict, key: str, value) -> None:
+    if len(memory) >= _MEMORY and key not in memory:
+        memory.clear()
+    memory[key] = value
+
+
+class _Ahead:
+    """A quote made before its round trip and stored in it, when that round trip finds what this process read
+    in an earlier quote of the same token: the entries of the token's session (its state and the partner's
+    payment readiness, as the round trip of a quote that was answered read them) and the catalog's and the
+    event's versions, byte for byte (``config.api.ratelimit.WriteIf``). The authentication and the checks
+    after it then decide on those same bytes: the request is answered as that earlier one was (a revocation,
+    a suspension or a payment change replaces them first), and the quote is chosen among the section's rows
+    this process holds under those versions, as :func:`services.quote_create` would choose it. So a warm quote
+    makes one round trip, not two. When anything differs the round trip writes nothing and the quote is made
+    after it, as without this.
+
+    Bound: a round trip whose answer is lost after Redis ran it leaves its quote stored, unused; it expires
+    as any quote (the quote made after it is another)."""
+
+    def __init__(self, body, read: list[str]) -> None:
+        self.body, self.read = body, read
+        self.quote = None
+        self.session_keys: list[str] = []
+        self.write_if: WriteIf | None = None
+        self.stored: int | None = None  # the pending list's length, once stored
+
+    def prepare(self, claims, keys: list[str]) -> WriteIf:
+        self.write_if = WriteIf()
+        self.session_keys = keys[: len(keys) - len(self.read)]
+        accepted = _accepted.get(claims.session_id)
+        versions = [_versions.get(key) for key in self.read]
+        if (
+            accepted is None
+            or None in versions
+            or len(accepted[1]) != len(self.session_keys)
+            or QuoteCreateView.required_scope not in claims.scopes
+            or revocation_watch.decides(
+                claims.session_id,
+                partner_id=claims.partner_id,
+                livemode=claims.livemode,
+                generation=claims.generation,
+            )
+        ):
+            return self.write_if
+        data = quote_body_valid(self.body)
+        if data is None:
+            return self.write_if
+        self.quote = services.quote_ahead(
+            found={key: entry_loads(raw) for key, raw in zip(self.read, versions, strict=True)},
+            partner_pk=accepted[0],
+            event_id=data["event_id"],
+            section_name=data["section_name"],
+            row_name=data.get("row_name"),
+            quantity=data["quantity"],
+            user_metadata=dict(data.get("user_metadata") or {}),
+            livemode=claims.livemode,
+        )
+        if self.quote is not None:
+            self.write_if.expect = [*accepted[1], *versions]
+            self.write_if.commands = quote_store_commands(self.quote)
+        return self.write_if
+
+    def answered(self, principal, claims) -> None:
+        """The token, scope and payment checks passed on what the round trip read: remember it."""
+        if self.write_if is None:
+            return
+        if self.write_if.replies is not None:
+            self.stored = int(self.write_if.replies[1])
+        raw = self.write_if.raw
+        for key in self.read:
+            if key in raw:
+                _remember(_versions, key, raw[key])
+        session = principal.session
+        # Only a decision the cache's entries made alone (no database read) is made again on the same bytes.
+        if session is None or session.readiness_stamp is None or session.readiness is None:
+            return
+        if all(key in raw for key in self.session_keys):
+            entries = tuple(raw[key] for key in self.session_keys)
+            _remember(_accepted, claims.session_id, (principal.pk, entries))
 
 
 quote_create_view = short_path(plain_view(QuoteCreateView.as_view(), _takes, _answer), ("POST",), body=True)

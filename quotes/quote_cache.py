@@ -59,17 +59,21 @@ def _copy_key(backend, pk: int) -> str:
     return backend.make_and_validate_key(f"qts:q:{pk}")
 
 
-def quote_pending_add(quote: Quote) -> int:
-    """Keep ``quote`` in Redis: its copy and its entry in the pending list, in one round trip. Returns the
-    list's length. Raises if Redis does not answer."""
+def quote_store_commands(quote: Quote) -> list[tuple]:
+    """The commands that keep ``quote`` in Redis: its copy, then its entry in the pending list (the reply of
+    the second is the list's length)."""
     backend = redis_backend()
     raw = quote_dumps(quote)
     copy_key = _copy_key(backend, quote.pk)
     kept = max(1, int((quote.expires_at - quote.created_at).total_seconds())) + COPY_GRACE_SECONDS
-    replies = pipelined(
-        backend._cache.get_client(copy_key, write=True),
-        [("SET", copy_key, raw, "EX", kept), *pending_list.append_commands(backend, raw, ttl=kept)],
-    )
+    return [("SET", copy_key, raw, "EX", kept), *pending_list.append_commands(backend, raw, ttl=kept)]
+
+
+def quote_pending_add(quote: Quote) -> int:
+    """Keep ``quote`` in Redis: its copy and its entry in the pending list, in one round trip. Returns the
+    list's length. Raises if Redis does not answer."""
+    commands = quote_store_commands(quote)
+    replies = pipelined(redis_backend()._cache.get_client(commands[0][1], write=True), commands)
     return int(replies[1])
 
 

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalog.models import Event, Row, Section
-from catalog.queries import CatalogRow, row_best, row_by_pk, row_quoted
+from catalog.queries import CatalogRow, row_best, row_by_pk, row_held, row_quoted
 from config.core import rawsql
 from config.core.pending import drain_all
 from config.core.publish import publish
@@ -113,6 +113,46 @@ def _row_step_by_step(*, event_id: str, section_name: str, row_name: str | None,
     return CatalogRow.of(event=event, section=section, row=row)
 
 
+def quote_ahead(
+    *,
+    partner_pk: int,
+    event_id: str,
+    section_name: str,
+    quantity: int,
+    row_name: str | None = None,
+    user_metadata: dict[str, Any] | None = None,
+    livemode: bool = True,
+    found: dict,
+) -> Quote | None:
+    """The quote :func:`quote_create` would make if the catalog's and the event's versions are still those in
+    ``found``, made from the section's rows this process holds under them: not stored yet (the caller stores
+    it with :func:`quote_cache.quote_store_commands`, in the round trip that confirms the versions). ``None``
+    when the rows are not held, or when the quote would be refused (the usual path then gives the error)."""
+    quoted = row_held(
+        event_id=event_id, section_name=section_name, row_name=row_name, quantity=quantity, found=found
+    )
+    if (
+        quoted is None
+        or _expired_reason(status=quoted.event_status, starts_at=quoted.starts_at)
+        or quantity > quoted.available_quantity
+    ):
+        return None
+    return _quote_new(
+        partner_pk=partner_pk,
+        quoted=quoted,
+        quantity=quantity,
+        user_metadata=user_metadata,
+        livemode=livemode,
+    )
+
+
+def quote_stored_ahead(pending: int) -> None:
+    """After a quote of :func:`quote_ahead` was stored: ``pending``, the pending list's length its append
+    gave."""
+    if pending % FLUSH_AT_PENDING == 0:
+        publish("quotes.tasks.quotes_flush")
+
+
 def _quote_insert(
     *,
     partner_pk: int,
@@ -121,8 +161,27 @@ def _quote_insert(
     user_metadata: dict[str, Any] | None,
     livemode: bool,
 ) -> Quote:
+    quote = _quote_new(
+        partner_pk=partner_pk,
+        quoted=quoted,
+        quantity=quantity,
+        user_metadata=user_metadata,
+        livemode=livemode,
+    )
+    _quote_store(quote)
+    return quote
+
+
+def _quote_new(
+    *,
+    partner_pk: int,
+    quoted: CatalogRow,
+    quantity: int,
+    user_metadata: dict[str, Any] | None,
+    livemode: bool,
+) -> Quote:
     now = quote_instant(timezone.now())
-    quote = _quote_of(
+    return _quote_of(
         quoted,
         pk=new_quote_pk(),
         partner_pk=partner_pk,
@@ -134,8 +193,6 @@ def _quote_insert(
         created_at=now,
         expires_at=now + timedelta(seconds=settings.QUOTE_TTL_SECONDS),
     )
-    _quote_store(quote)
-    return quote
 
 
 def _quote_of(quoted: CatalogRow, *, offer_price: Decimal, quantity: int, **values: Any) -> Quote:
@@ -179,8 +236,7 @@ def _quote_store(quote: Quote) -> None:
     except Exception:
         logger.warning("quote cache unreachable; quote written to the database")
     else:
-        if pending % FLUSH_AT_PENDING == 0:
-            publish("quotes.tasks.quotes_flush")
+        quote_stored_ahead(pending)
         return
     rawsql.insert(quote, with_pk=True)
 

@@ -5,6 +5,7 @@ If the cache does not answer, the limiter fails open (requests are served, nothi
 warning is logged: an outage of Redis must not take the API down with it.
 """
 
+import hashlib
 import logging
 import math
 import os
@@ -13,7 +14,7 @@ import ssl
 import struct
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import hiredis
@@ -22,6 +23,7 @@ from django.core.cache import caches
 from django.http import HttpRequest
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import errors
@@ -118,10 +120,35 @@ def peek(
     )
 
 
+@dataclass
+class WriteIf:
+    """Writes that travel in the counting round trip of :func:`hit_and_read` and are made only if they are due:
+    the request is within its budget and every entry the round trip reads still holds, byte for byte, what
+    ``expect`` gives (one ``bytes`` per entry of ``read``, in its order). The caller decides that the request
+    would be answered if those bytes are still there, so the write and that decision are taken on the same
+    state, in one step of Redis. ``commands`` are plain commands (``("SET", key, value, "EX", seconds)``) on
+    the server that keeps the counter (one Redis, as every round trip here assumes).
+
+    Filled in by the round trip: ``raw``, the bytes of the entries read (absent ones left out), and
+    ``replies``, the writes' replies when they were made (``None``: not made, or the round trip failed)."""
+
+    expect: list[bytes] = field(default_factory=list)
+    commands: list[tuple] = field(default_factory=list)
+    raw: dict[str, bytes] = field(default_factory=dict)
+    replies: list | None = None
+
+
 def hit_and_read(
-    *, key: str, limit: int, read: list[str], window: int = WINDOW_SECONDS, policy: str = "default"
+    *,
+    key: str,
+    limit: int,
+    read: list[str],
+    window: int = WINDOW_SECONDS,
+    policy: str = "default",
+    write_if: WriteIf | None = None,
 ) -> tuple[RateLimitState | None, dict[str, Any] | None]:
-    """Count one request against ``key`` and read the cache entries ``read``, in one round trip on Redis.
+    """Count one request against ``key`` and read the cache entries ``read``, in one round trip on Redis;
+    with ``write_if``, make its writes in the same round trip when they are due (:class:`WriteIf`).
 
     Returns the rate-limit state and the entries found (absent keys left out, as ``get_many`` does); both
     ``None`` when the store is unreachable: the limiter fails open, and the caller reads what it needs
@@ -130,9 +157,11 @@ def hit_and_read(
     window_start, reset = _window(None, window)
     counter = f"rl:{key}:{window_start}"
     try:
-        count, found = _count(counter, timeout=window + 5, read=read)
+        count, found = _count(counter, timeout=window + 5, read=read, limit=limit, write_if=write_if)
     except Exception:
         logger.warning("rate limit store unreachable; request not counted", exc_info=True)
+        if write_if is not None:
+            write_if.replies = None
         return None, None
     state = RateLimitState(
         limit=limit,
@@ -144,6 +173,11 @@ def hit_and_read(
         counter=counter,
     )
     return state, found
+
+
+def entry_loads(raw: bytes) -> Any:
+    """An entry's value from its bytes as the shared cache stores them (``WriteIf.raw``)."""
+    return caches["default"]._cache._serializer.loads(raw)
 
 
 def give_back(state: RateLimitState | None) -> None:
@@ -160,19 +194,80 @@ def give_back(state: RateLimitState | None) -> None:
         logger.warning("rate limit store unreachable; hit not given back", exc_info=True)
 
 
-def _count(cache_key: str, *, timeout: int, read: list[str] | tuple = ()) -> tuple[int, dict[str, Any]]:
+def _count(
+    cache_key: str,
+    *,
+    timeout: int,
+    read: list[str] | tuple = (),
+    limit: int = 0,
+    write_if: WriteIf | None = None,
+) -> tuple[int, dict[str, Any]]:
     """Add one to the window's counter; return it, with the cache entries ``read`` that exist.
 
-    One pipelined round trip to Redis (MGET, INCR, EXPIRE): every API request pays it, so it counts.
+    One pipelined round trip to Redis (MGET, INCR, EXPIRE): every API request pays it, so it counts. With
+    ``write_if`` holding writes and an expectation for each entry read, the same round trip runs
+    :data:`_COUNT_AND_WRITE` instead, which also makes the writes when they are due.
     """
     backend = caches["default"]
     full_key = backend.make_and_validate_key(cache_key)
-    commands = [("MGET", *(backend.make_and_validate_key(k) for k in read))] if read else []
-    commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
-    results = pipelined(backend._cache.get_client(full_key, write=True), commands)
+    full_read = [backend.make_and_validate_key(k) for k in read]
+    client = backend._cache.get_client(full_key, write=True)
+    if write_if is not None and write_if.commands and read and len(write_if.expect) == len(read):
+        values, count, replies = _count_and_write(client, full_key, timeout, limit, full_read, write_if)
+        write_if.replies = replies
+    else:
+        commands = [("MGET", *full_read)] if read else []
+        commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
+        results = pipelined(client, commands)
+        values, count = (results[0] if read else []), results[-2]
+    if write_if is not None:
+        write_if.raw = {k: v for k, v in zip(read, values, strict=True) if v is not None}
     loads = backend._cache._serializer.loads
-    values = results[0] if read else []
-    return int(results[-2]), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
+    return int(count), {k: loads(v) for k, v in zip(read, values, strict=True) if v is not None}
+
+
+# KEYS: the counter, then the entries read. ARGV: the counter's lifetime, the limit, how many entries are read
+# (n), the n bytes expected in them, then the writes, each as its length followed by the command's words. The
+# writes are made when the count is within the limit and every entry holds its expected bytes (an absent one
+# never does). Returns the entries' values, the count and the writes' replies (nil when none were made).
+_COUNT_AND_WRITE = """
+local n = tonumber(ARGV[3])
+local values = redis.call('MGET', unpack(KEYS, 2, n + 1))
+local count = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+if count > tonumber(ARGV[2]) then
+  return {values, count, false}
+end
+for i = 1, n do
+  if values[i] ~= ARGV[3 + i] then
+    return {values, count, false}
+  end
+end
+local replies = {}
+local at = n + 4
+while at <= #ARGV do
+  local size = tonumber(ARGV[at])
+  replies[#replies + 1] = redis.call(unpack(ARGV, at + 1, at + size))
+  at = at + size + 1
+end
+return {values, count, replies}
+"""
+# Redis names a script by its SHA-1 (EVALSHA): a name, not a safeguard.
+_COUNT_AND_WRITE_SHA = hashlib.sha1(_COUNT_AND_WRITE.encode(), usedforsecurity=False).hexdigest()
+
+
+def _count_and_write(client, counter: str, timeout: int, limit: int, read: list[str], write_if: WriteIf):
+    """:data:`_COUNT_AND_WRITE` by its digest (``EVALSHA``), or by its text when this Redis does not hold it
+    yet (a restart, ``SCRIPT FLUSH``): Redis keeps it from then on."""
+    args: list = [1 + len(read), counter, *read, timeout, limit, len(read), *write_if.expect]
+    for command in write_if.commands:
+        args += [len(command), *command]
+    try:
+        (reply,) = pipelined(client, [("EVALSHA", _COUNT_AND_WRITE_SHA, *args)])
+    except NoScriptError:
+        (reply,) = pipelined(client, [("EVAL", _COUNT_AND_WRITE, *args)])
+    values, count, replies = reply
+    return values, count, replies
 
 
 def packed_commands(connection, commands: list[tuple]) -> list[bytes]:
