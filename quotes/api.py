@@ -185,6 +185,14 @@ class _Ahead:
     def prepare(self, claims, keys: list[str]) -> WriteIf:
         self.write_if = WriteIf()
         self.session_keys = keys[: len(keys) - len(self.read)]
+        try:
+            self._make(claims)
+        except Exception:  # the quote is then made after the round trip, as without this
+            logger.exception("a quote could not be made ahead of its round trip")
+            self.quote, self.write_if.expect, self.write_if.commands = None, [], []
+        return self.write_if
+
+    def _make(self, claims) -> None:
         accepted = _accepted.get(claims.session_id)
         versions = [_versions.get(key) for key in self.read]
         if (
@@ -199,10 +207,10 @@ class _Ahead:
                 generation=claims.generation,
             )
         ):
-            return self.write_if
+            return
         data = quote_body_valid(self.body)
         if data is None:
-            return self.write_if
+            return
         self.quote = services.quote_ahead(
             found={key: entry_loads(raw) for key, raw in zip(self.read, versions, strict=True)},
             partner_pk=accepted[0],
@@ -216,7 +224,6 @@ class _Ahead:
         if self.quote is not None:
             self.write_if.expect = [*accepted[1], *versions]
             self.write_if.commands = quote_store_commands(self.quote)
-        return self.write_if
 
     def answered(self, principal, claims) -> None:
         """The token, scope and payment checks passed on what the round trip read: remember it."""

@@ -23,7 +23,7 @@ from django.core.cache import caches
 from django.http import HttpRequest
 from redis.connection import HiredisRespSerializer
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from . import errors
@@ -212,10 +212,17 @@ def _count(
     full_key = backend.make_and_validate_key(cache_key)
     full_read = [backend.make_and_validate_key(k) for k in read]
     client = backend._cache.get_client(full_key, write=True)
+    done = False
     if write_if is not None and write_if.commands and read and len(write_if.expect) == len(read):
-        values, count, replies = _count_and_write(client, full_key, timeout, limit, full_read, write_if)
-        write_if.replies = replies
-    else:
+        try:
+            values, count, write_if.replies = _count_and_write(
+                client, full_key, timeout, limit, full_read, write_if
+            )
+            done = True
+        except ResponseError:
+            # Refused (scripts not allowed, Redis out of memory): counted as every request is, unwritten.
+            logger.warning("the shared cache refused the counting script; counted without it", exc_info=True)
+    if not done:
         commands = [("MGET", *full_read)] if read else []
         commands += [("INCR", full_key), ("EXPIRE", full_key, timeout)]
         results = pipelined(client, commands)

@@ -8,6 +8,7 @@ import threading
 import pytest
 from django.core.cache import cache
 from django.db import connections
+from redis.exceptions import ResponseError
 from rest_framework.test import APIClient
 
 from catalog import cache as catalog_cache
@@ -235,3 +236,28 @@ def test_quotes_racing_a_revocation_store_exactly_the_quotes_answered(partner_cr
     stored = pending_pks()[before:]
     assert sorted(stored) == sorted(answered)
     assert len(answered) > 8 * 2, "no quote raced the revocation"
+
+
+def test_a_redis_that_refuses_the_script_counts_and_stores_as_before(auth_client, event, monkeypatch):
+    warm(auth_client, event)
+
+    def refused(*args, **kwargs):
+        raise ResponseError("NOPERM this user has no permissions to run the 'evalsha' command")
+
+    monkeypatch.setattr(ratelimit, "_count_and_write", refused)
+    first, second = quote(auth_client, event), quote(auth_client, event)
+    remaining = [int(r["RateLimit-Remaining"]) for r in (first, second)]
+    assert remaining[0] - remaining[1] == 1  # each request counted once
+    pks = [decode_quote_id(made(r)["quote_id"]) for r in (first, second)]
+    assert pending_pks()[-2:] == pks
+
+
+def test_a_quote_that_cannot_be_made_ahead_is_made_after_the_round_trip(auth_client, event, monkeypatch):
+    warm(auth_client, event)
+
+    def broken(**kwargs):
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(services, "quote_ahead", broken)
+    pk = decode_quote_id(made(quote(auth_client, event))["quote_id"])
+    assert pending_pks()[-1] == pk
