@@ -12,6 +12,10 @@ and restrictions (rebuilt from the catalog if Redis is lost) and the seller's co
 
 import json
 import logging
+from collections.abc import Callable
+from typing import Any
+
+from django.db.models import DateTimeField, Field
 
 from config.api.ratelimit import pipelined
 from config.core.pending import PendingList, redis_backend
@@ -27,15 +31,32 @@ COPY_GRACE_SECONDS = 3600
 _FIELDS = list(Quote._meta.concrete_fields)
 
 
+def _dumper(field) -> Callable[[Any], Any]:
+    """What :func:`quote_dumps` writes of ``field``'s value: the value itself for ``None`` and JSON, else the
+    field's ``value_to_string``, done without the field's own lookups where Django's is ``str`` (numbers,
+    decimals, booleans, text, keys) or ``isoformat`` (instants)."""
+    if field.get_internal_type() == "JSONField":
+        return lambda value: value
+    if type(field).value_to_string is Field.value_to_string:
+        return lambda value: None if value is None else str(value)
+    if type(field).value_to_string is DateTimeField.value_to_string:
+        return lambda value: None if value is None else value.isoformat()
+    return None  # another kind of field: its own value_to_string
+
+
+_DUMPERS = [(field.attname, field, _dumper(field)) for field in _FIELDS]
+
+
 def quote_dumps(quote: Quote) -> str:
-    """Every column of ``quote`` as one JSON array, in the model's field order."""
+    """Every column of ``quote`` as one JSON array, in the model's field order: ``None`` and JSON as they are,
+    every other value as its field's ``value_to_string`` gives it."""
     values = []
-    for field in _FIELDS:
-        value = field.value_from_object(quote)
-        if value is None or field.get_internal_type() == "JSONField":
-            values.append(value)
+    for attname, field, dump in _DUMPERS:
+        value = getattr(quote, attname)
+        if dump is not None:
+            values.append(dump(value))
         else:
-            values.append(field.value_to_string(quote))
+            values.append(None if value is None else field.value_to_string(quote))
     return json.dumps(values, separators=(",", ":"))
 
 

@@ -197,30 +197,42 @@ def _quote_new(
 
 def _quote_of(quoted: CatalogRow, *, offer_price: Decimal, quantity: int, **values: Any) -> Quote:
     """A quote of the row ``quoted``, with its snapshot of the catalog's names and restrictions."""
-    return Quote(
-        pk=values["pk"],
-        partner_id=values["partner_pk"],
-        livemode=values["livemode"],
-        event_id=quoted.event_pk,
-        section_id=quoted.section_pk,
-        row_id=quoted.row_pk,
-        quantity=quantity,
-        offer_price=offer_price,
-        total_price=offer_price * quantity,
-        face_value=values["face_value"],
-        event_name=quoted.event_name,
-        section_name=quoted.section_name,
-        section_name_display=quoted.section_name_display,
-        row_name=quoted.row_name,
-        row_name_display=quoted.row_name_display,
-        general_admission=quoted.general_admission,
-        restrictions=list(quoted.restrictions or []),
-        restriction_detail=quoted.restriction_detail or None,
-        primary_site=quoted.primary_site,
-        user_metadata=values["user_metadata"],
-        created_at=values["created_at"],
-        expires_at=values["expires_at"],
+    return _quote_by_position(
+        {
+            "id": values["pk"],
+            "partner_id": values["partner_pk"],
+            "livemode": values["livemode"],
+            "event_id": quoted.event_pk,
+            "section_id": quoted.section_pk,
+            "row_id": quoted.row_pk,
+            "quantity": quantity,
+            "offer_price": offer_price,
+            "total_price": offer_price * quantity,
+            "face_value": values["face_value"],
+            "event_name": quoted.event_name,
+            "section_name": quoted.section_name,
+            "section_name_display": quoted.section_name_display,
+            "row_name": quoted.row_name,
+            "row_name_display": quoted.row_name_display,
+            "general_admission": quoted.general_admission,
+            "restrictions": list(quoted.restrictions or []),
+            "restriction_detail": quoted.restriction_detail or None,
+            "primary_site": quoted.primary_site,
+            "user_metadata": values["user_metadata"],
+            "created_at": values["created_at"],
+            "expires_at": values["expires_at"],
+            "consumed_at": None,
+        }
     )
+
+
+_ATTNAMES = tuple(field.attname for field in Quote._meta.concrete_fields)
+
+
+def _quote_by_position(values: dict[str, Any]) -> Quote:
+    """``Quote(**values)``, every concrete column named, made by position: Django's model takes positional values
+    without looking each keyword up (a quote is made on every request). A column missing raises ``KeyError``."""
+    return Quote(*[values[name] for name in _ATTNAMES])
 
 
 # A burst that fills this many pending quotes asks for a flush at once rather than at the next beat.
