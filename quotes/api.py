@@ -1,6 +1,7 @@
 """POST /v1/quotes and GET /v1/quotes/{quote_id}."""
 
 import logging
+from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -10,7 +11,7 @@ from rest_framework.views import APIView
 from catalog.queries import quote_read_keys
 from config.api.idempotency import META_KEY
 from config.api.plain import Answer, json_body, plain_view, takes_json
-from config.api.ratelimit import WriteIf, entry_loads
+from config.api.ratelimit import WriteIf
 from config.api.routes import short_path
 from config.api.schema import error_responses
 from config.api.validation import ReusedValidator
@@ -134,7 +135,7 @@ def _answer(request):
         if refused is not None:
             raise refused
         if ahead is not None:
-            ahead.answered(principal, claims)
+            ahead.answered(principal, claims, found)
         if ahead is not None and ahead.stored is not None:
             services.quote_stored_ahead(ahead.stored)
             data = quote_data(ahead.quote, event_public_id=event_id)
@@ -152,7 +153,7 @@ def _answer(request):
 # emptied when full. Never shared: another process learns the same from its own requests.
 _MEMORY = 10_000
 _accepted: dict[str, tuple[int, tuple[bytes, ...]]] = {}  # token session → (partner pk, its entries' bytes)
-_versions: dict[str, bytes] = {}  # a version's key → its bytes
+_versions: dict[str, tuple[bytes, Any]] = {}  # a version's key → its bytes and its value
 
 
 def _remember(memory: dict, key: str, value) -> None:
@@ -194,10 +195,10 @@ class _Ahead:
 
     def _make(self, claims) -> None:
         accepted = _accepted.get(claims.session_id)
-        versions = [_versions.get(key) for key in self.read]
+        known = [_versions.get(key) for key in self.read]
         if (
             accepted is None
-            or None in versions
+            or None in known
             or len(accepted[1]) != len(self.session_keys)
             or QuoteCreateView.required_scope not in claims.scopes
             or revocation_watch.decides(
@@ -212,7 +213,7 @@ class _Ahead:
         if data is None:
             return
         self.quote = services.quote_ahead(
-            found={key: entry_loads(raw) for key, raw in zip(self.read, versions, strict=True)},
+            found={key: value for key, (_raw, value) in zip(self.read, known, strict=True)},
             partner_pk=accepted[0],
             event_id=data["event_id"],
             section_name=data["section_name"],
@@ -222,10 +223,10 @@ class _Ahead:
             livemode=claims.livemode,
         )
         if self.quote is not None:
-            self.write_if.expect = [*accepted[1], *versions]
+            self.write_if.expect = [*accepted[1], *(raw for raw, _value in known)]
             self.write_if.commands = quote_store_commands(self.quote)
 
-    def answered(self, principal, claims) -> None:
+    def answered(self, principal, claims, found: dict | None) -> None:
         """The token, scope and payment checks passed on what the round trip read: remember it."""
         if self.write_if is None:
             return
@@ -234,7 +235,7 @@ class _Ahead:
         raw = self.write_if.raw
         for key in self.read:
             if key in raw:
-                _remember(_versions, key, raw[key])
+                _remember(_versions, key, (raw[key], found[key]))
         session = principal.session
         # Only a decision the cache's entries made alone (no database read) is made again on the same bytes.
         if session is None or session.readiness_stamp is None or session.readiness is None:

@@ -175,11 +175,6 @@ def hit_and_read(
     return state, found
 
 
-def entry_loads(raw: bytes) -> Any:
-    """An entry's value from its bytes as the shared cache stores them (``WriteIf.raw``)."""
-    return caches["default"]._cache._serializer.loads(raw)
-
-
 def give_back(state: RateLimitState | None) -> None:
     """Take back the hit counted in ``state``: the request turned out not to be the budget owner's (a revoked
     token), so it costs nothing. Counting first keeps the accepted request's one round trip; only a refused
