@@ -208,14 +208,22 @@ def _count(
     full_read = [backend.make_and_validate_key(k) for k in read]
     client = backend._cache.get_client(full_key, write=True)
     done = False
-    if write_if is not None and write_if.commands and read and len(write_if.expect) == len(read):
+    if (
+        write_if is not None
+        and write_if.commands
+        and read
+        and len(write_if.expect) == len(read)
+        and time.monotonic() >= _script_refused.until
+    ):
         try:
             values, count, write_if.replies = _count_and_write(
                 client, full_key, timeout, limit, full_read, write_if
             )
             done = True
         except ResponseError:
-            # Refused (scripts not allowed, Redis out of memory): counted as every request is, unwritten.
+            # Refused (scripts not allowed, Redis out of memory): counted as every request is, unwritten, and
+            # the script is not tried again by this process for a while.
+            _script_refused.until = time.monotonic() + SCRIPT_REFUSED_SECONDS
             logger.warning("the shared cache refused the counting script; counted without it", exc_info=True)
     if not done:
         commands = [("MGET", *full_read)] if read else []
@@ -256,6 +264,17 @@ return {values, count, replies}
 """
 # Redis names a script by its SHA-1 (EVALSHA): a name, not a safeguard.
 _COUNT_AND_WRITE_SHA = hashlib.sha1(_COUNT_AND_WRITE.encode(), usedforsecurity=False).hexdigest()
+
+
+# After Redis refused the script, this process counts without it for this long.
+SCRIPT_REFUSED_SECONDS = 60
+
+
+class _ScriptRefused:
+    until = 0.0
+
+
+_script_refused = _ScriptRefused()
 
 
 def _count_and_write(client, counter: str, timeout: int, limit: int, read: list[str], write_if: WriteIf):

@@ -244,8 +244,11 @@ def test_a_redis_that_refuses_the_script_counts_and_stores_as_before(auth_client
     def refused(*args, **kwargs):
         raise ResponseError("NOPERM this user has no permissions to run the 'evalsha' command")
 
-    monkeypatch.setattr(ratelimit, "_count_and_write", refused)
+    tried = []
+    monkeypatch.setattr(ratelimit, "_count_and_write", lambda *a, **k: tried.append(1) or refused())
+    monkeypatch.setattr(ratelimit._script_refused, "until", 0.0)
     first, second = quote(auth_client, event), quote(auth_client, event)
+    assert tried == [1]  # not tried again for SCRIPT_REFUSED_SECONDS
     remaining = [int(r["RateLimit-Remaining"]) for r in (first, second)]
     assert remaining[0] - remaining[1] == 1  # each request counted once
     pks = [decode_quote_id(made(r)["quote_id"]) for r in (first, second)]
