@@ -142,7 +142,7 @@ def _answer(request):
         else:
             data = _quote_create(body, principal, found=found if read else None)
     except Exception as exc:
-        if ahead is not None and ahead.stored is not None:
+        if ahead is not None and ahead.written:
             # Not expected: the bytes that made the write due are those of an answered request.
             logger.error("quote %s stored ahead for a request refused after the round trip", ahead.quote.pk)
         return _quote_answer.failed(exc, request)
@@ -182,6 +182,11 @@ class _Ahead:
         self.session_keys: list[str] = []
         self.write_if: WriteIf | None = None
         self.stored: int | None = None  # the pending list's length, once stored
+
+    @property
+    def written(self) -> bool:
+        """The round trip stored the quote made ahead."""
+        return self.write_if is not None and self.write_if.replies is not None
 
     def prepare(self, claims, keys: list[str]) -> WriteIf:
         self.write_if = WriteIf()
@@ -230,7 +235,7 @@ class _Ahead:
         """The token, scope and payment checks passed on what the round trip read: remember it."""
         if self.write_if is None:
             return
-        if self.write_if.replies is not None:
+        if self.written:
             self.stored = int(self.write_if.replies[1])
         raw = self.write_if.raw
         for key in self.read:

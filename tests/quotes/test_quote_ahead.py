@@ -264,3 +264,20 @@ def test_a_quote_that_cannot_be_made_ahead_is_made_after_the_round_trip(auth_cli
     monkeypatch.setattr(services, "quote_ahead", broken)
     pk = decode_quote_id(made(quote(auth_client, event))["quote_id"])
     assert pending_pks()[-1] == pk
+
+
+def test_a_refusal_after_the_script_stored_is_reported_and_the_quote_left_unused(
+    auth_client, event, monkeypatch, caplog
+):
+    """Not reachable on the same bytes; forced here (a payment check that changed its mind after the round
+    trip): the request is refused as the check says, and the stored quote is named in an error log line."""
+    before = warm(auth_client, event)
+
+    def changed_its_mind(principal):
+        raise quotes_api.errors.PayoutMethodNotConfigured(details={"partner_id": "x", "missing": ["card"]})
+
+    monkeypatch.setattr(quotes_api, "payout_check", changed_its_mind)
+    assert_error(quote(auth_client, event), 403, "PAYOUT_METHOD_NOT_CONFIGURED")
+    stored = pending_pks()[before:]
+    assert len(stored) == 1
+    assert any(str(stored[0]) in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
