@@ -87,16 +87,20 @@ def _quote_create(body, principal, *, found: dict | None = None) -> dict:
     if data is None:
         data = _quote_body.validate(body)
     quote = services.quote_create(
-        found=found,
-        partner_pk=principal.pk,
-        event_id=data["event_id"],
-        section_name=data["section_name"],
-        row_name=data.get("row_name"),
-        quantity=data["quantity"],
-        user_metadata=dict(data.get("user_metadata") or {}),
-        livemode=principal.livemode,
+        found=found, partner_pk=principal.pk, livemode=principal.livemode, **_quote_asked(data)
     )
     return quote_data(quote, event_public_id=data["event_id"])
+
+
+def _quote_asked(data: dict) -> dict:
+    """The validated body as the quote services take it."""
+    return {
+        "event_id": data["event_id"],
+        "section_name": data["section_name"],
+        "row_name": data.get("row_name"),
+        "quantity": data["quantity"],
+        "user_metadata": dict(data.get("user_metadata") or {}),
+    }
 
 
 _quote_answer = Answer(QuoteCreateView)
@@ -220,12 +224,8 @@ class _Ahead:
         self.quote = services.quote_ahead(
             found={key: value for key, (_raw, value) in zip(self.read, known, strict=True)},
             partner_pk=accepted[0],
-            event_id=data["event_id"],
-            section_name=data["section_name"],
-            row_name=data.get("row_name"),
-            quantity=data["quantity"],
-            user_metadata=dict(data.get("user_metadata") or {}),
             livemode=claims.livemode,
+            **_quote_asked(data),
         )
         if self.quote is not None:
             self.write_if.expect = [*accepted[1], *(raw for raw, _value in known)]
