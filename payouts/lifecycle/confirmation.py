@@ -7,7 +7,7 @@ How an order gets here: its ``order.created`` notification reaches the ``payouts
 is already waiting (a note in the cache, cleared by the batch as it starts claiming, so an order committed after
 a batch's claim always nudges a new one). A burst of orders is picked up by a few batches, not a task each. A
 batch claims the waiting orders with ``SELECT … FOR UPDATE SKIP LOCKED`` (concurrent batches take disjoint
-sets); a full batch publishes the next one.
+sets); a full batch publishes the next one at once, even while a gathering one is on its way.
 
 Idempotent step by step: the charge's idempotency key is the order id and only an ``accepted`` order is charged,
 under its row lock; the move re-checks the status; the e-mail goes out at most once (``seller_email``). A
@@ -71,12 +71,16 @@ class BatchOutcome:
     errors: dict[int, BaseException] = field(default_factory=dict)
 
 
-def confirmations_nudge(*, gather: bool = False) -> bool:
+def confirmations_nudge(*, gather: bool = False, full: bool = False) -> bool:
     """Publish one batch task unless one is already on its way; returns whether this call published one.
     ``gather``: the task starts ``ORDER_CONFIRMATION_GATHER_SECONDS`` later (a new order's nudge), so the orders
-    created meanwhile join its batch."""
+    created meanwhile join its batch. ``full``: a full batch's, published at once even while a gathering one is
+    on its way: that one starts only after its countdown, and orders are already waiting (one full batch
+    publishes at most one more, so the tasks stay bounded by the orders waiting)."""
     try:
-        if not cache.add(NUDGE_KEY, 1, settings.ORDER_CONFIRMATION_NUDGE_SECONDS):
+        if full:
+            cache.set(NUDGE_KEY, 1, settings.ORDER_CONFIRMATION_NUDGE_SECONDS)
+        elif not cache.add(NUDGE_KEY, 1, settings.ORDER_CONFIRMATION_NUDGE_SECONDS):
             return False
     except Exception:
         logger.warning("confirmations: the cache did not answer; publishing the batch task anyway")
@@ -177,7 +181,7 @@ def orders_confirm_batch(
         for pk in [*outcome.retried, *(int(key) for key in sending.owed)]:
             publish("payouts.tasks.order_confirm", pk)
     if order_pks is None and outcome.claimed >= limit:
-        confirmations_nudge()  # more may be waiting
+        confirmations_nudge(full=True)  # more may be waiting
     return outcome
 
 

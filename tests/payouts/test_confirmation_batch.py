@@ -267,6 +267,33 @@ def test_a_new_orders_nudge_gathers_the_next_orders_and_a_full_batchs_starts_at_
     ]
 
 
+def test_a_full_batch_publishes_the_next_one_at_once_while_a_gathering_one_waits(monkeypatch, settings):
+    """A busy flow: a new order nudges a gathering batch while a full one runs. The full batch's next one must
+    not wait for that countdown (the gathering batches alone would cap the flow at BATCH per window)."""
+    settings.ORDER_CONFIRMATION_BATCH = 3
+    make_orders(5)
+    published = []
+    monkeypatch.setattr(
+        confirmation, "publish", lambda name, *args, **kwargs: published.append((name, kwargs)) or True
+    )
+    claim = confirmation.orders_confirmation_claim
+
+    def claim_then_a_new_order_nudges(**kwargs):
+        claimed = claim(**kwargs)
+        reactions.on_order_created(None)  # an order committed after the claim
+        return claimed
+
+    monkeypatch.setattr(confirmation, "orders_confirmation_claim", claim_then_a_new_order_nudges)
+    assert confirmation.orders_confirm_batch().claimed == 3
+    assert published == [
+        ("payouts.tasks.orders_confirm_batch", {"countdown": settings.ORDER_CONFIRMATION_GATHER_SECONDS}),
+        ("payouts.tasks.orders_confirm_batch", {"countdown": None}),
+    ]
+    # The note is kept: the orders created meanwhile wait for those two batches rather than publishing more.
+    assert confirmation.confirmations_nudge(gather=True) is False
+    assert len(published) == 2
+
+
 def test_a_full_batch_publishes_the_next_one(monkeypatch, settings):
     settings.ORDER_CONFIRMATION_BATCH = 3
     make_orders(5)
