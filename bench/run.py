@@ -672,8 +672,14 @@ class Bench:
             kw["quotes"] = self.write_lines("quote_ids.txt", quotes.quote_ids)
         else:
             run_wrk(name, url, duration=2, connections=self.args.connections, threads=self.wrk_threads, **kw)
-        out = self.run_dir / f"profile-{name}.txt"
-        pids = stack.servers[0].worker_pids()
+        out = self.run_dir / f"profile-{name}{'-celery' if self.args.profile_worker else ''}.txt"
+        if self.args.profile_worker:
+            # The Celery worker's pool processes (the confirmations, the deliveries), not the web workers.
+            if self.celery_pid is None:
+                raise SystemExit("--profile-worker needs the direct mode, whose stack runs a Celery worker")
+            pids = [self.celery_pid, *children(self.celery_pid)]
+        else:
+            pids = stack.servers[0].worker_pids()
         with record(pids, out, duration=self.duration, gil=self.args.gil):
             self.wrk(name, url, **kw)
         print(summarise(out))
@@ -1154,6 +1160,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile", metavar="SCENARIO", help="profile one scenario with py-spy instead")
     parser.add_argument("--gil", action="store_true", help="with --profile: sample only GIL holders (CPU)")
+    parser.add_argument(
+        "--profile-worker",
+        action="store_true",
+        help="with --profile: sample the Celery worker's processes instead of the web workers (direct mode)",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="1 round of 3 s in each mode, no list latency at scale"
     )
