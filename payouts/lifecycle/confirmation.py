@@ -7,7 +7,8 @@ How an order gets here: its ``order.created`` notification reaches the ``payouts
 is already waiting (a note in the cache, cleared by the batch as it starts claiming, so an order committed after
 a batch's claim always nudges a new one). A burst of orders is picked up by a few batches, not a task each. A
 batch claims the waiting orders with ``SELECT … FOR UPDATE SKIP LOCKED`` (concurrent batches take disjoint
-sets); a full batch publishes the next one at once, even while a gathering one is on its way.
+sets); a full batch that left older orders waiting publishes the next one at once, even while a gathering one
+is on its way.
 
 Idempotent step by step: the charge's idempotency key is the order id and only an ``accepted`` order is charged,
 under its row lock; the move re-checks the status; the e-mail goes out at most once (``seller_email``). A
@@ -74,9 +75,10 @@ class BatchOutcome:
 def confirmations_nudge(*, gather: bool = False, full: bool = False) -> bool:
     """Publish one batch task unless one is already on its way; returns whether this call published one.
     ``gather``: the task starts ``ORDER_CONFIRMATION_GATHER_SECONDS`` later (a new order's nudge), so the orders
-    created meanwhile join its batch. ``full``: a full batch's, published at once even while a gathering one is
-    on its way: that one starts only after its countdown, and orders are already waiting (one full batch
-    publishes at most one more, so the tasks stay bounded by the orders waiting)."""
+    created meanwhile join its batch. ``full``: a full batch's that left older orders waiting, published at once
+    even while a gathering one is on its way: that one starts only after its countdown, and those orders have
+    waited already (one full batch publishes at most one more, so the tasks stay bounded by the orders
+    waiting)."""
     try:
         if full:
             cache.set(NUDGE_KEY, 1, settings.ORDER_CONFIRMATION_NUDGE_SECONDS)
@@ -180,9 +182,19 @@ def orders_confirm_batch(
     if hand_on:
         for pk in [*outcome.retried, *(int(key) for key in sending.owed)]:
             publish("payouts.tasks.order_confirm", pk)
-    if order_pks is None and outcome.claimed >= limit:
-        confirmations_nudge(full=True)  # more may be waiting
+    if order_pks is None and outcome.claimed >= limit and _left_behind(begun_at):
+        # Orders that were waiting before this claim did not fit in it: the next batch at once. Those committed
+        # after the claim nudged one of their own (the note was cleared before it), which gathers as usual.
+        confirmations_nudge(full=True)
     return outcome
+
+
+def _left_behind(claimed_at: datetime) -> bool:
+    """Whether an order created before a batch's claim still waits for its confirmation (the claim's own
+    index; an order another batch holds meanwhile counts too, which costs one batch that finds nothing)."""
+    return Order.objects.filter(
+        status=S.ACCEPTED, confirmation_started_at__isnull=True, created_at__lt=claimed_at
+    ).exists()
 
 
 def order_confirm(*, order_pk: int) -> Order | None:

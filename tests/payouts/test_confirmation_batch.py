@@ -294,6 +294,30 @@ def test_a_full_batch_publishes_the_next_one_at_once_while_a_gathering_one_waits
     assert len(published) == 2
 
 
+def test_a_full_batch_that_left_no_order_waiting_leaves_the_next_to_the_gathering_one(monkeypatch, settings):
+    """A full batch whose claim took every order waiting: the orders committed after it nudged a gathering batch
+    of their own, and a batch published at once would only take a few of them (batches cut small)."""
+    settings.ORDER_CONFIRMATION_BATCH = 3
+    make_orders(3)
+    published = []
+    monkeypatch.setattr(
+        confirmation, "publish", lambda name, *args, **kwargs: published.append((name, kwargs)) or True
+    )
+    claim = confirmation.orders_confirmation_claim
+
+    def claim_then_a_new_order(**kwargs):
+        claimed = claim(**kwargs)
+        make_orders(1)  # committed after the claim (its own nudge is the gathering batch)
+        reactions.on_order_created(None)
+        return claimed
+
+    monkeypatch.setattr(confirmation, "orders_confirmation_claim", claim_then_a_new_order)
+    assert confirmation.orders_confirm_batch().claimed == 3
+    assert published == [
+        ("payouts.tasks.orders_confirm_batch", {"countdown": settings.ORDER_CONFIRMATION_GATHER_SECONDS})
+    ]
+
+
 def test_a_full_batch_publishes_the_next_one(monkeypatch, settings):
     settings.ORDER_CONFIRMATION_BATCH = 3
     make_orders(5)
@@ -320,11 +344,12 @@ def test_a_batch_of_50_costs_at_most_10_statements_per_order(monkeypatch):
     for order in orders[:3] + orders[-3:]:
         assert_confirmed_once(order)
 
-    # Set-based: a batch of 10 orders of the same kinds runs as many statements as the batch of 50.
+    # Set-based: a batch of 10 orders of the same kinds runs as many statements as the batch of 50, which being
+    # full also asks once whether it left older orders waiting.
     make_orders(6) + make_orders(4, livemode=False)
     with CaptureQueriesContext(connection) as small:
         assert len(confirmation.orders_confirm_batch().confirmed) == 10
-    assert len(queries.captured_queries) == len(small.captured_queries), [
+    assert len(queries.captured_queries) == len(small.captured_queries) + 1, [
         q["sql"][:80] for q in queries.captured_queries
     ]
 

@@ -43,3 +43,17 @@ def test_the_claim_reads_the_waiting_orders_index_in_its_order(monkeypatch):
             cursor.execute("RESET enable_bitmapscan")
     assert "Index Scan using order_awaiting_confirmation on orders_order" in plan, plan
     assert "Bitmap" not in plan and "Sort Key" not in plan, plan
+
+
+def test_a_full_batch_asks_for_the_orders_it_left_behind_on_the_same_index():
+    make_orders(3)
+    left_behind, statements = statements_of(lambda: confirmation._left_behind(timezone.now()))
+    assert left_behind is True
+    (check,) = [sql for sql in statements if sql.startswith("SELECT")]
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_bitmapscan = off")
+        try:
+            plan = plan_without_seq_scans(check)
+        finally:
+            cursor.execute("RESET enable_bitmapscan")
+    assert "order_awaiting_confirmation" in plan, plan
