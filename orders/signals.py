@@ -120,9 +120,10 @@ def subscribe(
     ``config.core.retrying.TRANSIENT_ERRORS``.
     ``statuses``: only the notifications whose order is now in one of these statuses reach the handler.
     ``now``: the handler for a caller that waits for the outcome, when ``handler`` only hands the work on.
-    ``idle``: given a delivery batch's notifications for this subscriber, the pks of those its handler would do
-    nothing for, as the database stands as the batch starts; they are recorded as handled without calling it.
-    It may only leave out a notification whose handler would neither write nor publish anything.
+    ``idle``: given a delivery batch's notifications for this subscriber, in the order they are delivered, the
+    pks of those its handler would do nothing for, as the database stands as the batch starts; they are recorded
+    as handled without calling it. It may only leave out a notification whose handler would neither write nor
+    publish anything, or whose work the handler of one delivered before it in the batch does.
     """
     _subscribers[name] = Subscriber(
         name=name,

@@ -45,6 +45,7 @@ class PayoutsConfig(AppConfig):
             "payouts.confirmation",
             handler=reactions.on_order_created,
             now=reactions.on_order_created_now,
+            idle=reactions.orders_created_nudged_once,
             types=[Notification.Type.ORDER_CREATED],
             transient=reactions.TRANSIENT,
         )

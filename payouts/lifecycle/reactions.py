@@ -22,6 +22,13 @@ def on_order_created(notification: Notification) -> None:
     confirmations_nudge(gather=True)
 
 
+def orders_created_nudged_once(notifications: list[Notification]) -> set[int]:
+    """A delivery batch's new orders need one nudge, its first's: the batch it publishes (or any that starts
+    after it) claims every order committed before it, and these were, with their notifications. The others are
+    left out (``orders.signals.subscribe``'s ``idle``): one round trip to Redis per batch, not one per order."""
+    return {notification.pk for notification in notifications[1:]}
+
+
 def on_order_created_now(notification: Notification) -> None:
     """The confirmation of this order now, for a caller that waits for its outcome (test mode's advance)."""
     orders_confirm_batch(order_pks=[notification.order_id])

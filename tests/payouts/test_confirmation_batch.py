@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from orders import delivery, outbox
-from orders.models import Notification, Order, OrderStatusHistory
+from orders.models import Notification, NotificationReceipt, Order, OrderStatusHistory
 from payouts import tasks
 from payouts.lifecycle import confirmation, reactions
 from payouts.lifecycle.confirmation import order_confirm, orders_requeue_unconfirmed
@@ -481,3 +481,26 @@ def test_test_mode_advance_confirms_an_order_whose_batch_has_not_run_yet(monkeyp
     assert advanced.status == S.AWAITING_TRANSFER
     assert_confirmed_once(order)
     assert confirmation.orders_confirm_batch().claimed == 0  # the queued batch finds nothing left
+
+
+def test_a_delivery_batch_of_new_orders_nudges_once_and_every_order_is_confirmed(monkeypatch):
+    """The batch the first new order's nudge publishes claims every order committed before it: the others' nudges
+    are left out (one round trip to Redis per delivery batch), recorded as handled, and no order waits longer."""
+    orders = make_orders(5)
+    created = list(
+        Notification.objects.filter(order__in=orders, type=Notification.Type.ORDER_CREATED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    nudges = []
+    real = confirmation.confirmations_nudge
+    monkeypatch.setattr(reactions, "confirmations_nudge", lambda **kw: nudges.append(kw) or real(**kw))
+    monkeypatch.setattr(confirmation, "publish", lambda *args, **kwargs: True)
+    done = delivery.notifications_deliver(deliveries=[(pk, ["payouts.confirmation"]) for pk in created])
+    assert nudges == [{"gather": True}]
+    assert all(done[pk] == ["payouts.confirmation"] for pk in created), done
+    assert NotificationReceipt.objects.filter(notification_id__in=created).count() == 5
+    # The batch that nudge published confirms all five.
+    assert sorted(confirmation.orders_confirm_batch().confirmed) == sorted(o.pk for o in orders)
+    for order in orders:
+        assert_confirmed_once(order)
