@@ -253,38 +253,50 @@ def test_a_burst_of_nudges_publishes_one_batch_until_it_starts(monkeypatch):
     assert len(published) == 2
 
 
-def test_a_new_orders_nudge_gathers_the_next_orders_and_a_full_batchs_starts_at_once(monkeypatch, settings):
-    published = []
+@pytest.fixture
+def published(monkeypatch) -> list[tuple[str, dict]]:
+    """The batch tasks the confirmation publishes (name and options), not sent to the broker."""
+    sent: list[tuple[str, dict]] = []
     monkeypatch.setattr(
-        confirmation, "publish", lambda name, *args, **kwargs: published.append((name, kwargs)) or True
+        confirmation, "publish", lambda name, *args, **kwargs: sent.append((name, kwargs)) or True
     )
+    return sent
+
+
+def test_a_new_orders_nudge_gathers_the_next_orders_and_a_full_batchs_starts_at_once(published, settings):
     reactions.on_order_created(None)  # a new order's notification: the batch starts after the window
     confirmation._nudge_clear()  # the batch started
-    confirmation.confirmations_nudge()  # a full batch's: the next one at once
+    confirmation.confirmations_nudge(full=True)  # a full batch's: the next one at once
     assert published == [
         ("payouts.tasks.orders_confirm_batch", {"countdown": settings.ORDER_CONFIRMATION_GATHER_SECONDS}),
         ("payouts.tasks.orders_confirm_batch", {"countdown": None}),
     ]
 
 
-def test_a_full_batch_publishes_the_next_one_at_once_while_a_gathering_one_waits(monkeypatch, settings):
-    """A busy flow: a new order nudges a gathering batch while a full one runs. The full batch's next one must
-    not wait for that countdown (the gathering batches alone would cap the flow at BATCH per window)."""
+def full_batch_then_a_new_order(monkeypatch, settings, *, waiting: int) -> None:
+    """A batch of 3 claimed out of ``waiting`` orders, and an order committed after its claim, whose nudge publishes
+    a gathering batch."""
     settings.ORDER_CONFIRMATION_BATCH = 3
-    make_orders(5)
-    published = []
-    monkeypatch.setattr(
-        confirmation, "publish", lambda name, *args, **kwargs: published.append((name, kwargs)) or True
-    )
+    make_orders(waiting)
     claim = confirmation.orders_confirmation_claim
 
-    def claim_then_a_new_order_nudges(**kwargs):
+    def claim_then_a_new_order(**kwargs):
         claimed = claim(**kwargs)
-        reactions.on_order_created(None)  # an order committed after the claim
+        make_orders(1)
+        reactions.on_order_created(None)
         return claimed
 
-    monkeypatch.setattr(confirmation, "orders_confirmation_claim", claim_then_a_new_order_nudges)
+    monkeypatch.setattr(confirmation, "orders_confirmation_claim", claim_then_a_new_order)
     assert confirmation.orders_confirm_batch().claimed == 3
+
+
+def test_a_full_batch_publishes_the_next_one_at_once_while_a_gathering_one_waits(
+    monkeypatch, settings, published
+):
+    """A busy flow: a new order nudges a gathering batch while a full one runs, which left two older orders
+    waiting. Its next one must not wait for that countdown (the gathering batches alone would cap the flow at
+    BATCH per window)."""
+    full_batch_then_a_new_order(monkeypatch, settings, waiting=5)
     assert published == [
         ("payouts.tasks.orders_confirm_batch", {"countdown": settings.ORDER_CONFIRMATION_GATHER_SECONDS}),
         ("payouts.tasks.orders_confirm_batch", {"countdown": None}),
@@ -294,25 +306,12 @@ def test_a_full_batch_publishes_the_next_one_at_once_while_a_gathering_one_waits
     assert len(published) == 2
 
 
-def test_a_full_batch_that_left_no_order_waiting_leaves_the_next_to_the_gathering_one(monkeypatch, settings):
+def test_a_full_batch_that_left_no_order_waiting_leaves_the_next_to_the_gathering_one(
+    monkeypatch, settings, published
+):
     """A full batch whose claim took every order waiting: the orders committed after it nudged a gathering batch
     of their own, and a batch published at once would only take a few of them (batches cut small)."""
-    settings.ORDER_CONFIRMATION_BATCH = 3
-    make_orders(3)
-    published = []
-    monkeypatch.setattr(
-        confirmation, "publish", lambda name, *args, **kwargs: published.append((name, kwargs)) or True
-    )
-    claim = confirmation.orders_confirmation_claim
-
-    def claim_then_a_new_order(**kwargs):
-        claimed = claim(**kwargs)
-        make_orders(1)  # committed after the claim (its own nudge is the gathering batch)
-        reactions.on_order_created(None)
-        return claimed
-
-    monkeypatch.setattr(confirmation, "orders_confirmation_claim", claim_then_a_new_order)
-    assert confirmation.orders_confirm_batch().claimed == 3
+    full_batch_then_a_new_order(monkeypatch, settings, waiting=3)
     assert published == [
         ("payouts.tasks.orders_confirm_batch", {"countdown": settings.ORDER_CONFIRMATION_GATHER_SECONDS})
     ]

@@ -27,20 +27,23 @@ def _claim_statement() -> str:
     return claim
 
 
+def _plan_without_bitmaps(sql: str) -> str:
+    """A test's few rows make any index about as cheap as any other: bitmap scans are left out as sequential
+    scans are, so that the planner chooses between the indexes by what they hold and their order."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_bitmapscan = off")
+        try:
+            return plan_without_seq_scans(sql)
+        finally:
+            cursor.execute("RESET enable_bitmapscan")
+
+
 def test_the_claim_reads_the_waiting_orders_index_in_its_order(monkeypatch):
     monkeypatch.setattr(confirmation, "confirmations_nudge", lambda **_: False)
     make_orders(6)
     confirmation.orders_confirm_batch()  # these moved on: their entries stay in the indexes until a vacuum
     make_orders(3)
-    claim = _claim_statement()
-    # A test's few rows make any index about as cheap as any other: bitmap scans are left out as sequential
-    # scans are, so that the planner chooses between the two indexes by what they hold and their order.
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_bitmapscan = off")
-        try:
-            plan = plan_without_seq_scans(claim)
-        finally:
-            cursor.execute("RESET enable_bitmapscan")
+    plan = _plan_without_bitmaps(_claim_statement())
     assert "Index Scan using order_awaiting_confirmation on orders_order" in plan, plan
     assert "Bitmap" not in plan and "Sort Key" not in plan, plan
 
@@ -50,10 +53,5 @@ def test_a_full_batch_asks_for_the_orders_it_left_behind_on_the_same_index():
     left_behind, statements = statements_of(lambda: confirmation._left_behind(timezone.now()))
     assert left_behind is True
     (check,) = [sql for sql in statements if sql.startswith("SELECT")]
-    with connection.cursor() as cursor:
-        cursor.execute("SET enable_bitmapscan = off")
-        try:
-            plan = plan_without_seq_scans(check)
-        finally:
-            cursor.execute("RESET enable_bitmapscan")
+    plan = _plan_without_bitmaps(check)
     assert "order_awaiting_confirmation" in plan, plan
