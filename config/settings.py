@@ -264,8 +264,9 @@ ORDER_CONFIRMATION_BATCH = env.int("ORDER_CONFIRMATION_BATCH", default=50)
 ORDER_CONFIRMATION_NUDGE_SECONDS = env.int("ORDER_CONFIRMATION_NUDGE_SECONDS", default=5)
 # A new order's nudge publishes the batch task to start this long after (a countdown), so that the orders of a busy
 # flow are confirmed in full batches rather than a few at a time; a lone order's confirmation waits this long. 0:
-# at once. A full batch that left older orders waiting publishes the next one at once. 0.25 s: the worker's CPU per order in a busy flow
-# about a quarter lower than at 0.1 s, the confirmation's p95 under 1 s (bench/README.md, 2026-11-29).
+# at once. A full batch that left older orders waiting publishes the next one at once. 0.25 s: the worker's CPU
+# per order in a busy flow about a quarter lower than at 0.1 s, the confirmation's p95 under 1 s (bench/README.md,
+# 2026-11-29 and 2026-11-30).
 ORDER_CONFIRMATION_GATHER_SECONDS = env.float("ORDER_CONFIRMATION_GATHER_SECONDS", default=0.25)
 # The outbox: a notification whose delivery never reached the broker is published again after this grace;
 # notifications are kept this many days (docs/partners/notifications-and-webhooks.md "Notifications").
