@@ -140,8 +140,8 @@ def _answer(request):
             raise refused
         if ahead is not None:
             ahead.answered(principal, claims, found)
-        if ahead is not None and ahead.stored is not None:
-            services.quote_stored_ahead(ahead.stored)
+        if ahead is not None and ahead.written:
+            services.quote_pending_counted(int(ahead.write_if.replies[1]))
             data = quote_data(ahead.quote, event_public_id=event_id)
         else:
             data = _quote_create(body, principal, found=found if read else None)
@@ -185,7 +185,6 @@ class _Ahead:
         self.quote = None
         self.session_keys: list[str] = []
         self.write_if: WriteIf | None = None
-        self.stored: int | None = None  # the pending list's length, once stored
 
     @property
     def written(self) -> bool:
@@ -235,8 +234,6 @@ class _Ahead:
         """The token, scope and payment checks passed on what the round trip read: remember it."""
         if self.write_if is None:
             return
-        if self.written:
-            self.stored = int(self.write_if.replies[1])
         raw = self.write_if.raw
         for key in self.read:
             if key in raw:

@@ -146,9 +146,10 @@ def quote_ahead(
     )
 
 
-def quote_stored_ahead(pending: int) -> None:
-    """After a quote of :func:`quote_ahead` was stored: ``pending``, the pending list's length its append
-    gave."""
+def quote_pending_counted(pending: int) -> None:
+    """A quote was appended to Redis's pending list, which now holds ``pending`` (made ahead and stored in its
+    request's round trip, or stored by :func:`_quote_store`): a burst asks the writer for a flush at once rather
+    than at the next beat."""
     if pending % FLUSH_AT_PENDING == 0:
         publish("quotes.tasks.quotes_flush")
 
@@ -248,7 +249,7 @@ def _quote_store(quote: Quote) -> None:
     except Exception:
         logger.warning("quote cache unreachable; quote written to the database")
     else:
-        quote_stored_ahead(pending)
+        quote_pending_counted(pending)
         return
     rawsql.insert(quote, with_pk=True)
 

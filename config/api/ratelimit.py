@@ -15,6 +15,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import hiredis
@@ -266,15 +267,9 @@ return {values, count, replies}
 _COUNT_AND_WRITE_SHA = hashlib.sha1(_COUNT_AND_WRITE.encode(), usedforsecurity=False).hexdigest()
 
 
-# After Redis refused the script, this process counts without it for this long.
+# After Redis refused the script, this process counts without it for this long (until ``_script_refused.until``).
 SCRIPT_REFUSED_SECONDS = 60
-
-
-class _ScriptRefused:
-    until = 0.0
-
-
-_script_refused = _ScriptRefused()
+_script_refused = SimpleNamespace(until=0.0)
 
 
 def _count_and_write(client, counter: str, timeout: int, limit: int, read: list[str], write_if: WriteIf):
