@@ -7,3 +7,8 @@ class CoreConfig(AppConfig):
     name = "config.core"
     label = "core"
     verbose_name = "Shared mechanics"
+
+    def ready(self) -> None:
+        from . import request_cycle
+
+        request_cycle.install()
