@@ -42,8 +42,12 @@ def caches_close_anything() -> bool:
 
 
 def install() -> None:
-    """Take off the receivers with nothing to do (once the apps are ready; again when ``CACHES`` changes)."""
+    """Take off the receivers with nothing to do (once the apps are ready)."""
     signals.request_finished.disconnect(reset_urlconf)
+    _close_caches_if_needed()
+
+
+def _close_caches_if_needed() -> None:
     if caches_close_anything():
         signals.request_finished.connect(close_caches)
     else:
@@ -53,4 +57,4 @@ def install() -> None:
 @receiver(setting_changed)
 def _caches_changed(*, setting: str, **_) -> None:
     if setting == "CACHES":
-        install()
+        _close_caches_if_needed()

@@ -2,12 +2,14 @@
 off, the ones that do work stay, and a cache backend that closes something puts its receiver back."""
 
 import pytest
+from django.conf import settings
 from django.core import signals
-from django.core.cache import close_caches
+from django.core.cache import caches, close_caches
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.handlers.base import reset_urlconf
+from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections, connection, reset_queries
-from django.test import Client, override_settings
+from django.test import Client, RequestFactory, override_settings
 from django.urls import get_urlconf, set_urlconf
 
 from config.core.request_cycle import caches_close_anything
@@ -46,12 +48,11 @@ def test_a_backend_that_closes_something_is_closed_after_each_request():
     with override_settings(CACHES=CLOSING_CACHES):
         assert caches_close_anything()
         assert close_caches in _receivers(signals.request_finished)
-        from django.core.cache import caches
-
         caches["default"].get("opened")
         Client().get("/v1/events")
         assert ClosingCache.closed == 1
     assert close_caches not in _receivers(signals.request_finished)
+    assert reset_urlconf not in _receivers(signals.request_finished)
 
 
 @pytest.mark.django_db
@@ -61,7 +62,8 @@ def test_a_request_resolves_with_the_root_urlconf_whatever_the_thread_held_befor
     try:
         response = client.get("/v1/_boom")
         assert response.status_code == 404
-        assert get_urlconf() is None or get_urlconf() == "config.urls"
+        # The request set the root URLconf for its thread, and it is left there until the next request sets it.
+        assert get_urlconf() == settings.ROOT_URLCONF
     finally:
         set_urlconf(None)
 
@@ -70,9 +72,6 @@ def test_a_request_resolves_with_the_root_urlconf_whatever_the_thread_held_befor
 def test_a_pooled_connection_goes_back_to_its_pool_after_a_request():
     # Outside the test client (which keeps the connection for the test's transaction), the way gunicorn calls
     # the application: the connection a request opened is closed (returned to its pool) when it ends.
-    from django.core.handlers.wsgi import WSGIHandler
-    from django.test.client import RequestFactory
-
     environ = RequestFactory().get("/v1/events").environ
     handler = WSGIHandler()
     connection.ensure_connection()
