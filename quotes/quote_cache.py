@@ -10,15 +10,20 @@ price, quantity, row and expiry. What only Redis holds until the writer runs is 
 and restrictions (rebuilt from the catalog if Redis is lost) and the seller's contact (``user_metadata``).
 """
 
+import functools
 import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import DateTimeField, Field
+from django.db import connection
+from django.db.models import CharField, DateTimeField, Field, TextField
 
+from catalog.models import Row
 from config.api.ratelimit import pipelined
 from config.core.pending import PendingList, redis_backend
+from partners.models import Partner
 
 from .models import Quote
 
@@ -69,6 +74,44 @@ def quote_loads(raw: bytes | str) -> Quote:
             for field, value in zip(_FIELDS, values, strict=True)
         }
     )
+
+
+@functools.cache
+def pending_insert_sql() -> str:
+    """The statement that writes entries of the pending list as :func:`quote_dumps` made them, read by
+    PostgreSQL itself: one parameter, the entries as one JSON array (:func:`pending_as_json`). Each column is
+    read from its position: text as it is (the column's length is checked as on any insert), JSON nested as
+    it is (JSON ``null`` as SQL ``NULL``, as Django writes ``None``), every other value converted from its
+    text by the column's type (without the type's modifiers, which the insert applies). An entry whose partner
+    or row is gone is skipped; one whose quote is already written (by an earlier run, or by the order that
+    used it first) is too."""
+    quote_name = connection.ops.quote_name
+    names, values = [], []
+    for position, field in enumerate(_FIELDS):
+        names.append(quote_name(field.column))
+        if field.get_internal_type() == "JSONField":
+            values.append(f"NULLIF(q.v -> {position}, 'null'::jsonb)")
+        elif isinstance(field, (CharField, TextField)):
+            values.append(f"q.v ->> {position}")
+        else:
+            cast = re.sub(r"\(.*\)", "", field.db_type(connection))
+            values.append(f"(q.v ->> {position})::{cast}")
+    partner = _FIELDS.index(Quote._meta.get_field("partner"))
+    row = _FIELDS.index(Quote._meta.get_field("row"))
+    return (
+        f"INSERT INTO {quote_name(Quote._meta.db_table)} ({', '.join(names)})"  # noqa: S608 - names from the models
+        f" SELECT {', '.join(values)} FROM jsonb_array_elements(%s::jsonb) AS q(v)"
+        f" WHERE EXISTS (SELECT 1 FROM {quote_name(Partner._meta.db_table)} p"
+        f" WHERE p.{quote_name(Partner._meta.pk.column)} = {values[partner]})"
+        f" AND EXISTS (SELECT 1 FROM {quote_name(Row._meta.db_table)} r"
+        f" WHERE r.{quote_name(Row._meta.pk.column)} = {values[row]})"
+        " ON CONFLICT DO NOTHING"
+    )
+
+
+def pending_as_json(entries: list[bytes]) -> str:
+    """Entries of the pending list, each one JSON array, as one JSON array of them."""
+    return "[" + ",".join(entry.decode() for entry in entries) + "]"
 
 
 # Drained by the batched writer (quotes.services.quotes_flush).

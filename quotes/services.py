@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import FieldDoesNotExist
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -22,7 +22,6 @@ from config.core import rawsql
 from config.core.pending import drain_all
 from config.core.publish import publish
 from config.core.purge import delete_in_batches
-from partners.models import Partner
 
 from . import errors, quote_cache
 from .codec import QuoteClaims, new_quote_pk, quote_instant
@@ -262,17 +261,14 @@ def quotes_flush(*, limit: int = FLUSH_BATCH) -> int:
     already written (by it, or by an order that used the quote first). A quote whose partner or row was
     deleted meanwhile is dropped. Run by beat every ``QUOTE_FLUSH_SECONDS`` and on demand by the admin's
     pages."""
-    return quote_cache.pending_list.drain(_quotes_write, limit=limit)
+    return quote_cache.pending_list.drain(_quotes_write, limit=limit, as_stored=True)
 
 
-def _quotes_write(pending: list[Quote]) -> None:
-    partners = set(
-        Partner.objects.filter(pk__in={q.partner_id for q in pending}).values_list("pk", flat=True)
-    )
-    rows = set(Row.objects.filter(pk__in={q.row_id for q in pending}).values_list("pk", flat=True))
-    kept = [q for q in pending if q.partner_id in partners and q.row_id in rows]
-    with transaction.atomic():
-        Quote.objects.bulk_create(kept, ignore_conflicts=True, batch_size=1000)
+def _quotes_write(entries: list[bytes]) -> None:
+    """One statement: PostgreSQL reads the entries as Redis holds them (``quote_cache.pending_insert_sql``), so
+    the writer makes no model instance of them."""
+    with connection.cursor() as cursor:
+        cursor.execute(quote_cache.pending_insert_sql(), [quote_cache.pending_as_json(entries)])
 
 
 def quotes_flush_all(*, rounds: int = 20) -> int:

@@ -80,12 +80,12 @@ class PendingList(Generic[T]):
             return 0
         return int(client.eval(_REMOVE_IF_HELD, 2, key, self._lock_name(), token, *raw))
 
-    def drain(self, write: Callable[[list[T]], None], *, limit: int) -> int:
+    def drain(self, write: Callable[[list], None], *, limit: int, as_stored: bool = False) -> int:
         """One run of the batched writer: under the lock, the oldest ``limit`` entries go to ``write`` (one
         transaction of the caller's), then exactly those entries off the list, if the lock is still this
         run's. Returns how many it took off: 0 when the list is empty, another writer holds the lock, this
         run outlived its lock or Redis does not answer. An error of ``write`` propagates and leaves the
-        entries for the next run."""
+        entries for the next run. ``as_stored``: ``write`` takes the entries as Redis holds them (bytes), not loaded."""
         try:
             lock = self.lock_take()
             raw = self._read_raw(limit) if lock else []
@@ -95,7 +95,7 @@ class PendingList(Generic[T]):
         try:
             if not raw:
                 return 0
-            write([self.loads(item) for item in raw])
+            write(raw if as_stored else [self.loads(item) for item in raw])
             # Removed by the entries themselves, not by a count: a writer that outlived its lock must not
             # trim entries another writer read, nor those appended meanwhile (they would never be written).
             removed = self.remove_written(lock, raw)

@@ -1,5 +1,7 @@
 """A quote is made by position and kept in Redis by per-field dumpers (quotes.services._quote_by_position,
-quotes.quote_cache.quote_dumps): both give what Django's own, slower, paths give, for every column."""
+quotes.quote_cache.quote_dumps): both give what Django's own, slower, paths give, for every column. The batched
+writer hands those entries to PostgreSQL as they are (quotes.quote_cache.pending_insert_sql): the row it writes
+holds every column of the quote."""
 
 import json
 from datetime import UTC, datetime, timedelta
@@ -7,8 +9,10 @@ from decimal import Decimal
 
 import pytest
 
+from catalog.models import Row
 from quotes import quote_cache, services
 from quotes.models import Quote
+from tests.conftest import make_partner
 
 MADE = datetime.now(UTC).replace(microsecond=123000)
 VALUES = {
@@ -64,18 +68,24 @@ def test_a_quote_made_by_position_is_the_quote_made_by_name():
         services._quote_by_position({k: v for k, v in VALUES.items() if k != "consumed_at"})
 
 
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {},
-        {"restriction_detail": None, "restrictions": [], "user_metadata": {}},
-        {
-            "consumed_at": MADE + timedelta(minutes=5, microseconds=7),
-            "livemode": True,
-        },
-        {"offer_price": Decimal("0.10"), "total_price": Decimal("5.00"), "general_admission": False},
-    ],
-)
+VARIANTS = [
+    {},
+    {"restriction_detail": None, "restrictions": [], "user_metadata": {}},
+    {
+        "consumed_at": MADE + timedelta(minutes=5, microseconds=7),
+        "livemode": True,
+    },
+    {"offer_price": Decimal("0.10"), "total_price": Decimal("5.00"), "general_admission": False},
+    {
+        "user_metadata": {"note": "Ünïcode \u2028", "nested": {"list": [1.5, True, None]}},
+        "event_name": 'Ünïcode "quoted" \\ back\\slash\n\u2028 and a tab\t',
+        "restrictions": [{"nested": [1, None, "x"]}, "Obstructed view"],
+        "restriction_detail": "",
+    },
+]
+
+
+@pytest.mark.parametrize("changes", VARIANTS)
 def test_the_dumped_quote_is_what_djangos_fields_write_and_reads_back(changes):
     quote = Quote(**{**VALUES, **changes})
     raw = quote_cache.quote_dumps(quote)
@@ -83,3 +93,24 @@ def test_the_dumped_quote_is_what_djangos_fields_write_and_reads_back(changes):
     back = quote_cache.quote_loads(raw)
     for field in Quote._meta.concrete_fields:
         assert getattr(back, field.attname) == getattr(quote, field.attname), field.attname
+
+
+@pytest.mark.django_db
+def test_the_writer_writes_every_column_as_the_quote_holds_it(event):
+    partner = make_partner(name="Writer", email="writer@example.com").partner
+    row = Row.objects.select_related("section").get(section__event=event, name="B")
+    placed = {"partner_id": partner.pk, "event_id": event.pk, "section_id": row.section_id, "row_id": row.pk}
+    quotes = [
+        Quote(**{**VALUES, **placed, **changes, "id": VALUES["id"] + number})
+        for number, changes in enumerate(VARIANTS)
+    ]
+    gone = Quote(**{**VALUES, **placed, "id": VALUES["id"] + 100, "row_id": row.pk + 10_000})
+    for quote in [*quotes, gone]:
+        quote_cache.quote_pending_add(quote)
+
+    assert services.quotes_flush() == len(quotes) + 1
+    assert not Quote.objects.filter(pk=gone.pk).exists()  # its row is gone: dropped, as the writer always did
+    for quote in quotes:
+        written = Quote.objects.get(pk=quote.pk)
+        for field in Quote._meta.concrete_fields:
+            assert getattr(written, field.attname) == getattr(quote, field.attname), (quote.pk, field.attname)
