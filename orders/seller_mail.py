@@ -1,6 +1,10 @@
 """E-mails to the seller about an order, rendered from ``templates/emails/`` (text and HTML)."""
 
+import functools
+from datetime import date
+
 from django.conf import settings
+from django.utils import formats, translation
 
 from config.core.mail import send_templated_mail
 
@@ -34,15 +38,38 @@ def _seller_name(order: Order) -> str:
     return first.strip() if isinstance(first, str) else ""
 
 
+# The dates the e-mails show, as the template filter ``date`` writes them.
+LONG_DATE = "l, F j, Y"
+TIME_OF_DAY = "g:i A"
+
+
+@functools.lru_cache(maxsize=4096)
+def _formatted(value: date, form: str, language: str | None) -> str:
+    return formats.date_format(value, form)
+
+
+def dates_shown(value: date | None, form: str) -> str:
+    """``value`` as ``{{ value|date:form }}`` shows it ("" for none), formatted once per value, form and language:
+    a confirmation batch e-mails many orders of the same event, and Django's formatting looks up each name's
+    translation every time."""
+    if value is None:
+        return ""
+    return _formatted(value, form, translation.get_language())
+
+
 def _context(order: Order) -> dict:
     event = order.event
     venue = event.venue
+    local_starts_at = event.local_starts_at
     return {
         "order": order,
         "event": event,
         "venue": venue,
         "venue_place": ", ".join(part for part in (venue.city, venue.state, venue.country) if part),
-        "local_starts_at": event.local_starts_at,
+        "local_starts_at": local_starts_at,
+        "starts_on": dates_shown(local_starts_at, LONG_DATE),
+        "starts_at_time": dates_shown(local_starts_at, TIME_OF_DAY),
+        "deliver_by": dates_shown(order.in_hand_date, LONG_DATE),
         "event_timezone": event.timezone,
         "seller_name": _seller_name(order),
         "partner_name": order.partner.name,
