@@ -66,7 +66,6 @@ def _context(order: Order) -> dict:
         "event": event,
         "venue": venue,
         "venue_place": ", ".join(part for part in (venue.city, venue.state, venue.country) if part),
-        "local_starts_at": local_starts_at,
         "starts_on": dates_shown(local_starts_at, LONG_DATE),
         "starts_at_time": dates_shown(local_starts_at, TIME_OF_DAY),
         "deliver_by": dates_shown(order.in_hand_date, LONG_DATE),

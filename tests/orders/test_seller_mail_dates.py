@@ -10,6 +10,7 @@ from django.utils import timezone, translation
 
 from orders import seller_mail
 from orders.models import Order
+from orders.transfers.staff.mail import send_transfer_question
 from tests.conftest import make_partner
 from tests.orders.factories import make_order
 
@@ -63,13 +64,14 @@ def test_every_seller_email_shows_the_start_and_the_date_to_deliver_by():
     seller_mail.send_transfer_reminder(order=order, to="seller@example.com", why="recalled")
     seller_mail.send_transfer_partial(order=order, to="seller@example.com", detected=1, seats=["A1"])
     seller_mail.send_order_canceled(order=order, to="seller@example.com")
-    confirmation, reminder, partial, canceled = mail.outbox
+    send_transfer_question(order=order, question="Which seats did you send?")
+    confirmation, reminder, partial, canceled, question = mail.outbox
     for message in (confirmation, reminder):
         for text in (message.body, message.alternatives[0][0]):
             assert f"{shown['start']} at {shown['time']}" in text
     for message in (confirmation, reminder, partial):
         for text in (message.body, message.alternatives[0][0]):
             assert shown["deliver_by"] in text
-    for message in (partial, canceled):
+    for message in (partial, canceled, question):
         for text in (message.body, message.alternatives[0][0]):
             assert f"({shown['start']}, {order.event.venue.name})" in text

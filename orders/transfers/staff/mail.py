@@ -9,7 +9,7 @@ from django.conf import settings
 
 from config.core.mail import send_templated_mail
 from orders.models import Order
-from orders.seller_mail import seller_recipient
+from orders.seller_mail import LONG_DATE, dates_shown, seller_recipient
 
 
 def send_transfer_question(*, order: Order, question: str) -> str:
@@ -27,7 +27,7 @@ def send_transfer_question(*, order: Order, question: str) -> str:
             "order": order,
             "event": event,
             "venue": event.venue,
-            "local_starts_at": event.local_starts_at,
+            "starts_on": dates_shown(event.local_starts_at, LONG_DATE),
             "question": question,
             "partner_name": order.partner.name,
             "support_email": settings.DEFAULT_FROM_EMAIL,
