@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import psycopg
 import requests
 
 from bench.client import PartnerClient, Target, discover_targets, make_pdf
@@ -90,6 +91,12 @@ MEMORY_TARGET_MIB = 5.0
 # The HTTP metrics middleware (config/core/metrics.py) may cost the events list at most this share.
 METRICS_COST_TARGET = 0.05
 EVENTS_PATH = "/v1/events?limit=20"
+
+
+def autovacuum_off(database_url: str) -> bool:
+    """The server of ``database_url`` runs without autovacuum (a CI machine's setting, never production's)."""
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        return connection.execute("SHOW autovacuum").fetchone()[0] == "off"
 
 
 def log(message: str) -> None:
@@ -166,6 +173,14 @@ class Bench:
     def setup_stack(self, stack: Stack, *, events: int, partners: int, label: str) -> dict:
         log(f"{label}: fresh database {stack.database}, migrate")
         stack.prepare()
+        if autovacuum_off(stack.database_url):
+            note = (
+                "this PostgreSQL runs with autovacuum off: nothing vacuums or analyzes the bench's tables during "
+                "the run, so the writes (orders, the flow) meet dead rows and plans without statistics, which a "
+                "production server's autovacuum clears"
+            )
+            self.notes.append(note)
+            log(f"{label}: {note}")
         seeded = stack.seed(events, seed=1)
         if not seeded:
             self.notes.append("seed_catalog is not available in this build: catalog scenarios skipped.")
