@@ -56,24 +56,17 @@ def _client() -> APIClient:
     return client
 
 
-def _quotes_kept(client: APIClient, row, count: int) -> None:
-    body = {"event_id": row.section.event.event_id, "section_name": row.section.name, "row_name": row.name}
-    for _ in range(count):
-        response = client.post("/v1/quotes", {**body, "quantity": 1}, format="json")
-        assert response.status_code == 201, response.content
-
-
 @pytest.mark.django_db(transaction=True)
 def test_worker_cpu_per_quote_written(settings):
     celery_app.conf.task_always_eager = False
     settings.RATE_LIMIT_PER_MINUTE = 10**9
     client = _client()
     row = order_row(available_quantity=10**7)
-    _quotes_kept(client, row, 50)
+    _quotes(client, row, 50, written=False)
     quote_services.quotes_flush_all()
     own, database = [], []
     for _ in range(ROUNDS):
-        _quotes_kept(client, row, QUOTES)
+        _quotes(client, row, QUOTES, written=False)
         started, backend = time.process_time(), _backend_seconds()
         assert quote_services.quotes_flush(limit=QUOTES) == QUOTES
         own.append((time.process_time() - started) / QUOTES * 1e6)
