@@ -173,7 +173,7 @@ def order_notifications_record(
         rawsql.insert(notifications[0])
         notification_dispatch_after_commit(notification=notifications[0])
     else:
-        Notification.objects.bulk_create(notifications)
+        rawsql.insert_many(notifications)
         notifications_dispatch_after_commit(notifications=notifications)
     return notifications
 

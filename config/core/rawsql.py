@@ -20,7 +20,23 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from django.db import connections
-from django.db.models import Field, Model
+from django.db.models import (
+    AutoField,
+    BigAutoField,
+    BigIntegerField,
+    BooleanField,
+    CharField,
+    DateTimeField,
+    Field,
+    ForeignKey,
+    IntegerField,
+    Model,
+    PositiveBigIntegerField,
+    PositiveIntegerField,
+    PositiveSmallIntegerField,
+    SmallIntegerField,
+    TextField,
+)
 
 
 class Columns(NamedTuple):
@@ -34,7 +50,56 @@ class Columns(NamedTuple):
 
 
 _columns: dict[tuple[type[Model], str], Columns] = {}
-_statements: dict[tuple[type[Model], str, bool], str] = {}
+_statements: dict[tuple, str] = {}
+_kinds: dict[tuple[type[Model], str], tuple[list[type | None], list[Any], list[bool]]] = {}
+
+# Fields (these exact classes, not subclasses) whose ``pre_save`` is Field's (the attribute) and whose
+# ``get_db_prep_save`` gives back a value of this exact type as it is (an aware datetime for DateTimeField), or
+# for an integer column, as the backend's type of that column's integers (psycopg's ``Int4`` for an
+# IntegerField, as Django's ``adapt_integerfield_value`` gives it), so :func:`values` takes it without the
+# field's steps. Any other value of theirs (a string in an integer field, a naive datetime, an expression) is
+# prepared by the field, as every value of any other field is.
+_AS_THEY_ARE: dict[type[Field], type] = {
+    CharField: str,
+    TextField: str,
+    IntegerField: int,
+    BigIntegerField: int,
+    SmallIntegerField: int,
+    PositiveIntegerField: int,
+    PositiveBigIntegerField: int,
+    PositiveSmallIntegerField: int,
+    AutoField: int,
+    BigAutoField: int,
+    BooleanField: bool,
+}
+
+
+def _kind(field: Field, using: str) -> tuple[type | None, Any]:
+    """The type of value ``field`` takes as it is, and what it then wraps such a value in (``None``: nothing)."""
+    if type(field) is ForeignKey:
+        return _kind(field.target_field, using)
+    if type(field) is DateTimeField and not (field.auto_now or field.auto_now_add):
+        return datetime, None
+    kind = _AS_THEY_ARE.get(type(field))
+    if kind is not int or type(field) in (AutoField, BigAutoField):  # an auto field's value is not wrapped
+        return kind, None
+    wrap = getattr(connections[using].ops, "integerfield_type_map", {}).get(field.get_internal_type())
+    return (int, wrap) if wrap is not None else (None, None)
+
+
+def _field_kinds(model: type[Model], using: str) -> tuple[list[type | None], list[Any], list[bool]]:
+    """Per insert column: the type of value it takes as it is (``None``: every value is prepared), what it
+    wraps it in, and whether it is a JSON column (built once per model and database)."""
+    found = _kinds.get((model, using))
+    if found is None:
+        fields = columns(model, using=using).fields
+        kinds = [_kind(f, using) for f in fields]
+        found = _kinds[(model, using)] = (
+            [kind for kind, _wrap in kinds],
+            [wrap for _kind, wrap in kinds],
+            [f.get_internal_type() == "JSONField" for f in fields],
+        )
+    return found
 
 
 def columns(model: type[Model], *, using: str = "default") -> Columns:
@@ -69,9 +134,10 @@ def json_row(obj: Model, *, using: str = "default", with_pk: bool = False) -> st
     prepared = values(obj, using=using)
     if prepared is None:
         return None
+    _kinds_of, _wraps, is_json = _field_kinds(type(obj), using)
     row = {
-        f.column: getattr(obj, f.attname) if f.get_internal_type() == "JSONField" else value
-        for f, value in zip(fields, prepared, strict=True)
+        f.column: getattr(obj, f.attname) if json else value
+        for f, json, value in zip(fields, is_json, prepared, strict=True)
     }
     if with_pk:
         row[obj._meta.pk.column] = obj.pk
@@ -81,13 +147,32 @@ def json_row(obj: Model, *, using: str = "default", with_pk: bool = False) -> st
 def values(obj: Model, *, using: str = "default") -> list[Any] | None:
     """The parameters that insert ``obj``, in the order of :func:`columns`, each prepared by its field
     (``pre_save``, so ``auto_now_add`` and defaults apply, then ``get_db_prep_save``); ``None`` when a value
-    is an expression, which only the ORM can save."""
-    connection = connections[using]
+    is an expression, which only the ORM can save. A value those two steps would give back unchanged (a string
+    of a ``CharField``, an aware datetime of a ``DateTimeField``: ``_AS_THEY_ARE``) is taken as it is."""
     fields = columns(type(obj), using=using).fields
-    raw = [f.pre_save(obj, True) for f in fields]
-    if any(hasattr(value, "resolve_expression") for value in raw):
-        return None
-    return [f.get_db_prep_save(value, connection) for f, value in zip(fields, raw, strict=True)]
+    kinds, wraps, _json = _field_kinds(type(obj), using)
+    raw = [
+        f.pre_save(obj, True) if kind is None else getattr(obj, f.attname)
+        for f, kind in zip(fields, kinds, strict=True)
+    ]
+    to_prepare = []
+    for i, (f, kind, wrap, value) in enumerate(zip(fields, kinds, wraps, raw, strict=True)):
+        if kind is not None:
+            if value is None:
+                if f.null:
+                    continue
+            elif type(value) is kind and (kind is not datetime or value.tzinfo is not None):
+                if wrap is not None:
+                    raw[i] = wrap(value)
+                continue
+        if hasattr(value, "resolve_expression"):
+            return None
+        to_prepare.append(i)
+    if to_prepare:
+        connection = connections[using]
+        for i in to_prepare:
+            raw[i] = fields[i].get_db_prep_save(raw[i], connection)
+    return raw
 
 
 def saved(obj: Model, pk: Any, *, using: str = "default") -> Model:
@@ -122,6 +207,47 @@ def insert(obj: Model, *, using: str = "default", with_pk: bool = False) -> Mode
         cursor.execute(sql, params)
         (pk,) = cursor.fetchone()
     return saved(obj, pk, using=using)
+
+
+def insert_many(
+    objs: Sequence[Model], *, using: str = "default", ignore_conflicts: bool = False
+) -> list[Model]:
+    """INSERT ``objs`` (new instances of one model, their primary keys made by the database) in one statement,
+    as ``bulk_create`` does, and return them. Their values (:func:`json_row`) go as one JSON array that
+    PostgreSQL reads back with ``jsonb_populate_recordset``: one parameter, where ``bulk_create`` sends an
+    array per column that the driver builds value by value. The rows are inserted in the order of ``objs`` and
+    each gets its primary key from ``RETURNING``, in that order, as ``bulk_create`` gives them on PostgreSQL.
+    ``ignore_conflicts``: a row that conflicts is skipped (``ON CONFLICT DO NOTHING``) and no instance gets its
+    key, as with ``bulk_create``. A value that is an expression sends the whole batch through ``bulk_create``."""
+    if not objs:
+        return []
+    model = type(objs[0])
+    rows = [json_row(obj, using=using) for obj in objs]
+    if any(row is None for row in rows) or any(type(obj) is not model for obj in objs):
+        return model._default_manager.using(using).bulk_create(objs, ignore_conflicts=ignore_conflicts)
+    key = (model, using, "many", ignore_conflicts)
+    sql = _statements.get(key)
+    if sql is None:
+        table, names, _fields, pk = columns(model, using=using)
+        # Names from the model's metadata, every value in the one parameter.
+        sql = (
+            f"INSERT INTO {table} ({names}) SELECT {names}"  # noqa: S608
+            f" FROM jsonb_populate_recordset(NULL::{table}, %s::jsonb) WITH ORDINALITY ORDER BY ordinality"
+            + (" ON CONFLICT DO NOTHING" if ignore_conflicts else f" RETURNING {pk}")
+        )
+        _statements[key] = sql
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, ["[" + ",".join(rows) + "]"])
+        if ignore_conflicts:
+            for obj in objs:
+                obj._state.adding, obj._state.db = False, using
+            return list(objs)
+        pks = [pk for (pk,) in cursor.fetchall()]
+    if len(pks) != len(objs):
+        raise RuntimeError(f"{len(objs)} rows inserted, {len(pks)} keys returned")
+    for obj, pk in zip(objs, pks, strict=True):
+        saved(obj, pk, using=using)
+    return list(objs)
 
 
 class Select:

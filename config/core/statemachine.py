@@ -25,6 +25,8 @@ from django.db import models, transaction
 from django.db.models.signals import post_save, pre_save
 from django.utils import timezone
 
+from config.core import rawsql
+
 M = TypeVar("M", bound=models.Model)
 
 REASON_MAX_LENGTH = 500
@@ -212,7 +214,7 @@ class StateMachine:
         if self.history is None or not rows:
             return []
         at = at or timezone.now()
-        return self.history._default_manager.bulk_create(
+        return rawsql.insert_many(
             [
                 self.history(
                     **{f"{self.history_fk}_id": obj.pk},

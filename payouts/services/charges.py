@@ -58,7 +58,7 @@ def orders_charge(*, orders: list) -> dict[int, Charge | PaymentError]:
     if missing:
         platform_name = get_platform().name
         # The unique order column backs the row locks: a second charge of an order fails the batch's statement.
-        for charge in Charge.objects.bulk_create(
+        for charge in rawsql.insert_many(
             [
                 Charge(
                     order_id=order.pk,

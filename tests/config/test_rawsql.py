@@ -143,3 +143,154 @@ def test_update_many_writes_each_rows_own_values_in_one_statement(event):
         Row.objects.filter(section__event=event).order_by("name").values_list("offer_price", "restrictions")
     ) == [(Decimal("10.05"), ["Aisle"]), (Decimal("20.10"), [])]
     assert rawsql.update_many([], ["offer_price"]) == 0
+
+
+CANDIDATES = (
+    None,
+    "",
+    "text",
+    "12",
+    0,
+    12,
+    True,
+    False,
+    Decimal("1.50"),
+    datetime.now(UTC) - timedelta(days=3),
+    (datetime.now(UTC) - timedelta(days=3)).replace(tzinfo=None),  # naive: the field warns and makes it aware
+)
+
+
+def _prepared_by_the_fields(obj) -> list:
+    fields = rawsql.columns(type(obj)).fields
+    return [f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_values_are_what_every_field_prepares_for_every_kind_of_value():
+    """``rawsql.values`` takes some values as they are: for every model and every insert column, each kind of
+    value gives what the field's own ``pre_save`` and ``get_db_prep_save`` give, of the same type (or fails as
+    they fail)."""
+    from django.apps import apps
+
+    checked = taken_as_they_are = 0
+    for model in apps.get_models():
+        if model._meta.proxy or not model._meta.managed:
+            continue
+        fields = rawsql.columns(model).fields
+        kinds, _wraps, _json = rawsql._field_kinds(model, "default")
+        for i, field in enumerate(fields):
+            if (
+                field.get_internal_type() == "JSONField"
+                or getattr(field, "auto_now", False)
+                or getattr(field, "auto_now_add", False)
+            ):
+                continue  # a JSON value is written as it is; an auto_now(_add) field's pre_save sets the time
+            for value in CANDIDATES:
+                obj = model()
+                setattr(obj, field.attname, value)
+                try:
+                    expected = _prepared_by_the_fields(obj)[i]
+                except Exception as exc:  # noqa: BLE001 - the same failure, whatever it is
+                    with pytest.raises(type(exc)):
+                        rawsql.values(obj)
+                    continue
+                got = rawsql.values(obj)[i]
+                assert (got, type(got)) == (expected, type(expected)), (model, field.name, value)
+                checked += 1
+                taken_as_they_are += kinds[i] is not None and type(value) is kinds[i]
+    assert checked > 1000 and taken_as_they_are > 300, (checked, taken_as_they_are)
+
+
+def _notifications(order, *, tag: str, count: int = 5, at: datetime | None = None) -> list:
+    from orders.models import Notification
+
+    at = at or datetime.now(UTC) - timedelta(minutes=5)
+    return [
+        Notification(
+            partner_id=order.partner_id,
+            livemode=order.livemode,
+            type=Notification.Type.ORDER_STATUS_CHANGED,
+            order_id=order.pk,
+            created_at=at + timedelta(seconds=n),
+            payload={
+                "n": n,
+                "tag": tag,
+                "text": 'quote " backslash \\ line\nend',
+                "nested": {"a": [1, None, 2.5]},
+            },
+        )
+        for n in range(count)
+    ]
+
+
+def _stored(rows) -> list[dict]:
+    from orders.models import Notification
+
+    found = Notification.objects.in_bulk([row.pk for row in rows])
+    return [
+        {
+            f.attname: getattr(found[row.pk], f.attname)
+            for f in Notification._meta.concrete_fields
+            if f.attname not in ("id", "notification_id")
+        }
+        for row in rows
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_insert_many_writes_what_bulk_create_writes_each_row_keyed_in_its_order():
+    from orders.models import Notification
+    from tests.conftest import make_partner
+    from tests.orders.factories import make_order
+
+    order = make_order(make_partner().partner)
+    at = datetime.now(UTC) - timedelta(minutes=5)
+    ours = rawsql.insert_many(_notifications(order, tag="same", at=at))
+    theirs = Notification.objects.bulk_create(_notifications(order, tag="same", at=at))
+    assert all(row.pk is not None and not row._state.adding for row in ours)
+    assert [row.pk for row in ours] == sorted(row.pk for row in ours)
+    # Each instance got the key of its own row: its payload says which it is.
+    assert [Notification.objects.get(pk=row.pk).payload["n"] for row in ours] == [0, 1, 2, 3, 4]
+    assert _stored(ours) == _stored(theirs)
+    assert [row.notification_id for row in ours] == [
+        Notification.objects.get(pk=row.pk).notification_id for row in ours
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_insert_many_skips_a_conflicting_row_when_told_and_fails_the_batch_otherwise():
+    from django.db import IntegrityError
+
+    from orders.models import Notification
+    from tests.conftest import make_partner
+    from tests.orders.factories import make_order
+
+    order = make_order(make_partner().partner)
+    (first,) = rawsql.insert_many(_notifications(order, tag="first", count=1))
+    again = _notifications(order, tag="again", count=2)
+    again[0].notification_id = first.notification_id
+    before = Notification.objects.count()
+    rawsql.insert_many(again, ignore_conflicts=True)
+    assert Notification.objects.count() == before + 1
+    assert Notification.objects.get(notification_id=first.notification_id).payload["tag"] == "first"
+    clash = _notifications(order, tag="clash", count=2)
+    clash[1].notification_id = first.notification_id
+    with pytest.raises(IntegrityError):
+        rawsql.insert_many(clash)
+    assert Notification.objects.count() == before + 1
+
+
+@pytest.mark.django_db
+def test_insert_many_of_a_value_that_is_an_expression_goes_through_bulk_create():
+    from django.db.models.functions import Now
+
+    from orders.models import Notification
+    from tests.conftest import make_partner
+    from tests.orders.factories import make_order
+
+    order = make_order(make_partner().partner)
+    rows = _notifications(order, tag="now", count=2)
+    rows[1].created_at = Now()
+    written = rawsql.insert_many(rows)
+    assert [row.pk is not None for row in written] == [True, True]
+    assert Notification.objects.filter(pk__in=[row.pk for row in written]).count() == 2

@@ -16,6 +16,8 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from config.core import rawsql
+
 from ...errors import AuthorizationFailed, PaymentError, PlatformError, PlatformUnavailable
 from ...sandbox.models import (
     SandboxAccount,
@@ -256,7 +258,7 @@ class SandboxPlatform(PaymentPlatform):
         if new:
             # The unique key decides between concurrent charges under one key: the first one stays, the
             # others insert nothing, and everyone reads back the same charge.
-            SandboxCharge.objects.bulk_create(new.values(), ignore_conflicts=True)
+            rawsql.insert_many(list(new.values()), ignore_conflicts=True)
             charges.update(
                 (charge.idempotency_key, charge)
                 for charge in SandboxCharge.objects.select_related("card").filter(idempotency_key__in=new)
