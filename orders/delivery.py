@@ -12,7 +12,7 @@ import logging
 
 from django.db import DatabaseError, connection, transaction
 
-from config.core import retrying
+from config.core import rawsql, retrying
 from config.core.pending import redis_backend
 from config.core.retrying import DB_ERRORS, TRANSIENT_ERRORS
 
@@ -195,7 +195,7 @@ def _record(receipts: list[NotificationReceipt], notification_pks: list[int]) ->
     with transaction.atomic():
         if receipts:
             # Two deliveries of one notification at once may both finish: the unique receipt keeps one row.
-            NotificationReceipt.objects.bulk_create(receipts, ignore_conflicts=True)
+            rawsql.insert_many(receipts, ignore_conflicts=True)
         mark_dispatched(notification_pks)
     receipts.clear()
 
@@ -206,7 +206,7 @@ def _receipts_write_logged(receipts: list[NotificationReceipt]) -> None:
     if not receipts:
         return
     try:
-        NotificationReceipt.objects.bulk_create(receipts, ignore_conflicts=True)
+        rawsql.insert_many(receipts, ignore_conflicts=True)
         receipts.clear()
     except Exception:
         logger.warning(
