@@ -1,6 +1,7 @@
 """Reads on orders and notifications, always scoped to the calling partner and the mode of its token
 (``ModeScopedQuerySet.for_principal``): an object of the other mode is as unknown as a missing one."""
 
+import functools
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -186,11 +187,18 @@ def _deadline_dates(deadline: str, local_today: date) -> tuple[date | None, date
     return local_today, local_today + timedelta(days=TRANSFER_DUE_DAYS)
 
 
+@functools.lru_cache(maxsize=1024)
+def _zone(name: str) -> ZoneInfo:
+    """A venue's time zone, kept: ``ZoneInfo`` keeps only the last eight zones for sure, so a count over the
+    orders of venues in more zones than that read their files again and again."""
+    return ZoneInfo(name)
+
+
 def transfer_deadline(*, in_hand: date, zone: str, now: datetime) -> str | None:
     """Where an order awaiting transfer stands by its in-hand date at its venue (the venue's date, as the expiry
     run reads it, never UTC's): ``OVERDUE`` once the date is past, ``DUE_SOON`` on it or in the two days before
     it, else ``None``."""
-    local_today = now.astimezone(ZoneInfo(zone)).date()
+    local_today = now.astimezone(_zone(zone)).date()
     for deadline in (OVERDUE, DUE_SOON):
         first, last = _deadline_dates(deadline, local_today)
         if (first is None or in_hand >= first) and in_hand <= last:
@@ -213,7 +221,7 @@ def transfer_deadline_filter(deadline: str, *, now: datetime) -> Q:
     )
     condition = Q(pk__in=[])
     for zone in zones:
-        first, last = _deadline_dates(deadline, now.astimezone(ZoneInfo(zone)).date())
+        first, last = _deadline_dates(deadline, now.astimezone(_zone(zone)).date())
         dates = Q(in_hand_date__lte=last) if first is None else Q(in_hand_date__range=(first, last))
         condition |= Q(event__timezone=zone) & dates
     return Q(status=Order.Status.AWAITING_TRANSFER) & condition
