@@ -248,3 +248,24 @@ def test_staff_without_order_access_see_no_business_figures(db):
     response = client.get("/admin/")
     assert response.status_code == 200
     assert 'data-testid="staff-dashboard"' not in response.content.decode()
+
+
+def test_the_transfer_queues_read_each_venue_zone_once_however_many_zones():
+    """The queues' count looks up a venue's zone per (zone, in-hand date) group: over more zones than ZoneInfo keeps
+    for sure (eight), each zone's file is read once, not once a group."""
+    from orders import selectors
+
+    zones = [
+        "Europe/Lisbon", "Europe/Paris", "Europe/Berlin", "Europe/Athens", "America/New_York", "America/Chicago",
+        "America/Denver", "America/Los_Angeles", "Asia/Tokyo", "Australia/Sydney", "Africa/Lagos", "Pacific/Auckland",
+    ]  # fmt: skip
+    now = datetime.now(UTC)
+    selectors._zone.cache_clear()
+    expected = {}
+    for _ in range(3):
+        for n, zone in enumerate(zones):
+            in_hand = (now + timedelta(days=n % 4 - 1)).date()
+            found = selectors.transfer_deadline(in_hand=in_hand, zone=zone, now=now)
+            assert expected.setdefault((zone, in_hand), found) == found
+    assert selectors._zone.cache_info().misses == len(zones)
+    assert selectors._zone(zones[0]) is selectors._zone(zones[0])
