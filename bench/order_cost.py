@@ -41,6 +41,13 @@ def _cpu_ms(call) -> float:
     return (time.process_time() - started) * 1000
 
 
+def authenticated_client() -> APIClient:
+    """A test client with the bearer token of a new partner (with payment methods)."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, make_partner())}")
+    return client
+
+
 def _quotes(client: APIClient, row, count: int, *, written: bool = True) -> list[str]:
     """``count`` quotes of ``row`` made by ``POST /v1/quotes``; with ``written``, the batched writer then copies them
     to the database (else they wait in Redis for it)."""
@@ -65,9 +72,7 @@ def test_web_cpu_per_order(settings):
     celery_app.conf.task_always_eager = False
     # As in the bench: the limiter counts every request but never refuses one.
     settings.RATE_LIMIT_PER_MINUTE = 10**9
-    creds = make_partner()
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, creds)}")
+    client = authenticated_client()
     row = order_row(available_quantity=10**7)
     bodies = [
         encode_multipart(

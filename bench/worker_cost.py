@@ -21,15 +21,13 @@ import time
 import pytest
 from django.db import connection
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
-from rest_framework.test import APIClient
 
-from bench.order_cost import _quotes
+from bench.order_cost import _quotes, authenticated_client
 from config.celery import app as celery_app
 from orders import seller_mail
 from orders.models import Order
 from payouts.lifecycle import confirmation
 from quotes import services as quote_services
-from tests.conftest import issue_token, make_partner
 from tests.orders.factories import order_row
 
 QUOTES = 2000
@@ -50,17 +48,11 @@ def _backend_seconds() -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _client() -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(client, make_partner())}")
-    return client
-
-
 @pytest.mark.django_db(transaction=True)
 def test_worker_cpu_per_quote_written(settings):
     celery_app.conf.task_always_eager = False
     settings.RATE_LIMIT_PER_MINUTE = 10**9
-    client = _client()
+    client = authenticated_client()
     row = order_row(available_quantity=10**7)
     _quotes(client, row, 50, written=False)
     quote_services.quotes_flush_all()
@@ -86,7 +78,7 @@ def test_worker_cpu_per_order_confirmed(settings, tmp_path):
     settings.RATE_LIMIT_PER_MINUTE = 10**9
     settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path)
-    client = _client()
+    client = authenticated_client()
     row = order_row(available_quantity=10**7)
     for quote_id in _quotes(client, row, ORDERS):
         fields = {"quote_id": quote_id, "delivery_type": "mobile_transfer", "is_ready_to_deliver": "true"}

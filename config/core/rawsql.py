@@ -223,7 +223,7 @@ def insert_many(
         return []
     model = type(objs[0])
     rows = [json_row(obj, using=using) for obj in objs]
-    if any(row is None for row in rows) or any(type(obj) is not model for obj in objs):
+    if None in rows:
         return model._default_manager.using(using).bulk_create(objs, ignore_conflicts=ignore_conflicts)
     key = (model, using, "many", ignore_conflicts)
     sql = _statements.get(key)
