@@ -158,7 +158,7 @@ class OrderListCreateView(APIView):
         )
         return Response(
             {
-                "results": OrderSerializer(page.results, many=True).data,
+                "results": [order_output(order) for order in page.results],
                 "has_more": page.has_more,
                 "next_cursor": page.next_cursor,
             }
