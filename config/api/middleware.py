@@ -10,6 +10,7 @@ from config.logging import request_id_var
 
 from . import errors
 from .envelope import error_json_response
+from .headers import put
 
 _PRINTABLE = set(string.printable) - set("\t\n\r\x0b\x0c")
 
@@ -43,7 +44,7 @@ class RequestIdMiddleware:
 def with_request_id(request: HttpRequest, get_response) -> HttpResponse:
     """``get_response(request)`` under the request's id, answered with ``X-Request-ID`` and, once the request
     was counted, the rate-limit headers (the request id middleware, and the reads' own path:
-    config/api/routing.py)."""
+    config/api/routes.py)."""
     request_id = _client_request_id(request.META.get("HTTP_X_REQUEST_ID")) or new_request_id()
     request.request_id = request_id
     token = request_id_var.set(request_id)
@@ -51,11 +52,11 @@ def with_request_id(request: HttpRequest, get_response) -> HttpResponse:
         response = get_response(request)
     finally:
         request_id_var.reset(token)
-    response["X-Request-ID"] = request_id
+    put(response, "X-Request-ID", request_id)
     state = getattr(request, "ratelimit", None)
     if state is not None:
         for name, value in state.headers().items():
-            response[name] = value
+            put(response, name, value)
     return response
 
 

@@ -6,8 +6,9 @@ connection (a page not stored yet is read from the database), the security heade
 ``Content-Length`` (Django's common middleware) and ``X-Frame-Options``. The chunked-body reader, the static
 files, the body limit, idempotency and the pages' middleware have nothing to do for it. ``RouteMiddleware``,
 first in ``MIDDLEWARE``, resolves such a request's URL once and runs those in one place, in the order and with
-the exception handling the chain gives them, then the view; the URL is not resolved again. Every other request
-goes down the whole chain. The route of a path is kept per process (a bounded cache): a catalog path is
+the exception handling the chain gives them, then the view; the URL is not resolved again. Their response hooks
+add what they add without Django's checks of each header (``config.api.headers``). Every other request goes
+down the whole chain. The route of a path is kept per process (a bounded cache): a catalog path is
 resolved once.
 
 A view offers the short path with :func:`short_path` (the methods it serves so). At start-up the middleware
@@ -44,6 +45,7 @@ from django.urls.resolvers import RoutePattern
 from config.core import metrics
 from config.core.dbretry import with_retry
 
+from .headers import ResponseHooks
 from .idempotency import META_KEY
 from .middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware, with_request_id
 
@@ -125,6 +127,7 @@ class RouteMiddleware:
         self.security = SecurityMiddleware(get_response)
         self.common = CommonMiddleware(get_response)
         self.xframe = XFrameOptionsMiddleware(get_response)
+        self.hooks = ResponseHooks(self.xframe, self.common, self.security)
         # The common middleware's request hook is the host check alone unless these ask for more.
         self.host_check_only = not settings.DISALLOWED_USER_AGENTS and not settings.PREPEND_WWW
         # A body's readers, in their places: the chunked body before the retry, the limit after security.
@@ -176,16 +179,16 @@ class RouteMiddleware:
 
     def _secured(self, request: HttpRequest) -> HttpResponse:
         response = self.security.process_request(request) or self._common(request)
-        return self.security.process_response(request, response)
+        return self.hooks.secured(request, response)
 
     def _secured_body(self, request: HttpRequest) -> HttpResponse:
         response = self.security.process_request(request) or self.body_limit(request)
-        return self.security.process_response(request, response)
+        return self.hooks.secured(request, response)
 
     def _common(self, request: HttpRequest) -> HttpResponse:
         try:
             response = self._common_request(request) or self._framed(request)
-            return self.common.process_response(request, response)
+            return self.hooks.common_done(request, response)
         except Exception as exc:
             return response_for_exception(request, exc)
 
@@ -211,7 +214,7 @@ class RouteMiddleware:
                 response = response.render()  # DRF's answer, as Django's handler renders it
         except Exception as exc:
             response = response_for_exception(request, exc)
-        return self.xframe.process_response(request, response)
+        return self.hooks.framed(request, response)
 
 
 # The (Host, X-Forwarded-Host) pairs the host check allowed, in this process.
