@@ -1,7 +1,14 @@
 """quotes.codec: authenticated encryption of quote ids."""
 
-import pytest
+import base64
+import hashlib
+import hmac
+import struct
 
+import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from config.core.keys import derive_key
 from quotes.codec import decode_quote_id, encode_quote_id
 
 
@@ -11,6 +18,23 @@ def test_quote_id_round_trips_and_is_url_safe():
         assert token.startswith("qte_")
         assert all(c.isalnum() or c in "-_" for c in token)
         assert decode_quote_id(token) == pk
+
+
+def test_an_id_is_sealed_as_its_format_says(settings):
+    """The nonce is the first 12 bytes of HMAC-SHA256 of the plaintext under the nonce key; the id is the nonce and
+    the AES-256-GCM ciphertext, base64url without padding: an id given out before stays the same."""
+    settings.QUOTE_ENCRYPTION_KEY = "a key of this test"
+    plaintext = struct.pack(">Q", 4242)
+    nonce = hmac.new(
+        derive_key(settings.QUOTE_ENCRYPTION_KEY, "quote-id-nonce-v1"), plaintext, hashlib.sha256
+    )
+    nonce = nonce.digest()[:12]
+    sealed = AESGCM(derive_key(settings.QUOTE_ENCRYPTION_KEY, "quote-id-v1")).encrypt(
+        nonce, plaintext, b"quote-id-v1"
+    )
+    expected = "qte_" + base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
+    assert encode_quote_id(4242) == expected
+    assert decode_quote_id(expected) == 4242
 
 
 def test_quote_id_is_stable_per_quote_and_unrelated_between_quotes():
