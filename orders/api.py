@@ -32,6 +32,7 @@ from .notification_serializers import (
     NotificationListSerializer,
     NotificationSerializer,
 )
+from .output import order_output
 from .serializers import (
     OrderCancelSerializer,
     OrderCreateSerializer,
@@ -39,7 +40,6 @@ from .serializers import (
     OrderListParamsSerializer,
     OrderListSerializer,
     OrderSerializer,
-    order_output,
     too_large_error,
 )
 from .uploads import TicketPdfUploadHandler

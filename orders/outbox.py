@@ -84,7 +84,7 @@ def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = No
     ``history``: the order's whole status history, when the caller has just written all of it (creation:
     the order and its one history row, with their event, are in memory as inserted); otherwise both are
     read again in the caller's transaction."""
-    from .serializers import order_detail_output  # serializers import the API layer's errors
+    from .output import order_detail_output  # the serializers import the API layer's errors
 
     if history is None:
         order = Order.objects.select_related("event", "transfer_progress").get(pk=order.pk)

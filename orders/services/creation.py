@@ -44,7 +44,7 @@ from quotes.services import quote_consume_sql
 
 from .. import dispatch, errors, outbox
 from ..models import Notification, Order, OrderStatusHistory
-from ..serializers import order_detail_output
+from ..output import order_detail_output
 from ..uploads import ticket_pdf_delete, ticket_pdf_store
 
 S = Order.Status

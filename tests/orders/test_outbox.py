@@ -285,7 +285,8 @@ def test_the_creation_notification_shows_the_order_as_read_back(partner):
 
 
 def test_the_order_output_is_the_serializers(partner):
-    from orders.serializers import OrderDetailSerializer, OrderSerializer, order_detail_output, order_output
+    from orders.output import order_detail_output, order_output
+    from orders.serializers import OrderDetailSerializer, OrderSerializer
 
     order = Order.objects.select_related("event").get(pk=create_order(partner).pk)
     assert order_output(order) == OrderSerializer(order).data

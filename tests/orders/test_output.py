@@ -8,7 +8,8 @@ import pytest
 from django.utils import timezone
 
 from orders.models import Order
-from orders.serializers import OrderDetailSerializer, OrderSerializer, order_detail_output, order_output
+from orders.output import order_detail_output, order_output
+from orders.serializers import OrderDetailSerializer, OrderSerializer
 from orders.services import order_cancel, order_transition
 from orders.transfers.models import TransferProgress
 
