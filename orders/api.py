@@ -32,7 +32,7 @@ from .notification_serializers import (
     NotificationListSerializer,
     NotificationSerializer,
 )
-from .output import order_output
+from .output import order_detail_output, order_output
 from .serializers import (
     OrderCancelSerializer,
     OrderCreateSerializer,
@@ -260,7 +260,7 @@ class OrderDetailView(APIView):
     def get(self, request, order_id: str):
         order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
-        return Response(OrderDetailSerializer(order).data)
+        return Response(order_detail_output(order))
 
 
 class OrderCancelView(APIView):
@@ -300,7 +300,7 @@ class OrderCancelView(APIView):
         )
         order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
-        return Response(OrderDetailSerializer(order).data)
+        return Response(order_detail_output(order))
 
 
 class NotificationListView(APIView):

@@ -58,7 +58,7 @@ def _choice(value):
 
 def _order_fields(order: Order) -> dict:
     """What ``OrderSerializer`` renders of ``order``, field by field in its order, each as its field converts it
-    (a ``None`` as ``None``, as the serializer leaves it): building nothing per field, about a tenth of the
+    (a ``None`` as ``None``, as the serializer leaves it): building nothing per field, about a third of the
     serializer's time. ``tests/orders/test_output.py`` holds them equal over orders in every state."""
     transfer = order.transfer
     in_hand_date = order.in_hand_date

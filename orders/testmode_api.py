@@ -14,6 +14,7 @@ from config.api.validation import JSONBodySerializer
 from partners.authentication import HasRequiredScope, TestModeOnly
 
 from . import examples, selectors, testmode
+from .output import order_detail_output
 from .serializers import OrderDetailSerializer
 
 ADVANCE_DESCRIPTION = """\
@@ -86,4 +87,4 @@ class OrderAdvanceView(APIView):
             raise exc.api_error() from exc
         order = selectors.order_get_for_partner(principal=request.user, order_id=order_id)
         order.history_rows = selectors.order_status_history(order=order)
-        return Response(OrderDetailSerializer(order).data)
+        return Response(order_detail_output(order))
