@@ -7,13 +7,14 @@ set-password link) and an address is personal data.
 """
 
 import logging
-import secrets
 from email.message import Message
 from email.policy import Compat32
 from typing import Any
 
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+
+from . import mime
 
 logger = logging.getLogger(__name__)
 
@@ -43,32 +44,26 @@ ONE_LINE_HEADERS = _OneLineHeaders()
 
 
 def boundaries_set(message: Message) -> None:
-    """Give every multipart of ``message`` a random boundary that none of its parts' text holds.
-
-    Left to choose, Python's generator draws a random boundary and searches the parts for it with a regular
-    expression made of it: a new expression for every message, so never one from ``re``'s cache, and compiling it
-    was about 70 µs of a worker's CPU per e-mail, a third of writing a seller's confirmation. This boundary is as
-    random (128 bits, in the generator's ``=``-framed shape) and is checked by a substring search of each part's
-    text as it will be written, which refuses more than the generator's line match does; one that a part holds
-    is drawn again."""
+    """Give every multipart of ``message`` a random boundary that none of its parts' text holds
+    (:func:`config.core.mime.boundary_for`), checked by a substring search of each part's text as it will be
+    written, which refuses more than the generator's line match does."""
     texts = [str(part.get_payload()) for part in message.walk() if not part.is_multipart()]
     for part in message.walk():
         if part.is_multipart():
-            while True:
-                boundary = f"==============={secrets.token_hex(16)}=="
-                if not any(boundary in text for text in texts):
-                    break
-            part.set_boundary(boundary)
+            part.set_boundary(mime.boundary_for(texts))
 
 
 class TemplatedMessage(EmailMultiAlternatives):
-    """Django's message with its text and HTML alternatives, written with :class:`_OneLineHeaders` and the
-    boundaries of :func:`boundaries_set`: the same bytes as Django's own, but for the random boundary."""
+    """Django's message with its text and HTML alternatives, built and written by :mod:`config.core.mime` (a
+    message of another shape: by Django, with the boundaries of :func:`boundaries_set`), with the headers of
+    :class:`_OneLineHeaders`: the same bytes as Django's own, but for the random boundary."""
 
     def message(self):
-        message = super().message()
+        message = mime.alternatives(self)
+        if message is None:
+            message = super().message()
+            boundaries_set(message)
         message.policy = ONE_LINE_HEADERS  # the generator writes every part with the outer message's policy
-        boundaries_set(message)
         return message
 
 

@@ -4,7 +4,7 @@ never a text that one of the message's parts holds, and the message reads back p
 import email
 from email import policy
 
-from config.core import mail as mail_module
+from config.core import mime
 from config.core.mail import TemplatedMessage
 
 BODY = "Hello Ana,\n\nYour tickets are sold.\n"
@@ -30,7 +30,7 @@ def test_the_message_reads_back_part_for_part_under_a_random_boundary():
 def test_a_boundary_that_a_part_holds_is_drawn_again(monkeypatch):
     taken = "a" * 32
     draws = iter([taken, "b" * 32])
-    monkeypatch.setattr(mail_module.secrets, "token_hex", lambda n: next(draws))
+    monkeypatch.setattr(mime.secrets, "token_hex", lambda n: next(draws))
     body = f"A seller's text that happens to hold ==============={taken}== on a line.\n"
     written = _message(body=body).message()
     assert written.get_boundary() == f"==============={'b' * 32}=="
