@@ -7,7 +7,6 @@ delivery tasks (batched, with the beat's sweep for what never reached the broker
 Retention: ``notifications_purge`` deletes rows older than ``NOTIFICATION_RETENTION_DAYS`` in batches.
 """
 
-import json
 import logging
 from datetime import datetime, timedelta
 
@@ -17,7 +16,7 @@ from django.utils import timezone
 from rest_framework.utils.encoders import JSONEncoder
 
 from config.api.envelope import utc_iso
-from config.core import rawsql
+from config.core import jsontext, rawsql
 from config.core.purge import delete_in_batches
 
 from .dispatch import notification_dispatch_after_commit, notifications_dispatch_after_commit
@@ -73,9 +72,13 @@ REASON_CODES = frozenset(STATUS_REASON_CODES)
 PURGE_BATCH = 1000
 
 
+# The API renderer's conversions (money as JSON numbers, dates as strings).
+_ENCODER = JSONEncoder()
+
+
 def _json_ready(data) -> dict:
-    # The same encoding the API renderer applies (money as JSON numbers, dates as strings), stored as JSON.
-    return json.loads(json.dumps(data, cls=JSONEncoder))
+    # The same encoding the API renderer applies, stored as JSON.
+    return jsontext.as_json(data, default=_ENCODER.default)
 
 
 def order_payload(*, order: Order, history: list[OrderStatusHistory] | None = None) -> dict:

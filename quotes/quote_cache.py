@@ -22,6 +22,7 @@ from django.db.models import CharField, DateTimeField, Field, TextField
 
 from catalog.models import Row
 from config.api.ratelimit import pipelined
+from config.core import jsontext
 from config.core.pending import PendingList, redis_backend
 from partners.models import Partner
 
@@ -62,7 +63,7 @@ def quote_dumps(quote: Quote) -> str:
             values.append(dump(value))
         else:
             values.append(None if value is None else field.value_to_string(quote))
-    return json.dumps(values, separators=(",", ":"))
+    return jsontext.dumps(values)
 
 
 def quote_loads(raw: bytes | str) -> Quote:

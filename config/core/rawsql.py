@@ -12,7 +12,6 @@ expression as a value, is saved through the ORM instead). :func:`columns`, :func
 statement of its own (the order's creation on PostgreSQL, a data-modifying ``WITH``).
 """
 
-import json
 from collections.abc import Sequence
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -37,6 +36,8 @@ from django.db.models import (
     SmallIntegerField,
     TextField,
 )
+
+from . import jsontext
 
 
 class Columns(NamedTuple):
@@ -141,7 +142,7 @@ def json_row(obj: Model, *, using: str = "default", with_pk: bool = False) -> st
     }
     if with_pk:
         row[obj._meta.pk.column] = obj.pk
-    return json.dumps(row, default=_json_scalar, separators=(",", ":"))
+    return jsontext.dumps(row, default=_json_scalar)
 
 
 def values(obj: Model, *, using: str = "default") -> list[Any] | None:

@@ -1,12 +1,15 @@
 """The order as the API shows it: ``order_output`` and ``order_detail_output`` give what ``OrderSerializer`` and
 ``OrderDetailSerializer`` give, value for value and type for type, over orders in every state."""
 
+import json
 from datetime import UTC, timedelta
 from decimal import Decimal
 
 import pytest
 from django.utils import timezone
+from rest_framework.utils.encoders import JSONEncoder
 
+from orders import outbox
 from orders.models import Order
 from orders.output import order_detail_output, order_output
 from orders.serializers import OrderDetailSerializer, OrderSerializer
@@ -123,3 +126,13 @@ def test_an_instant_is_shown_in_utc_whatever_zone_is_current(orders):
         assert order_detail_output(read) == shown
     assert shown["created_at"] == read.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert shown["transfer"]["accepted_at"].endswith("Z")
+
+
+def test_a_notifications_payload_holds_the_order_as_the_api_renderer_encodes_it(orders):
+    """The payload stores the rendered order as it reads back from the API renderer's JSON (money as JSON numbers),
+    value for value and type for type."""
+    for name, order in orders.items():
+        shown = order_detail_output(_as_read(order))
+        expected = json.loads(json.dumps(shown, cls=JSONEncoder))
+        assert _typed(outbox._json_ready(shown)) == _typed(expected), name
+        assert isinstance(expected["total_price"], float)
