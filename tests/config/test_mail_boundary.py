@@ -1,5 +1,6 @@
-"""A templated e-mail's multipart boundary is drawn by the service (config/core/mail.py ``boundaries_set``): random,
-never a text that one of the message's parts holds, and the message reads back part for part."""
+"""A templated e-mail's multipart boundary is drawn by the service (config/core/mime.py ``boundary_for``, for a
+message of another shape through config/core/mail.py ``boundaries_set``): random, never a text that one of the
+message's parts holds, and the message reads back part for part."""
 
 import email
 from email import policy
