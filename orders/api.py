@@ -6,6 +6,7 @@ import io
 from django.conf import settings
 from django.core.exceptions import TooManyFilesSent
 from django.http import HttpRequest, HttpResponse
+from django.utils.datastructures import MultiValueDict
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -13,6 +14,7 @@ from rest_framework.views import APIView
 
 from config.api import errors as api_errors
 from config.api.idempotency import META_KEY
+from config.api.multipart import request_text_fields
 from config.api.parsers import JSONObjectParser
 from config.api.plain import Answer, plain_view, takes_body
 from config.api.routes import short_path
@@ -197,7 +199,12 @@ _multipart = MultiPartParser()
 def _form(request: HttpRequest):
     """The form as the DRF view reads it (``request.data``): DRF's multipart parser over the body, its fields
     and files in one ``QueryDict``. The files are handed to Django's request, as DRF does, so that they are
-    closed (and a temporary file removed) with the request."""
+    closed (and a temporary file removed) with the request. A small form of text fields in the usual shape is
+    read in one pass (``config.api.multipart``: the same fields)."""
+    fields = request_text_fields(request)
+    if fields is not None:
+        request._post, request._files = fields, MultiValueDict()
+        return fields
     stream = io.BytesIO(request.body) if request._read_started else request
     parsed = _multipart.parse(
         stream,

@@ -8,6 +8,7 @@ from unittest import mock
 
 import pytest
 from django.core.handlers.base import BaseHandler
+from django.http.multipartparser import MultiPartParser
 from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
@@ -130,6 +131,29 @@ def test_an_order_is_answered_as_the_drf_view_answers(auth_client, partner, row)
         plain, drf = _both(anonymous, good, **extra)
         assert plain == drf, extra
         assert plain[0] == 401
+
+
+def test_the_usual_form_is_read_in_one_pass_and_any_other_by_djangos_parser(auth_client, partner, row):
+    """A small form of text fields as clients send it is read without Django's multipart parser
+    (config.api.multipart); a form in another shape is read by that parser, and answered as DRF answers it."""
+    quote = QuoteFactory(partner=partner, row=row, quantity=2)
+    with mock.patch.object(MultiPartParser, "parse", side_effect=AssertionError("Django's parser")):
+        response = _post(auth_client, order_form(quote))
+    assert response.status_code == 201, response.content
+
+    quoted = f'multipart/form-data; boundary="{BOUNDARY}"'
+    answers = []
+    for extra in ({}, THROUGH_DRF):
+        form = order_form(QuoteFactory(partner=partner, row=row, quantity=2))
+        with mock.patch.object(
+            MultiPartParser, "parse", autospec=True, side_effect=MultiPartParser.parse
+        ) as read:
+            response = auth_client.generic(
+                "POST", "/v1/orders", encode_multipart(BOUNDARY, form), content_type=quoted, **extra
+            )
+        assert read.called
+        answers.append(_answer(response))
+    assert answers[0] == answers[1] and answers[0][0] == 201, answers
 
 
 def test_a_token_without_the_scope_or_the_payout_set_up_is_refused_as_drf_refuses_it(partner, quote, row):
