@@ -14,6 +14,36 @@ from .models import Order
 CONFIRMATION_MAIL = "order_confirmation"
 
 
+# What a confirmation reads of its order (the recipient, the context, the templates, the Message-ID), for a batch
+# that loads many orders at once: ``Order.objects.select_related(*CONFIRMATION_RELATED).only(*CONFIRMATION_FIELDS)``.
+CONFIRMATION_RELATED = ("partner", "event__venue", "quote")
+CONFIRMATION_FIELDS = (
+    "order_id",
+    "livemode",
+    "status",
+    "quantity",
+    "section_name_display",
+    "row_name_display",
+    "general_admission",
+    "primary_site",
+    "delivery_type",
+    "in_hand_date",
+    "transfer_address",
+    "seller_email",
+    "seller_name",
+    "partner__name",
+    "partner__contact_email",
+    "event__name",
+    "event__starts_at",
+    "event__timezone",
+    "event__venue__name",
+    "event__venue__city",
+    "event__venue__state",
+    "event__venue__country",
+    "quote__user_metadata",
+)
+
+
 def seller_recipient(order: Order) -> str:
     """seller_email, else the quote's ``user_metadata.email``, else the partner's contact e-mail
     (docs/partners/orders.md "Confirmation, and what happens when the broker or the database fails").

@@ -42,7 +42,8 @@ def confirmation_emails_send(*, order_pks: list[int]) -> mail_once.Sending:
     done = mail_once.finished(purpose=PURPOSE, keys=order_pks)
     orders = {
         str(order.pk): order
-        for order in Order.objects.select_related("partner", "event__venue", "quote")
+        for order in Order.objects.select_related(*seller_mail.CONFIRMATION_RELATED)
+        .only(*seller_mail.CONFIRMATION_FIELDS)
         .filter(status=Order.Status.AWAITING_TRANSFER, pk__in=order_pks)
         .order_by()
         if str(order.pk) not in done
