@@ -20,7 +20,6 @@ CONFIRMATION_RELATED = ("partner", "event__venue", "quote")
 CONFIRMATION_FIELDS = (
     "order_id",
     "livemode",
-    "status",
     "quantity",
     "section_name_display",
     "row_name_display",

@@ -34,13 +34,16 @@ _PART = re.compile(rb'\r\nContent-Disposition: form-data; name="([A-Za-z0-9_]{1,
 _CLOSE = (b"--", b"--\r\n")
 
 
+def _small(length: int) -> bool:
+    """A body of ``length`` bytes this reader takes: some, at most ``MAX_BYTES`` and within Django's memory limit."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return 0 < length <= MAX_BYTES and (limit is None or length <= limit)
+
+
 def text_fields(content_type: str, body: bytes) -> QueryDict | None:
     """The form's fields as Django's multipart parser returns them (an immutable ``QueryDict``), for a body of
     the shape above; ``None`` for any other body."""
-    if len(body) > MAX_BYTES:
-        return None
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    if limit is not None and len(body) > limit:
+    if not _small(len(body)):
         return None
     shape = _CONTENT_TYPE.fullmatch(content_type)
     if shape is None:
@@ -65,8 +68,6 @@ def text_fields(content_type: str, body: bytes) -> QueryDict | None:
 def request_text_fields(request: HttpRequest) -> QueryDict | None:
     """:func:`text_fields` of the request's body, read only when it is small enough to be taken (a larger one is
     left unread, for Django's parser to stream)."""
-    length = content_length(request)
-    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-    if not 0 < length <= MAX_BYTES or (limit is not None and length > limit):
+    if not _small(content_length(request)):
         return None
     return text_fields(request.META.get("CONTENT_TYPE", ""), request.body)
