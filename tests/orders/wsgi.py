@@ -13,6 +13,8 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
+from config.core.request_cycle import SERVER_RECEIVERS
+
 BOUNDARY = "----partner-order-test-boundary-7MA4YWxkTrZu0gW"
 PDF_HEAD = b"%PDF-1.7\n"
 
@@ -98,6 +100,8 @@ def wsgi_post(
         # As Django's test client does: keep the test's transaction (and its connection) across the request.
         request_started.disconnect(close_old_connections)
         request_finished.disconnect(close_old_connections)
+        for signal, function, sender in SERVER_RECEIVERS:
+            signal.disconnect(function, sender=sender)
         try:
             result = WSGIHandler()(environ, start_response)
             try:
@@ -107,6 +111,8 @@ def wsgi_post(
         finally:
             request_started.connect(close_old_connections)
             request_finished.connect(close_old_connections)
+            for signal, function, sender in SERVER_RECEIVERS:
+                signal.connect(function, sender=sender)
     return WsgiResponse(status_holder["status"], content)
 
 

@@ -21,6 +21,7 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
+from config.core.request_cycle import SERVER_RECEIVERS
 from config.wsgi import application
 from tests.schema.fuzzing import CHECKS, World, adopt_real_ids, build_world
 
@@ -40,9 +41,13 @@ def _one_connection_per_test(world):
     (and its transaction) open across requests instead of closing it at each request's start and end."""
     request_started.disconnect(close_old_connections)
     request_finished.disconnect(close_old_connections)
+    for signal, function, sender in SERVER_RECEIVERS:
+        signal.disconnect(function, sender=sender)
     yield
     request_started.connect(close_old_connections)
     request_finished.connect(close_old_connections)
+    for signal, function, sender in SERVER_RECEIVERS:
+        signal.connect(function, sender=sender)
 
 
 # Loaded once at collection through the WSGI app (drf-spectacular needs no database).
