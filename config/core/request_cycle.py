@@ -74,12 +74,9 @@ def thread_connections() -> list[BaseDatabaseWrapper]:
     return list(held.values()) if held else []
 
 
-def _record(connection: BaseDatabaseWrapper) -> None:
+def _record(*, connection: BaseDatabaseWrapper, **_) -> None:
+    """``connection_created``'s receiver: keep the connection in its thread's list."""
     _opened.__dict__.setdefault("connections", {})[id(connection)] = connection
-
-
-def _connection_opened(*, connection: BaseDatabaseWrapper, **_) -> None:
-    _record(connection)
 
 
 def _request_started(**_) -> None:
@@ -107,11 +104,11 @@ def install() -> None:
     servers' handlers (once the apps are ready)."""
     signals.request_finished.disconnect(reset_urlconf)
     _close_caches_if_needed()
-    connection_created.connect(_connection_opened, dispatch_uid="request-cycle-opened")
+    connection_created.connect(_record, dispatch_uid="request-cycle-opened")
     # A connection this thread opened before the receiver above was connected.
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None:
-            _record(connection)
+            _record(connection=connection)
     signals.request_started.disconnect(reset_queries)
     signals.request_started.disconnect(close_old_connections)
     signals.request_finished.disconnect(close_old_connections)
