@@ -3,8 +3,8 @@
 An endpoint's DRF view (``APIView``) stays: drf-spectacular documents it, and it answers every request the plain
 view does not take itself. :func:`plain_view` builds the URL's view: ``answer(request)`` for the requests of
 its method (POST) that ``takes(request)`` accepts, the DRF view for the rest. The plain answer uses the same
-pieces as the DRF path: the JSON parser of every view (:func:`json_body`), the envelope renderer, the
-exception handler (every error, its envelope, headers and log line), and DRF's ``Allow`` header.
+pieces as the DRF path: the JSON parser of every view (:func:`json_body`), the envelope renderer's text
+(:func:`config.api.renderers.render_compact`), the exception handler (every error, its envelope, headers and log line), and DRF's ``Allow`` header.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ from rest_framework.views import APIView
 from .envelope import success_body
 from .exceptions import exception_handler
 from .parsers import JSONObjectParser
-from .renderers import EnvelopeJSONRenderer
+from .renderers import render_compact
 
 CONTENT_TYPE = "application/json; charset=utf-8"
-_renderer = EnvelopeJSONRenderer()
 _parser = JSONObjectParser()
 
 
@@ -77,7 +76,7 @@ class Answer:
         self, data: Any, request: HttpRequest, *, status: int = 200, headers: dict[str, str] | None = None
     ) -> HttpResponse:
         response = HttpResponse(
-            _renderer.render(success_body(data, request)), status=status, content_type=CONTENT_TYPE
+            render_compact(success_body(data, request)), status=status, content_type=CONTENT_TYPE
         )
         for name, value in (headers or {}).items():
             response[name] = value
@@ -89,7 +88,7 @@ class Answer:
         view.args, view.kwargs, view.request = (), kwargs, request
         handled = exception_handler(exc, {"view": view, "args": (), "kwargs": kwargs, "request": request})
         response = HttpResponse(
-            _renderer.render(handled.data), status=handled.status_code, content_type=CONTENT_TYPE
+            render_compact(handled.data), status=handled.status_code, content_type=CONTENT_TYPE
         )
         for name, value in handled.items():
             if name.lower() != "content-type":
