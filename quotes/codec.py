@@ -21,7 +21,7 @@ key. Anything that does not decrypt and authenticate (tampered, truncated, garba
 
 import base64
 import binascii
-import hashlib
+import functools
 import hmac
 import secrets
 import struct
@@ -86,15 +86,22 @@ def quote_instant(value: datetime) -> datetime:
     return value.replace(microsecond=value.microsecond // 1000 * 1000)
 
 
-def _keys() -> list[bytes]:
-    secrets_ = [settings.QUOTE_ENCRYPTION_KEY, *settings.QUOTE_ENCRYPTION_OLD_KEYS]
-    return [derive_key(secret, _PURPOSE) for secret in secrets_ if secret]
+@functools.lru_cache(maxsize=8)
+def _ciphers(current: str, old: tuple[str, ...]) -> tuple[bytes, list[AESGCM]]:
+    """The nonce key of ``current`` and the ciphers of every key, the current one first: derived once per set
+    of keys (a key rotation, a test's settings make another set)."""
+    ciphers = [AESGCM(derive_key(secret, _PURPOSE)) for secret in (current, *old) if secret]
+    return derive_key(current, _NONCE_PURPOSE), ciphers
+
+
+def _keys() -> tuple[bytes, list[AESGCM]]:
+    return _ciphers(settings.QUOTE_ENCRYPTION_KEY, tuple(settings.QUOTE_ENCRYPTION_OLD_KEYS))
 
 
 def _seal(plaintext: bytes, aad: bytes) -> str:
-    nonce_key = derive_key(settings.QUOTE_ENCRYPTION_KEY, _NONCE_PURPOSE)
-    nonce = hmac.new(nonce_key, plaintext, hashlib.sha256).digest()[:_NONCE_BYTES]
-    ciphertext = AESGCM(_keys()[0]).encrypt(nonce, plaintext, aad)
+    nonce_key, ciphers = _keys()
+    nonce = hmac.digest(nonce_key, plaintext, "sha256")[:_NONCE_BYTES]
+    ciphertext = ciphers[0].encrypt(nonce, plaintext, aad)
     return PREFIX + base64.urlsafe_b64encode(nonce + ciphertext).decode().rstrip("=")
 
 
@@ -151,9 +158,9 @@ def _open(token: str) -> tuple[bytes, bytes] | None:
     else:
         return None
     nonce, ciphertext = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
-    for key in _keys():
+    for cipher in _keys()[1]:
         try:
-            return AESGCM(key).decrypt(nonce, ciphertext, aad), aad
+            return cipher.decrypt(nonce, ciphertext, aad), aad
         except InvalidTag:
             continue
     return None
