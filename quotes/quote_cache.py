@@ -13,6 +13,7 @@ and restrictions (rebuilt from the catalog if Redis is lost) and the seller's co
 import functools
 import json
 import logging
+import operator
 import re
 from collections.abc import Callable
 from typing import Any
@@ -39,31 +40,38 @@ _FIELDS = list(Quote._meta.concrete_fields)
 
 def _dumper(field) -> Callable[[Any], Any]:
     """What :func:`quote_dumps` writes of ``field``'s value: the value itself for ``None`` and JSON, else the
-    field's ``value_to_string``, done without the field's own lookups where Django's is ``str`` (numbers,
-    decimals, booleans, text, keys) or ``isoformat`` (instants)."""
+    field's ``value_to_string``, done without the field's own lookups: Django's is ``str`` (numbers, decimals,
+    booleans, text, keys) or ``isoformat`` (instants) for every column a quote has."""
     if field.get_internal_type() == "JSONField":
-        return lambda value: value
+        return _as_it_is
     if type(field).value_to_string is Field.value_to_string:
-        return lambda value: None if value is None else str(value)
+        return _as_text
     if type(field).value_to_string is DateTimeField.value_to_string:
-        return lambda value: None if value is None else value.isoformat()
-    return None  # another kind of field: its own value_to_string
+        return _as_instant
+    # Another kind of field writes its text its own way: it needs a dumper of its own here.
+    raise TypeError(f"no dumper for {field!r}")
 
 
-_DUMPERS = [(field.attname, field, _dumper(field)) for field in _FIELDS]
+def _as_it_is(value):
+    return value
+
+
+def _as_text(value):
+    return None if value is None else str(value)
+
+
+def _as_instant(value):
+    return None if value is None else value.isoformat()
+
+
+_DUMPERS = [_dumper(field) for field in _FIELDS]
+_VALUES = operator.attrgetter(*(field.attname for field in _FIELDS))
 
 
 def quote_dumps(quote: Quote) -> str:
     """Every column of ``quote`` as one JSON array, in the model's field order: ``None`` and JSON as they are,
     every other value as its field's ``value_to_string`` gives it."""
-    values = []
-    for attname, field, dump in _DUMPERS:
-        value = getattr(quote, attname)
-        if dump is not None:
-            values.append(dump(value))
-        else:
-            values.append(None if value is None else field.value_to_string(quote))
-    return jsontext.dumps(values)
+    return jsontext.dumps([dump(value) for dump, value in zip(_DUMPERS, _VALUES(quote), strict=True)])
 
 
 def quote_loads(raw: bytes | str) -> Quote:

@@ -91,7 +91,8 @@ def quote_body_valid(body: Any) -> dict[str, Any] | None:
 
 def exp_dt(value) -> str:
     """The shape of `exp_dt` (docs/partners/conventions.md "API conventions"): UTC, six fractional digits, no zone designator."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    # isoformat, not strftime: glibc's %Y drops the leading zeros of years before 1000.
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds")
 
 
 def quote_data(
