@@ -28,6 +28,7 @@ from config.api.envelope import error_body, error_headers
 from config.api.envelope import meta as envelope_meta
 from config.api.exceptions import as_api_error
 from config.api.pagination import PageParamsSerializer
+from config.api.renderers import render_compact
 from config.api.routes import short_path
 from partners.authentication import bearer_authenticate
 
@@ -147,7 +148,8 @@ def respond(request: HttpRequest, page: cache.Page, *, livemode: bool) -> HttpRe
     if if_none_match(request.META.get("HTTP_IF_NONE_MATCH", ""), etag):
         response = HttpResponseNotModified()
     else:
-        meta = json.dumps(envelope_meta(request), separators=(",", ":")).encode()
+        # The request id and the instant: ASCII text, written as every other answer's meta is.
+        meta = render_compact(envelope_meta(request))
         response = HttpResponse(
             b'{"success":true,"data":' + page.data + b',"meta":' + meta + b"}", content_type=CONTENT_TYPE
         )
