@@ -4,7 +4,8 @@ An endpoint's DRF view (``APIView``) stays: drf-spectacular documents it, and it
 view does not take itself. :func:`plain_view` builds the URL's view: ``answer(request)`` for the requests of
 its method (POST) that ``takes(request)`` accepts, the DRF view for the rest. The plain answer uses the same
 pieces as the DRF path: the JSON parser of every view (:func:`json_body`), the envelope renderer's text
-(:func:`config.api.renderers.render_compact`), the exception handler (every error, its envelope, headers and log line), and DRF's ``Allow`` header.
+(:func:`config.api.renderers.render_compact`), the exception handler (every error, its envelope, headers and log
+line), and DRF's ``Allow`` header.
 """
 
 from __future__ import annotations
