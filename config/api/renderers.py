@@ -26,10 +26,6 @@ _renderer = EnvelopeJSONRenderer()
 _FIXED_NOTATION_FROM = Decimal("0.0001")
 
 
-class _NotPlain(TypeError):
-    """A value :func:`render_compact` leaves to DRF's renderer."""
-
-
 def _decimal_as_float(value):
     # What DRF's encoder writes of a Decimal: its float. Anything else, and a Decimal whose float would be
     # spelt otherwise, goes to DRF's renderer.
@@ -37,7 +33,7 @@ def _decimal_as_float(value):
         number = float(value)
         if math.isfinite(number):
             return number
-    raise _NotPlain
+    raise TypeError("left to DRF's renderer")
 
 
 def render_compact(data) -> bytes:
