@@ -306,7 +306,7 @@ def pipelined(client, commands: list[tuple]) -> list:
     for attempt in (1, 2):
         try:
             connection.send_packed_command(packed)
-            return [connection.read_response() for _ in commands]
+            return _replies(connection, len(commands))
         except (RedisConnectionError, RedisTimeoutError):
             connection.disconnect()  # the next send connects again
             if attempt == 2:
@@ -315,6 +315,28 @@ def pipelined(client, commands: list[tuple]) -> list:
             connection.disconnect()
             raise
     raise AssertionError("unreachable")
+
+
+def _replies(connection, count: int) -> list:
+    """The next ``count`` replies on ``connection``, each read by the connection's parser as
+    ``connection.read_response()`` reads it, without that method's wrapping of every reply (the server's
+    address formatted for an error message, in case one is raised; the health check's clock): a tenth of the
+    round trip's instructions. Its failures are the same: a socket's error is raised as redis-py's ``TimeoutError`` or
+    ``ConnectionError``, and a reply that is an error (``NOSCRIPT``, ``OOM``) is raised, once every reply is
+    read. A connection with a health check interval reads through ``read_response``, which keeps its clock."""
+    if connection.health_check_interval:
+        return [connection.read_response() for _ in range(count)]
+    read = connection._parser.read_response
+    try:
+        replies = [read() for _ in range(count)]
+    except TimeoutError as exc:  # socket.timeout
+        raise RedisTimeoutError(f"Timeout reading from Redis: {exc.args}") from exc
+    except OSError as exc:
+        raise RedisConnectionError(f"Error while reading from Redis: {exc.args}") from exc
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            raise reply
+    return replies
 
 
 def _thread_connection(pool):

@@ -224,26 +224,32 @@ def test_a_connection_the_server_closed_is_opened_again_and_the_request_counted(
     assert _kept_connection() is kept  # the same connection, opened again
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(lambda: _redis_timeout("Timeout reading from socket"), id="redis-timeout"),
+        pytest.param(lambda: ConnectionResetError(104, "Connection reset by peer"), id="socket-error"),
+    ],
+)
 def test_a_round_trip_that_failed_half_way_never_leaves_its_replies_to_the_next(
-    auth_client, settings, monkeypatch
+    auth_client, settings, monkeypatch, failure
 ):
-    """A reply not read (a timeout after the commands went out) must not be read as the next request's: the
-    connection is closed, so the next request's counts are its own."""
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
+    """A reply not read (a timeout, or a socket error, after the commands went out) must not be read as the next
+    request's: the connection is closed, so the next request's counts are its own."""
     settings.RATE_LIMIT_PER_MINUTE = 100
     _avoid_window_edge()
     first = auth_client.get("/v1/_scoped")
     kept = _kept_connection()
-    real_read = type(kept).read_response
+    parser_class = type(kept._parser)
+    real_read = parser_class.read_response
     failures = iter([True])
 
     def read_once_failing(self, *args, **kwargs):
         if next(failures, False):
-            raise RedisTimeoutError("Timeout reading from socket")
+            raise failure()
         return real_read(self, *args, **kwargs)
 
-    monkeypatch.setattr(type(kept), "read_response", read_once_failing)
+    monkeypatch.setattr(parser_class, "read_response", read_once_failing)
     # The first attempt's commands reached Redis (counted) but their replies were never read; the retry
     # is counted again and read on a new connection: remaining falls by two, and each reply is its own.
     second = auth_client.get("/v1/_scoped")
@@ -251,6 +257,27 @@ def test_a_round_trip_that_failed_half_way_never_leaves_its_replies_to_the_next(
     assert int(second["RateLimit-Remaining"]) == int(first["RateLimit-Remaining"]) - 2
     third = auth_client.get("/v1/_scoped")
     assert int(third["RateLimit-Remaining"]) == int(second["RateLimit-Remaining"]) - 1
+
+
+def _redis_timeout(message: str) -> Exception:
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return RedisTimeoutError(message)
+
+
+def test_an_error_reply_is_raised_once_every_reply_of_the_round_trip_is_read():
+    """A command Redis refuses (here a wrong type) raises redis-py's error for it; the commands around it ran,
+    and their replies never reach the next round trip."""
+    from django.core.cache import caches
+    from redis.exceptions import ResponseError
+
+    client = caches["default"]._cache.get_client(write=True)
+    key = f"replies-{time.time_ns()}"
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        ratelimit.pipelined(
+            client, [("INCR", key), ("HGET", key, "field"), ("INCR", key), ("EXPIRE", key, 60)]
+        )
+    assert ratelimit.pipelined(client, [("GET", key), ("INCR", key)]) == [b"2", 3]
 
 
 @pytest.mark.django_db(transaction=True)
