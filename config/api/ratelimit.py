@@ -319,11 +319,11 @@ def pipelined(client, commands: list[tuple]) -> list:
 
 def _replies(connection, count: int) -> list:
     """The next ``count`` replies on ``connection``, each read by the connection's parser as
-    ``connection.read_response()`` reads it, without that method's wrapping of every reply (the server's
-    address formatted for an error message, in case one is raised; the health check's clock): a tenth of the
-    round trip's instructions. Its failures are the same: a socket's error is raised as redis-py's ``TimeoutError`` or
-    ``ConnectionError``, and a reply that is an error (``NOSCRIPT``, ``OOM``) is raised, once every reply is
-    read. A connection with a health check interval reads through ``read_response``, which keeps its clock."""
+    ``connection.read_response()`` reads it, without that method's wrapping of every reply (the server's address
+    formatted for an error message, in case one is raised; the health check's clock): a tenth of the round trip's
+    instructions. The failures are the same: a socket's error is raised as redis-py's ``TimeoutError`` or
+    ``ConnectionError``, and a reply that is an error (``NOSCRIPT``, ``OOM``) is raised once every reply is read.
+    A connection with a health check interval reads through ``read_response``, which keeps its clock."""
     if connection.health_check_interval:
         return [connection.read_response() for _ in range(count)]
     read = connection._parser.read_response
