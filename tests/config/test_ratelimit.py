@@ -280,6 +280,23 @@ def test_an_error_reply_is_raised_once_every_reply_of_the_round_trip_is_read():
     assert ratelimit.pipelined(client, [("GET", key), ("INCR", key)]) == [b"2", 3]
 
 
+def test_a_connection_with_a_health_check_keeps_its_clock():
+    """A client configured with a health check interval reads its replies through redis-py's ``read_response``,
+    which moves the next check on: a busy connection is not pinged between round trips."""
+    import redis
+    from django.conf import settings as django_settings
+
+    client = redis.Redis.from_url(django_settings.REDIS_URL, health_check_interval=30)
+    key = f"health-{time.time_ns()}"
+    assert ratelimit.pipelined(client, [("INCR", key), ("EXPIRE", key, 60)]) == [1, 1]
+    kept = ratelimit._thread_connection(client.connection_pool)
+    first = kept.next_health_check
+    time.sleep(0.05)
+    assert ratelimit.pipelined(client, [("INCR", key)]) == [2]
+    assert kept.next_health_check >= first + 0.05
+    client.connection_pool.disconnect()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_threads_keep_a_connection_each_and_never_read_each_others_replies():
     """Real threads counting at once, each on its own kept connection: every count is one more than the last
