@@ -60,7 +60,7 @@ _NOT_MODIFIED = {
     304: OpenApiResponse(
         description=(
             "Not Modified: `If-None-Match` named the current `ETag`. No body (the one answer that is not the "
-            "envelope); `X-Request-ID`, `ETag` and the rate-limit headers are sent."
+            "envelope) and no `Content-Length`; `X-Request-ID`, `ETag` and the rate-limit headers are sent."
         )
     )
 }

@@ -4,6 +4,7 @@ import tempfile
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse
+from django.middleware import common
 
 from config.core.ids import new_public_id
 from config.logging import request_id_var
@@ -29,6 +30,21 @@ def _client_request_id(value: str | None) -> str | None:
 
 def is_api_path(path: str) -> bool:
     return path == "/v1" or path.startswith("/v1/")
+
+
+class CommonMiddleware(common.CommonMiddleware):
+    """Django's common middleware, but a 304 is left without ``Content-Length``.
+
+    Django gives every answer that is not streamed the length of its content, so a 304 went out with
+    ``Content-Length: 0``. HTTP allows a 304's ``Content-Length`` only when it is the length of the 200 it stands
+    for (RFC 9110, section 8.6): a cache that takes the 304's header fields into the answer it keeps would
+    otherwise keep a length of 0 for a body of 10 KB. The rest of the middleware has nothing to do for a 304
+    (its other hook is a 404's redirect to the path with a slash)."""
+
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        if response.status_code == 304:
+            return response
+        return super().process_response(request, response)
 
 
 class RequestIdMiddleware:

@@ -3,13 +3,13 @@
 A catalog read (``GET /v1/events…`` with a bearer token) reads a stored answer and writes nothing: of the
 middleware every request passes, it needs the HTTP metrics, the request id, the retry of a lost database
 connection (a page not stored yet is read from the database), the security headers, the host check and
-``Content-Length`` (Django's common middleware) and ``X-Frame-Options``. The chunked-body reader, the static
-files, the body limit, idempotency and the pages' middleware have nothing to do for it. ``RouteMiddleware``,
-first in ``MIDDLEWARE``, resolves such a request's URL once and runs those in one place, in the order and with
-the exception handling the chain gives them, then the view; the URL is not resolved again. Their response hooks
-add what they add without Django's checks of each header (``config.api.headers``). Every other request goes
-down the whole chain. The route of a path is kept per process (a bounded cache): a catalog path is
-resolved once.
+``Content-Length`` (the common middleware: ``config.api.middleware.CommonMiddleware``) and ``X-Frame-Options``.
+The chunked-body reader, the static files, the body limit, idempotency and the pages' middleware have nothing to
+do for it. ``RouteMiddleware``, first in ``MIDDLEWARE``, resolves such a request's URL once and runs those in one
+place, in the order and with the exception handling the chain gives them, then the view; the URL is not resolved
+again. Their response hooks add what they add without Django's checks of each header (``config.api.headers``).
+Every other request goes down the whole chain. The route of a path is kept per process (a bounded cache): a
+catalog path is resolved once.
 
 A view offers the short path with :func:`short_path` (the methods it serves so). At start-up the middleware
 reads ``MIDDLEWARE``: the short path runs the metrics only when they are listed, and a middleware it does not
@@ -36,7 +36,6 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import ResolverMatch, URLPattern, URLResolver, get_resolver
 from django.urls.exceptions import Resolver404
@@ -47,7 +46,7 @@ from config.core.dbretry import with_retry
 
 from .headers import ResponseHooks
 from .idempotency import META_KEY
-from .middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware, with_request_id
+from .middleware import ApiBodyLimitMiddleware, ChunkedBodyMiddleware, CommonMiddleware, with_request_id
 
 SHORT_PATH_ATTRIBUTE = "short_path_methods"
 SHORT_PATH_BODY_ATTRIBUTE = "short_path_body"
@@ -62,7 +61,7 @@ _RUN = (
     "config.core.dbretry.RetryOnLostConnectionMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "config.api.middleware.ApiBodyLimitMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "config.api.middleware.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 )
 # What has nothing to do on the short path: static files are never under /v1/, idempotency keeps an answer

@@ -50,7 +50,8 @@ MIDDLEWARE = [
     "config.api.middleware.ApiBodyLimitMiddleware",
     # Stores the answer of a POST that claimed an Idempotency-Key (the claim: IdempotencyGate below).
     "partners.idempotency.gate.IdempotencyMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    # Django's, but a 304 without a Content-Length of 0.
+    "config.api.middleware.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # The pages' own, which the partner API skips (config/core/pages.py): sessions, CSRF, the signed-in user,
     # two-factor sign-in, messages and, last, django-axes answering a locked-out sign-in with its page.

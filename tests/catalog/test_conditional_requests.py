@@ -89,9 +89,23 @@ def _answers_304_with_headers(auth_client, event):
         assert again["ETag"] == first["ETag"]
         assert again["Cache-Control"] == "private, no-cache"
         assert again["X-Request-ID"] == "req-conditional-1"
+        # HTTP allows a 304 only the 200's own length (RFC 9110 8.6): it carries none.
+        assert "Content-Length" not in again
         # A 304 costs one request of the budget, like the 200 it stands for.
         assert int(again["RateLimit-Remaining"]) == before - 1
         assert again["RateLimit-Limit"] and again["RateLimit-Reset"]
+
+
+def test_a_head_with_the_current_tag_takes_the_whole_chain_to_the_same_304(auth_client, event, stored):
+    for path in paths(event):
+        first = auth_client.get(path)
+        head = auth_client.head(path)
+        assert head.status_code == 200 and head["ETag"] == first["ETag"], path
+        assert head["Content-Length"] == first["Content-Length"]  # the GET's length, as HTTP asks of a HEAD
+        again = auth_client.head(path, HTTP_IF_NONE_MATCH=first["ETag"])
+        assert again.status_code == 304, (path, again.content)
+        assert again["ETag"] == first["ETag"] and again["X-Request-ID"] and again["RateLimit-Remaining"]
+        assert "Content-Length" not in again
 
 
 def test_a_list_of_tags_a_weak_form_and_a_star_match_like_http_says(auth_client, event, stored):

@@ -95,7 +95,7 @@ def test_a_read_with_a_body_or_another_method_takes_the_whole_chain(auth_client,
 
 def test_a_middleware_the_short_path_does_not_know_or_a_new_order_turns_it_off():
     listed = list(settings.MIDDLEWARE)
-    common = listed.index("django.middleware.common.CommonMiddleware")
+    common = listed.index("config.api.middleware.CommonMiddleware")
     swapped = [*listed[:common], listed[common + 1], listed[common], *listed[common + 2 :]]
     without = [m for m in listed if m != "django.middleware.clickjacking.XFrameOptionsMiddleware"]
     for changed in ([*listed, "django.middleware.gzip.GZipMiddleware"], swapped, without):

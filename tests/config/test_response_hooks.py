@@ -1,5 +1,6 @@
-"""The short path's response hooks and header setter (config/api/headers.py) give what Django's middleware and
-``HttpResponse.__setitem__`` give: the same headers, in the same order, with the same values and errors."""
+"""The short path's response hooks and header setter (config/api/headers.py) give what the chain's middleware
+(Django's, and its common middleware as ``config.api.middleware`` keeps it) and ``HttpResponse.__setitem__`` give:
+the same headers, in the same order, with the same values and errors."""
 
 import pytest
 from django.http import (
@@ -11,12 +12,12 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.test import RequestFactory, override_settings
 from django.views.decorators.clickjacking import xframe_options_exempt
 
 from config.api.headers import ResponseHooks, put
+from config.api.middleware import CommonMiddleware
 
 
 def _responses() -> list:
@@ -119,3 +120,15 @@ def test_put_sets_what_the_response_setter_sets(value):
 def test_put_refuses_a_newline_as_the_response_setter_does(value):
     with pytest.raises(BadHeaderError):
         put(HttpResponse(), "X-Request-ID", value)
+
+
+def test_a_304_gets_no_content_length_and_every_other_answer_its_own():
+    """RFC 9110 8.6: a 304 may carry only the length of the 200 it stands for; Django's common middleware gave it
+    ``Content-Length: 0``. The chain's common middleware and the short path's hook both leave it without one."""
+    request = RequestFactory().get("/v1/events")
+    xframe, common, security = _middleware()
+    hooks = ResponseHooks(xframe, common, security)
+    for answer in (common.process_response, hooks.common_done):
+        assert "Content-Length" not in answer(request, HttpResponseNotModified())
+        assert answer(request, HttpResponse(b"12345"))["Content-Length"] == "5"
+        assert answer(request, HttpResponse(status=204))["Content-Length"] == "0"
