@@ -165,3 +165,14 @@ def login_with_password(client, *, username: str, password: str) -> bool:
         return False
     client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
     return True
+
+
+@pytest.fixture
+def processes(tmp_path):
+    """Processes the test starts (gunicorn, Celery, …: ``tests.faults.live.Processes``); every one is stopped at
+    the end."""
+    from tests.faults.live import Processes
+
+    started = Processes(tmp_path)
+    yield started
+    started.stop_all()

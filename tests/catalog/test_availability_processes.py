@@ -7,18 +7,11 @@ import pytest
 from django.utils import timezone
 
 from tests.conftest import make_partner
-from tests.faults.live import Processes, http, production_env
+from tests.faults.live import bearer_auth, http, production_env
 
 from .factories import EventFactory, RowFactory, SectionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def processes(tmp_path):
-    started = Processes(tmp_path)
-    yield started
-    started.stop_all()
 
 
 def _rows(url: str, auth: dict, event_id: str) -> dict[str, int]:
@@ -44,13 +37,7 @@ def test_an_order_and_a_cancel_through_one_process_show_at_once_through_the_othe
     # Pages live 60 s in Redis and 30 s in each process: only the availability version can refresh them.
     env = production_env(CATALOG_CACHE_SECONDS="60", CATALOG_LOCAL_CACHE_SECONDS="30")
     one, other = processes.web(env, name="web-1"), processes.web(env, name="web-2")
-    token = http(
-        "POST",
-        one + "/v1/auth/token",
-        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-    )  # fmt: skip
-    assert token.status == 200, token.body
-    auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    auth = bearer_auth(one, creds)
     event_id = event.event_id
 
     for url in (one, other):  # both processes hold the pages, in Redis and in their own tier

@@ -11,18 +11,11 @@ import pytest
 from django.utils import timezone
 
 from tests.conftest import make_partner
-from tests.faults.live import Processes, http, production_env
+from tests.faults.live import bearer_auth, production_env
 
 from .factories import EventFactory, RowFactory, SectionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def processes(tmp_path):
-    started = Processes(tmp_path)
-    yield started
-    started.stop_all()
 
 
 def test_a_304_through_gunicorn_has_no_length_and_keeps_the_connection(processes):
@@ -30,13 +23,7 @@ def test_a_304_through_gunicorn_has_no_length_and_keeps_the_connection(processes
     RowFactory(section=SectionFactory(event=event, name="Lower 101"), name="A", available_quantity=3)
     creds = make_partner(name="Keep Alive Resale", email="ops@keepalive.example")
     url = processes.web(production_env())
-    token = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-    )  # fmt: skip
-    assert token.status == 200, token.body
-    auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    auth = bearer_auth(url, creds)
     path = f"/v1/events/{event.event_id}/sections/Lower%20101/rows"
     address = urlsplit(url)
     connection = HTTPConnection(address.hostname, address.port, timeout=30)

@@ -8,19 +8,12 @@ from prometheus_client import multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import make_partner
-from tests.faults.live import Processes, http, production_env
+from tests.faults.live import bearer_auth, http, production_env
 from tests.orders.factories import order_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 HEALTHZ_BY_ROUTE = "django_http_responses_total_by_status_view_method"
-
-
-@pytest.fixture
-def processes(tmp_path):
-    started = Processes(tmp_path)
-    yield started
-    started.stop_all()
 
 
 def scrape(url: str) -> dict:
@@ -85,13 +78,7 @@ def test_the_counters_of_two_gunicorn_workers_add_up_in_one_scrape(processes, tm
             break
     assert workers_that_served_healthz(directory) >= 2
 
-    token = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-    )  # fmt: skip
-    assert token.status == 200, token.body
-    auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    auth = bearer_auth(url, creds)
     quote = http(
         "POST",
         url + "/v1/quotes",

@@ -9,15 +9,7 @@ from config.celery import app as celery_app
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 from tests.conftest import make_partner
 
-from .live import FakeSmtp, Processes
-
-
-@pytest.fixture
-def processes(tmp_path):
-    """Processes started by the test (gunicorn, Celery); every one is stopped at the end."""
-    started = Processes(tmp_path)
-    yield started
-    started.stop_all()
+from .live import FakeSmtp
 
 
 @pytest.fixture

@@ -182,6 +182,18 @@ def http(
     return Reply(status, got, body, time.monotonic() - started)
 
 
+def bearer_auth(url: str, creds) -> dict[str, str]:
+    """The ``Authorization`` header of a token the live service at ``url`` issues for ``creds`` (a partner's
+    credentials, as ``tests.conftest.make_partner`` makes them)."""
+    token = http(
+        "POST",
+        url + "/v1/auth/token",
+        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
+    )  # fmt: skip
+    assert token.status == 200, token.body
+    return {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+
+
 # --- processes -----------------------------------------------------------------------------------------
 @dataclass
 class Process:

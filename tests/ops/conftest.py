@@ -37,16 +37,6 @@ def with_database(url: str, name: str) -> str:
 
 
 @pytest.fixture
-def processes(tmp_path):
-    """Processes started by the test; every one is stopped at the end."""
-    from tests.faults.live import Processes
-
-    started = Processes(tmp_path)
-    yield started
-    started.stop_all()
-
-
-@pytest.fixture
 def row(transactional_db):
     from datetime import timedelta
 

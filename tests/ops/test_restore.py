@@ -22,7 +22,7 @@ from orders.transfers.intake.services import message_receive
 from orders.transfers.models import InboundMessage
 from partners.models import Partner
 from tests.conftest import make_partner
-from tests.faults.live import BIN, ROOT, Processes, database_url_of_tests, http, production_env
+from tests.faults.live import BIN, ROOT, Processes, bearer_auth, database_url_of_tests, http, production_env
 from tests.orders.conftest import order_form, pdf_upload
 from tests.orders.factories import make_order, order_row
 from tests.quotes.factories import QuoteFactory
@@ -135,13 +135,7 @@ def test_a_dump_and_the_media_restored_into_a_fresh_database_serve_every_order_f
         processes = Processes(tmp_path)
         try:
             url = processes.web(service)
-            token = http(
-                "POST",
-                url + "/v1/auth/token",
-                json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-            )  # fmt: skip
-            assert token.status == 200, token.body
-            auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+            auth = bearer_auth(url, creds)
             for order in (pdf_order, waiting):
                 answer = http("GET", url + f"/v1/orders/{order.order_id}", headers=auth)
                 assert answer.status == 200, answer.body

@@ -9,18 +9,11 @@ from django.utils import timezone
 from catalog.models import Row
 from tests.catalog.factories import EventFactory, RowFactory, SectionFactory
 from tests.conftest import make_partner
-from tests.faults.live import Processes, http, production_env
+from tests.faults.live import bearer_auth, http, production_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ORDER_FORM = {"delivery_type": "mobile_transfer", "is_ready_to_deliver": "true"}
-
-
-@pytest.fixture
-def processes(tmp_path):
-    started = Processes(tmp_path)
-    yield started
-    started.stop_all()
 
 
 def test_a_change_through_one_process_is_in_the_next_quote_through_the_other(processes, settings):
@@ -34,13 +27,7 @@ def test_a_change_through_one_process_is_in_the_next_quote_through_the_other(pro
     # Each process holds what it read for 30 s: only the versions can make it read again.
     env = production_env(CATALOG_CACHE_SECONDS="60", CATALOG_LOCAL_CACHE_SECONDS="30")
     one, other = processes.web(env, name="web-1"), processes.web(env, name="web-2")
-    token = http(
-        "POST",
-        one + "/v1/auth/token",
-        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-    )  # fmt: skip
-    assert token.status == 200, token.body
-    auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    auth = bearer_auth(one, creds)
 
     def quote(url, quantity, row="A"):
         body = {
