@@ -22,7 +22,6 @@ from config.celery import app as celery_app
 from orders.webhooks import services
 from orders.webhooks.models import WebhookAttempt, WebhookDelivery
 from tests.conftest import make_partner
-from tests.faults.conftest import processes  # noqa: F401  (fixture)
 from tests.faults.live import BIN, production_env, wait_for
 
 from .conftest import order_notification, register

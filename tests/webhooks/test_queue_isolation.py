@@ -18,7 +18,7 @@ from orders.models import Order
 from orders.webhooks import services
 from orders.webhooks.models import WebhookAttempt
 from tests.conftest import issue_token
-from tests.faults.conftest import ORDER_FORM, creds, processes, quote_body, row  # noqa: F401  (fixtures)
+from tests.faults.conftest import ORDER_FORM, creds, quote_body, row  # noqa: F401  (fixtures)
 from tests.faults.live import production_env, wait_for
 
 from .conftest import Reply, order_notification, register

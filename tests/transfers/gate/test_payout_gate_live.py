@@ -14,7 +14,6 @@ from orders.models import Order
 from orders.transfers.decision.state import order_receive
 from orders.transfers.staff.admin.actions import order_accept
 from payouts.models import Payout
-from tests.faults.conftest import processes  # noqa: F401  (fixture)
 from tests.faults.live import BIN, ROOT, production_env, wait_for
 from tests.orders.conftest import create_order
 

@@ -21,7 +21,6 @@ from django.conf import settings
 from orders.transfers.intake.services import PROCESS_TASK
 from orders.transfers.models import InboundMessage
 from tests.conftest import make_partner
-from tests.faults.conftest import processes  # noqa: F401  (real processes, stopped at the end)
 from tests.faults.live import ROOT, free_port, production_env, wait_for
 from tests.orders.factories import make_order
 
