@@ -43,8 +43,8 @@ class ResponseHooks:
     - X-Frame-Options: its value read per response, as the middleware reads it (a setting, or a subclass's);
       none where the response has one or is exempt.
     - The common middleware (``config.api.middleware.CommonMiddleware``): ``Content-Length`` of a response that
-      is not streamed, has none and is not a 304; a 404 takes the middleware's own hook (its redirect to the
-      path with a slash).
+      is not streamed and has none; a 404 (its redirect to the path with a slash) and a 304 (no length: the rule
+      is the middleware's own) take the middleware's own hook.
     - The security middleware: its headers depend on its settings, read when it was made, and on whether the
       request came over HTTPS (``Strict-Transport-Security``); each is added only where the response has none.
       They are read once for each of the two kinds of request, from the middleware itself over an empty
@@ -64,13 +64,9 @@ class ResponseHooks:
         return response
 
     def common_done(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
-        if response.status_code == 404:
+        if response.status_code in (304, 404):
             return self.common.process_response(request, response)
-        if (
-            not response.streaming
-            and response.status_code != 304
-            and "content-length" not in response.headers._store
-        ):
+        if not response.streaming and "content-length" not in response.headers._store:
             response.headers._store["content-length"] = ("Content-Length", str(len(response.content)))
         return response
 
