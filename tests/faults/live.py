@@ -182,16 +182,18 @@ def http(
     return Reply(status, got, body, time.monotonic() - started)
 
 
-def bearer_auth(url: str, creds) -> dict[str, str]:
+def bearer_auth(url: str, creds, headers: dict[str, str] | None = None) -> dict[str, str]:
     """The ``Authorization`` header of a token the live service at ``url`` issues for ``creds`` (a partner's
-    credentials, as ``tests.conftest.make_partner`` makes them)."""
+    credentials, as ``tests.conftest.make_partner`` makes them), beside ``headers``: those the caller sends with
+    every request (the TLS proxy's, say), sent with the token's request too."""
     token = http(
         "POST",
         url + "/v1/auth/token",
         json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
+        headers=headers,
     )  # fmt: skip
     assert token.status == 200, token.body
-    return {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    return {**(headers or {}), "Authorization": f"Bearer {token.body['data']['access_token']}"}
 
 
 # --- processes -----------------------------------------------------------------------------------------

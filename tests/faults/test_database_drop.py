@@ -12,23 +12,9 @@ from quotes.models import Quote
 from tests.quotes.factories import quotes_written
 
 from .conftest import ORDER_FORM, quote_body
-from .live import database_url_of_tests, http, production_env, wait_for
+from .live import bearer_auth, database_url_of_tests, http, production_env, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _token(url: str, creds) -> dict[str, str]:
-    reply = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={
-            "client_id": creds.client_id,
-            "client_secret": creds.client_secret,
-            "grant_type": "client_credentials",
-        },
-    )
-    assert reply.status == 200, reply.body
-    return {"Authorization": f"Bearer {reply.body['data']['access_token']}"}
 
 
 def _backend_waiting_on(table: str) -> int | None:
@@ -43,7 +29,7 @@ def _backend_waiting_on(table: str) -> int | None:
 
 def test_connection_killed_mid_order_gives_500_and_leaves_no_half_written_order(processes, row, creds):
     url = processes.web(production_env())
-    auth = _token(url, creds)
+    auth = bearer_auth(url, creds)
     quote = http("POST", url + "/v1/quotes", json_body=quote_body(row), headers=auth)
     assert quote.status == 201, quote.body
     form = {"quote_id": quote.body["data"]["quote_id"], **ORDER_FORM}

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from .conftest import quote_body
-from .live import database_url_of_tests, http, production_env
+from .live import bearer_auth, database_url_of_tests, http, production_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,17 +40,7 @@ def _terminate_service_backends() -> int:
 def test_no_request_fails_after_every_database_connection_is_killed(processes, row, creds, pool_check):
     # Two workers: both keep pooled connections, one of them sits idle while the other serves.
     url = processes.web(production_env(DATABASE_POOL_CHECK=pool_check), workers=2)
-    token = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={
-            "client_id": creds.client_id,
-            "client_secret": creds.client_secret,
-            "grant_type": "client_credentials",
-        },
-    )
-    assert token.status == 200, token.body
-    auth = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    auth = bearer_auth(url, creds)
     event = row.section.event
     requests = [
         ("GET", f"/v1/events/{event.event_id}", None),

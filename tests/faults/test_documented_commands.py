@@ -28,7 +28,7 @@ from orders.transfers.decision.state import order_receive
 from tests.webhooks.conftest import Receiver
 
 from .conftest import ORDER_FORM, quote_body
-from .live import BIN, ROOT, free_port, http, production_env, wait_for
+from .live import BIN, ROOT, bearer_auth, free_port, http, production_env, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,20 +105,6 @@ def wait_until_serving(url: str, process) -> None:
     assert wait_for(answering, timeout=60), process.output()[-3000:]
 
 
-def bearer(url: str, creds) -> dict[str, str]:
-    token = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={
-            "client_id": creds.client_id,
-            "client_secret": creds.client_secret,
-            "grant_type": "client_credentials",
-        },
-    )
-    assert token.status == 200, token.body
-    return {"Authorization": f"Bearer {token.body['data']['access_token']}"}
-
-
 def ping_arrives(url: str, auth: dict[str, str], hooks, workers) -> None:
     created = http(
         "POST",
@@ -175,7 +161,7 @@ def test_the_procfile_as_written_delivers_a_ping(processes, broker, hooks, shell
     beat = start(processes, "beat", lines["beat"], env, tmp_path)
     url = f"http://127.0.0.1:{port}"
     wait_until_serving(url, web)
-    auth = bearer(url, creds)
+    auth = bearer_auth(url, creds)
     ping_arrives(url, auth, hooks, [webhooks, worker])
     # The split holds: the ping went to the webhooks worker, never to the general one.
     assert "Task orders.webhooks.tasks.delivery_attempt[" in webhooks.output(), webhooks.output()[-3000:]
@@ -239,7 +225,7 @@ def test_the_plain_commands_deliver_a_ping_with_one_worker_for_every_queue(
     beat = start(processes, "beat", "celery -A config beat", env, tmp_path)
     url = f"http://127.0.0.1:{port}"
     wait_until_serving(url, web)
-    auth = bearer(url, creds)
+    auth = bearer_auth(url, creds)
     ping_arrives(url, auth, hooks, [worker])
     order_reaches_payout(url, auth, row, [worker, beat])
     # Its banner lists every queue it consumes.

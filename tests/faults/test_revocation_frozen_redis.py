@@ -15,7 +15,7 @@ from django.db import connection
 from partners import services as partner_services
 from partners.models import TokenSession
 
-from .live import http, own_redis_server, production_env, real_clock_env
+from .live import bearer_auth, http, own_redis_server, production_env, real_clock_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,17 +40,7 @@ def test_rotation_while_redis_is_frozen_is_refused_everywhere_within_the_bound(p
     server, redis_url = own_redis
     env = production_env(REDIS_URL=redis_url)
     webs = [processes.web(env, name="web-a"), processes.web(env, name="web-b")]
-    token = http(
-        "POST",
-        webs[0] + "/v1/auth/token",
-        json_body={
-            "client_id": creds.client_id,
-            "client_secret": creds.client_secret,
-            "grant_type": "client_credentials",
-        },
-    )
-    assert token.status == 200, token.body
-    old = {"Authorization": f"Bearer {token.body['data']['access_token']}"}
+    old = bearer_auth(webs[0], creds)
     for url in webs:  # both instances have read the session: the shared cache says "active"
         assert http("GET", url + "/v1/events", headers=old).status == 200
     # Issued and used, yet only in Redis: nothing copies it to the table without beat.

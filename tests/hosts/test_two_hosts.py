@@ -21,7 +21,7 @@ from orders.models import Notification, Order, OrderStatusHistory
 from orders.transfers.models import TicketFileCheck
 from payouts.models import Charge, Payout
 from tests.faults.conftest import ORDER_FORM, quote_body
-from tests.faults.live import BIN, ROOT, free_port, http, wait_for
+from tests.faults.live import BIN, ROOT, bearer_auth, free_port, http, wait_for
 from tests.ops.shape import ROLES, Host, host_env, own_queues, poll, prometheus_config, start_prometheus
 from tests.transfers.files.helpers import codes
 from tests.webhooks.conftest import Receiver
@@ -125,12 +125,7 @@ def test_two_hosts_one_killed_mid_flow_lose_nothing_and_repeat_nothing(
 
     https = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
 
-    def bearer(url: str) -> dict[str, str]:
-        token = http("POST", url + "/v1/auth/token", json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"}, headers=https)  # fmt: skip
-        assert token.status == 200, token.body
-        return {**https, "Authorization": f"Bearer {token.body['data']['access_token']}"}
-
-    auths = {host.name: bearer(host.url) for host in hosts}
+    auths = {host.name: bearer_auth(host.url, creds, https) for host in hosts}
     hook = http("POST", a.url + "/v1/webhook_endpoints", json_body={"url": endpoint.url("/hooks"), "event_types": ["*"]}, headers=auths["host-a"])  # fmt: skip
     assert hook.status == 201, hook.body
 

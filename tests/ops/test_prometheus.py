@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from tests.faults.conftest import ORDER_FORM, quote_body
-from tests.faults.live import http
+from tests.faults.live import bearer_auth, http
 from tests.webhooks.conftest import Receiver, Reply
 
 from .shape import (
@@ -42,17 +42,6 @@ def failing_endpoint():
     server.server.server_close()
 
 
-def bearer(url: str, creds) -> dict[str, str]:
-    token = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-        headers=https(),
-    )  # fmt: skip
-    assert token.status == 200, token.body
-    return https({"Authorization": f"Bearer {token.body['data']['access_token']}"})
-
-
 def test_prometheus_scrapes_every_procfile_process_and_reads_the_counters_of_the_flow(
     processes, tmp_path, creds, row, failing_endpoint
 ):
@@ -80,7 +69,7 @@ def test_prometheus_scrapes_every_procfile_process_and_reads_the_counters_of_the
         assert http("GET", exporter).status == 404
         assert http("GET", exporter, headers={"Authorization": "Bearer wrong"}).status == 404
 
-    auth = bearer(url, creds)
+    auth = bearer_auth(url, creds, https())
     endpoint = http(
         "POST",
         url + "/v1/webhook_endpoints",

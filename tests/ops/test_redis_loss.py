@@ -16,7 +16,7 @@ import pytest
 
 from orders.models import Notification, Order
 from tests.faults.conftest import ORDER_FORM, quote_body
-from tests.faults.live import free_port, http, real_clock_env, wait_for
+from tests.faults.live import bearer_auth, free_port, http, real_clock_env, wait_for
 from tests.webhooks.conftest import Receiver
 
 from .shape import Host, host_env, own_queues, poll
@@ -99,14 +99,7 @@ def test_losing_redis_mid_flow_loses_no_confirmation_and_no_notification(
     host.wait_serving()
     url = host.url
     https = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.7"}
-    token = http(
-        "POST",
-        url + "/v1/auth/token",
-        json_body={"client_id": creds.client_id, "client_secret": creds.client_secret, "grant_type": "client_credentials"},
-        headers=https,
-    )  # fmt: skip
-    assert token.status == 200, token.body
-    auth = {**https, "Authorization": f"Bearer {token.body['data']['access_token']}"}
+    auth = bearer_auth(url, creds, https)
     hook = http("POST", url + "/v1/webhook_endpoints", json_body={"url": endpoint.url("/hooks"), "event_types": ["*"]}, headers=auth)  # fmt: skip
     assert hook.status == 201, hook.body
 
