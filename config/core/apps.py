@@ -9,6 +9,7 @@ class CoreConfig(AppConfig):
     verbose_name = "Shared mechanics"
 
     def ready(self) -> None:
-        from . import request_cycle
+        from . import request_cycle, settings_reads
 
         request_cycle.install()
+        settings_reads.install()
