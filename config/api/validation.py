@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
+from django.core.validators import EmailValidator
 from django.http import QueryDict
 from rest_framework import serializers
 from rest_framework.exceptions import ErrorDetail
@@ -112,6 +112,19 @@ class ReusedValidator(threading.local):
 # serializer's answer: each function below returns what the serializer's field makes of the value, or
 # ``None`` when the field could refuse it. Then the serializer judges the body (its errors are the answer).
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _eager(validator: EmailValidator) -> EmailValidator:
+    """Django's ``validate_email`` with its patterns compiled now: Django compiles them lazily, behind a
+    ``SimpleLazyObject`` whose Python attribute lookup every match passes through (about 3.5 µs a valid
+    address against 0.9). The same patterns and flags, so the same judgement as the serializer's EmailField."""
+    for name in ("user_regex", "domain_regex", "literal_regex"):
+        lazy = getattr(type(validator), name)
+        setattr(validator, name, re.compile(lazy.pattern, lazy.flags))
+    return validator
+
+
+validate_email = _eager(EmailValidator())
 
 
 def text_as_given(value: Any, field: serializers.CharField) -> str | None:
