@@ -10,7 +10,7 @@ from pathlib import Path
 from gunicorn.glogging import Logger
 
 from config.core.redaction import could_carry_credential, redact
-from config.deploy import early_errors, response_writes
+from config.deploy import early_errors
 
 accesslog = "-"
 # The combined format plus the request id the API answers with (X-Request-ID), so a partner's request
@@ -30,8 +30,6 @@ if os.path.isdir(_IN_MEMORY):
     worker_tmp_dir = _IN_MEMORY
 # What gunicorn refuses itself (over these limits, a malformed request) is answered in the API's envelope.
 early_errors.install()
-# An answer's head and body in one write to the socket, not two (config/deploy/response_writes.py).
-response_writes.install()
 
 # The application already strips credentials from the environ gunicorn logs from (config/wsgi.py); the
 # logger below does it again for every atom, the request headers a format may name included.
