@@ -52,7 +52,12 @@ LOCAL_MAX_ENTRIES = 1024
 # An event's version outlives every page stamped with it by far (pages live CATALOG_CACHE_SECONDS), so an
 # expired version can never make an older page current again; a day keeps Redis free of dead events' keys.
 EVENT_VERSION_SECONDS = 24 * 3600
+# The longest a process keeps a section's rows for its quotes (:func:`held`), however often they are quoted:
+# the versions decide what is current; this bounds how long a change that no version names (a row edited in
+# SQL by hand) can stay out of the quotes.
+HELD_MAX_SECONDS = 60
 _MISSING = object()
+_clock = time.monotonic
 # What a route's build gives: the answer's data, or the data and the instant it changes by itself.
 Built = bytes | tuple[bytes, float | None]
 
@@ -80,19 +85,24 @@ class _LocalTier:
         self.entries: OrderedDict[str, tuple[float, Any]] = OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str, *, renew: float | None = None) -> Any:
+        """The value under ``key`` until its time runs out; ``renew``: a hit is kept that many seconds more."""
         with self.lock:
             entry = self.entries.get(key)
             if entry is None:
                 return _MISSING
-            if entry[0] <= time.monotonic():
+            now = _clock()
+            if entry[0] <= now:
                 del self.entries[key]
                 return _MISSING
+            if renew is not None:
+                self.entries[key] = (now + renew, entry[1])
+                self.entries.move_to_end(key)
             return entry[1]
 
     def put(self, key: str, value: Any, seconds: float) -> None:
         with self.lock:
-            self.entries[key] = (time.monotonic() + seconds, value)
+            self.entries[key] = (_clock() + seconds, value)
             self.entries.move_to_end(key)
             while len(self.entries) > self.max_entries:
                 self.entries.popitem(last=False)
@@ -276,39 +286,43 @@ def page(key: str, build: Callable[[], Built], *, event_id: str | None, found: d
 class _Held(NamedTuple):
     stamp: tuple
     value: Any
+    until: float  # built + HELD_MAX_SECONDS
 
 
 def held(key: str, build: Callable[[], Any], *, event_id: str | None, found: dict | None) -> Any:
-    """What ``build()`` reads from the database, kept by this process alone (never shared, never encoded) for
-    ``CATALOG_LOCAL_CACHE_SECONDS`` and only while the versions it was built under are current: the rows a quote
-    chooses from. ``found``: the request's first round trip's read of :func:`stamp_keys` (``None`` when the
-    cache did not answer, and then, as without a local tier, ``build()`` runs every time). The versions were
-    read before the build, so a change that commits during it leaves the value under a stamp already out of
-    date."""
+    """What ``build()`` reads from the database, kept by this process alone (never shared, never encoded)
+    while the versions it was built under are current: the rows a quote chooses from. Each quote that uses it
+    keeps it ``CATALOG_LOCAL_CACHE_SECONDS`` more (a section nobody quotes is let go), and it is read again
+    at the latest ``HELD_MAX_SECONDS`` after it was built. ``found``: the request's first round trip's read of
+    :func:`stamp_keys` (``None`` when the cache did not answer, and then, as without a local tier, ``build()``
+    runs every time). The versions were read before the build, so a change that commits during it leaves the
+    value under a stamp already out of date."""
     seconds = local_cache_seconds()
     if found is None or seconds <= 0:
         return build()
     stamp = _stamp(found, event_id)
     if stamp is None:
         return build()
-    entry = local.get(key)
-    if isinstance(entry, _Held) and entry.stamp == stamp:
+    entry = local.get(key, renew=seconds)
+    if isinstance(entry, _Held) and entry.stamp == stamp and _clock() < entry.until:
         return entry.value
     value = build()
-    local.put(key, _Held(stamp, value), seconds)
+    local.put(key, _Held(stamp, value, _clock() + HELD_MAX_SECONDS), seconds)
     return value
 
 
 def held_now(key: str, *, event_id: str | None, found: dict) -> Any:
     """What :func:`held` keeps under ``key``, if this process holds it under exactly the versions in ``found``
-    (each of them present); ``None`` otherwise. Reads nothing and builds nothing."""
-    if local_cache_seconds() <= 0:
+    (each of them present; the use keeps it as :func:`held`'s does); ``None`` otherwise. Reads nothing and
+    builds nothing."""
+    seconds = local_cache_seconds()
+    if seconds <= 0:
         return None
     keys = stamp_keys(event_id)
     if any(k not in found for k in keys):
         return None
-    entry = local.get(key)
-    if isinstance(entry, _Held) and entry.stamp == tuple(found[k] for k in keys):
+    entry = local.get(key, renew=seconds)
+    if isinstance(entry, _Held) and entry.stamp == tuple(found[k] for k in keys) and _clock() < entry.until:
         return entry.value
     return None
 

@@ -166,3 +166,34 @@ def test_a_body_that_does_not_parse_is_refused_after_the_token(auth_client, even
     assert_error(response, 401, "UNAUTHORIZED")
     response = auth_client.post("/v1/quotes", bad, content_type="application/json")
     assert_error(response, 400, "VALIDATION_ERROR")
+
+
+def test_rows_in_use_are_kept_and_read_again_at_the_latest_after_the_cap(
+    auth_client, event, held, monkeypatch, django_assert_num_queries
+):
+    # The process's clock, moved by hand: the held rows' time is counted on it alone.
+    now = [1_000.0]
+    monkeypatch.setattr(catalog_cache, "_clock", lambda: now[0])
+    data(quote(auth_client, event, section_name="Floor GA", row_name="GA"))  # the token's first use
+    with django_assert_num_queries(1):
+        data(quote(auth_client, event))
+    # Quoted every 4 s, within CATALOG_LOCAL_CACHE_SECONDS of the last use: kept, past 5 s since the read.
+    for _ in range(3):
+        now[0] += 4
+        with django_assert_num_queries(0):
+            data(quote(auth_client, event))
+    # Unused for longer than CATALOG_LOCAL_CACHE_SECONDS: let go, read again.
+    now[0] += 6
+    with django_assert_num_queries(1):
+        data(quote(auth_client, event))
+    # However often it is quoted, it is read again HELD_MAX_SECONDS after its read.
+    built = now[0]
+    while now[0] + 4 < built + catalog_cache.HELD_MAX_SECONDS:
+        now[0] += 4
+        with django_assert_num_queries(0):
+            data(quote(auth_client, event))
+    now[0] = built + catalog_cache.HELD_MAX_SECONDS
+    with django_assert_num_queries(1):
+        data(quote(auth_client, event))
+    with django_assert_num_queries(0):
+        data(quote(auth_client, event))
