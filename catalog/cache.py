@@ -303,9 +303,9 @@ def held(key: str, build: Callable[[], Any], *, event_id: str | None, found: dic
     stamp = _stamp(found, event_id)
     if stamp is None:
         return build()
-    entry = local.get(key, renew=seconds)
-    if isinstance(entry, _Held) and entry.stamp == stamp and _clock() < entry.until:
-        return entry.value
+    value = _held_value(key, stamp, seconds)
+    if value is not _MISSING:
+        return value
     value = build()
     local.put(key, _Held(stamp, value, _clock() + HELD_MAX_SECONDS), seconds)
     return value
@@ -321,10 +321,17 @@ def held_now(key: str, *, event_id: str | None, found: dict) -> Any:
     keys = stamp_keys(event_id)
     if any(k not in found for k in keys):
         return None
+    value = _held_value(key, tuple(found[k] for k in keys), seconds)
+    return None if value is _MISSING else value
+
+
+def _held_value(key: str, stamp: tuple, seconds: float) -> Any:
+    """What this process holds under ``key`` for ``stamp``, kept ``seconds`` more by this use, unless it is
+    ``HELD_MAX_SECONDS`` old; ``_MISSING`` otherwise."""
     entry = local.get(key, renew=seconds)
-    if isinstance(entry, _Held) and entry.stamp == tuple(found[k] for k in keys) and _clock() < entry.until:
+    if isinstance(entry, _Held) and entry.stamp == stamp and _clock() < entry.until:
         return entry.value
-    return None
+    return _MISSING
 
 
 def page_read(key: str, build: Callable[[], Built], *, event_id: str | None) -> Page:
