@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.db.models.signals import post_init
 
 from catalog.models import Row
 from quotes import quote_cache, services
@@ -63,9 +64,28 @@ def test_a_quote_made_by_position_is_the_quote_made_by_name():
     by_name = Quote(**VALUES)
     for field in Quote._meta.concrete_fields:
         assert getattr(by_position, field.attname) == getattr(by_name, field.attname), field.attname
-    assert by_position._state.adding and by_position.pk == VALUES["id"]
+    assert by_position._state.adding and by_position._state.db is None and by_position.pk == VALUES["id"]
+    assert by_position.__dict__.keys() == by_name.__dict__.keys()
+    # The related objects load as on any new instance, from the keys set.
+    assert by_position.partner_id == 7 and not Quote._meta.get_field("partner").is_cached(by_position)
     with pytest.raises(KeyError):
         services._quote_by_position({k: v for k, v in VALUES.items() if k != "consumed_at"})
+
+
+def test_a_quote_is_made_by_the_model_while_its_signals_have_receivers():
+    seen = []
+
+    def received(sender, **kwargs):
+        seen.append(sender)
+
+    post_init.connect(received, sender=Quote)
+    try:
+        quote = services._quote_by_position(VALUES)
+    finally:
+        post_init.disconnect(received, sender=Quote)
+    assert seen == [Quote] and quote.row_id == VALUES["row_id"]
+    services._quote_by_position(VALUES)
+    assert seen == [Quote]
 
 
 VARIANTS = [
