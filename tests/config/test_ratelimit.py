@@ -196,6 +196,36 @@ def test_the_shared_cache_parses_redis_replies_with_hiredis():
         client.connection_pool.release(conn)
 
 
+def test_a_counter_the_counting_script_makes_has_its_lifetime_whoever_counts_next():
+    """The script that counts and writes (a warm quote's round trip) gives a counter it creates its lifetime;
+    later counts, by the script or by the plain round trip, leave the counter with one."""
+    import uuid
+
+    from django.core.cache import caches
+
+    backend = caches["default"]
+    client = backend._cache.get_client(write=True)
+    backend.set("ratelimit-script:entry", "held")
+    raw = client.get(backend.make_and_validate_key("ratelimit-script:entry"))
+    counter = f"rl:script-test:{uuid.uuid4().hex}"
+    written = backend.make_and_validate_key("ratelimit-script:w")
+
+    def scripted() -> int:
+        write_if = ratelimit.WriteIf(expect=[raw], commands=[("SET", written, "1", "EX", 30)])
+        count, found = ratelimit._count(
+            counter, timeout=65, read=["ratelimit-script:entry"], limit=10, write_if=write_if
+        )
+        assert write_if.replies is not None and found == {"ratelimit-script:entry": "held"}
+        return count
+
+    full = backend.make_and_validate_key(counter)
+    assert scripted() == 1 and 60 < client.ttl(full) <= 65
+    client.expire(full, 40)  # time passes: the next count keeps the lifetime the counter has
+    assert scripted() == 2 and 35 < client.ttl(full) <= 40
+    assert ratelimit._count(counter, timeout=65)[0] == 3 and 60 < client.ttl(full) <= 65
+    assert scripted() == 4 and 60 < client.ttl(full) <= 65
+
+
 def _kept_connection():
     from django.core.cache import caches
 
