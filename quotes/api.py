@@ -142,7 +142,7 @@ def _answer(request):
             ahead.answered(principal, claims, found)
         if ahead is not None and ahead.written:
             services.quote_pending_counted(int(ahead.write_if.replies[1]))
-            data = quote_data(ahead.quote, event_public_id=event_id)
+            data = ahead.data
         else:
             data = _quote_create(body, principal, found=found if read else None)
     except Exception as exc:
@@ -183,6 +183,7 @@ class _Ahead:
     def __init__(self, body, read: list[str]) -> None:
         self.body, self.read = body, read
         self.quote = None
+        self.data: dict | None = None  # the quote's answer, made with it
         self.session_keys: list[str] = []
         self.write_if: WriteIf | None = None
 
@@ -198,7 +199,7 @@ class _Ahead:
             self._make(claims)
         except Exception:  # the quote is then made after the round trip, as without this
             logger.exception("a quote could not be made ahead of its round trip")
-            self.quote, self.write_if.expect, self.write_if.commands = None, [], []
+            self.quote, self.data, self.write_if.expect, self.write_if.commands = None, None, [], []
         return self.write_if
 
     def _make(self, claims) -> None:
@@ -227,6 +228,7 @@ class _Ahead:
             **_quote_asked(data),
         )
         if self.quote is not None:
+            self.data = quote_data(self.quote, event_public_id=data["event_id"])
             self.write_if.expect = [*accepted[1], *(raw for raw, _value in known)]
             self.write_if.commands = quote_store_commands(self.quote)
 

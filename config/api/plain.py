@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from .envelope import success_body
 from .exceptions import exception_handler
+from .headers import put
 from .parsers import JSONObjectParser
 from .renderers import render_compact
 
@@ -68,9 +69,9 @@ class Answer:
         self.vary = "Accept" if len(view.renderer_classes) > 1 else None
 
     def _finish(self, response: HttpResponse) -> HttpResponse:
-        response["Allow"] = self.allow
+        put(response, "Allow", self.allow)
         if self.vary:
-            response["Vary"] = self.vary
+            put(response, "Vary", self.vary)
         return response
 
     def ok(
