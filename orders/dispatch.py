@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.core.cache.backends.redis import RedisCache
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from config.api.ratelimit import pipelined
@@ -232,12 +232,18 @@ def _on_the_way(notification_pks: list[int]) -> None:
         )
 
 
+# One statement whatever the number of rows (the pks as one array parameter): prepared once per connection.
+_MARK_DISPATCHED = (
+    f'UPDATE "{Notification._meta.db_table}" SET dispatched_at = %s'  # noqa: S608 - the model's table
+    " WHERE id = ANY(%s::bigint[]) AND dispatched_at IS NULL"
+)
+
+
 def mark_dispatched(notification_pks: list[int]) -> None:
     """Mark the rows of ``notification_pks`` not marked yet handed over to all of their subscribers."""
     if notification_pks:
-        Notification.objects.filter(pk__in=notification_pks, dispatched_at__isnull=True).update(
-            dispatched_at=timezone.now()
-        )
+        with connection.cursor() as cursor:
+            cursor.execute(_MARK_DISPATCHED, [timezone.now(), list(notification_pks)])
 
 
 def notifications_dispatch_pending(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> int:

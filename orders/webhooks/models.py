@@ -23,6 +23,11 @@ def new_delivery_id() -> str:
     return new_public_id("whd")
 
 
+def types_include(event_types: list[str], notification_type: str) -> bool:
+    """Whether an endpoint subscribed to ``event_types`` (``["*"]``: every type) receives ``notification_type``."""
+    return "*" in event_types or notification_type in event_types
+
+
 class WebhookEndpoint(models.Model):
     class Status(models.TextChoices):
         ENABLED = "enabled", "Enabled"
@@ -73,7 +78,7 @@ class WebhookEndpoint(models.Model):
         return f"{self.endpoint_id} {self.url}"
 
     def subscribes_to(self, notification_type: str) -> bool:
-        return "*" in self.event_types or notification_type in self.event_types
+        return types_include(self.event_types, notification_type)
 
 
 class WebhookEndpointStatusHistory(StatusHistory):

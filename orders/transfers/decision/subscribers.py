@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -42,11 +43,22 @@ def waiting_messages_release(*, order_pk: int) -> list[int]:
     return pks
 
 
+# ``_waiting_for_confirmation``'s orders, in SQL whose text does not change with the batch (the pks as one array
+# parameter): prepared once per connection, where the ORM compiled it for every delivery batch.
+_WAITING_ORDERS = (
+    f'SELECT DISTINCT order_id FROM "{InboundMessage._meta.db_table}"'  # noqa: S608 - the model's table
+    " WHERE order_id = ANY(%s::bigint[]) AND stage = %s AND authentic"
+    " AND (verdicts #> '{decision,action}') = to_jsonb(%s::text)"
+)
+
+
 def orders_without_waiting_mail(transitions: list[Transition]) -> set[int]:
     """``on_order_status_changed``'s ``idle`` (``orders.signals``): the pks of the orders among these moves that
     have no message waiting for their confirmation; one statement for a delivery batch."""
     ids = {t.order_pk for t in transitions}
-    return ids - set(_waiting_for_confirmation(ids).values_list("order_id", flat=True).distinct())
+    with connection.cursor() as cursor:
+        cursor.execute(_WAITING_ORDERS, [sorted(ids), str(InboundMessage.Stage.DEFERRED), WAITING])
+        return ids - {pk for (pk,) in cursor.fetchall()}
 
 
 def on_order_status_changed(transition: Transition) -> None:
