@@ -9,10 +9,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from orders import delivery, dispatch
-from orders.models import Notification, NotificationReceipt, OrderStatusHistory
+from orders.models import Notification, NotificationReceipt, Order, OrderStatusHistory
 from orders.services import orders_transition
-from orders.transfers.decision.subscribers import orders_without_waiting_mail
-from orders.transfers.files.services import orders_without_file_work
+from orders.signals import transition_of
+from orders.transfers.decision.subscribers import _waiting_for_confirmation, orders_without_waiting_mail
+from orders.transfers.files.services import _checks_its_pdf, _verified_unapplied, orders_without_file_work
 from orders.transfers.models import InboundMessage, TicketFileCheck
 from orders.webhooks.services import notifications_without_endpoints
 from tests.conftest import make_partner
@@ -144,8 +145,6 @@ def test_the_idle_checks_read_what_each_subscriber_would_act_on():
             )
         ).values()
     )
-    from orders.signals import transition_of
-
     moves = [transition_of(n) for n in notifications]
     everyone = {o.pk for o in orders}
 
@@ -154,3 +153,10 @@ def test_the_idle_checks_read_what_each_subscriber_would_act_on():
         assert orders_without_waiting_mail(moves) == everyone - {waiting.pk}
         assert notifications_without_endpoints(notifications) == {n.pk for n in notifications}
     assert len(captured.captured_queries) == 3
+
+    # The same orders as the ORM's definitions that the subscribers' handlers act on.
+    with_file_work = {o.pk for o in Order.objects.filter(pk__in=everyone) if _checks_its_pdf(o)}
+    with_file_work |= set(_verified_unapplied(everyone).values_list("order_id", flat=True))
+    assert orders_without_file_work(moves) == everyone - with_file_work
+    waiting_mail = set(_waiting_for_confirmation(everyone).values_list("order_id", flat=True))
+    assert orders_without_waiting_mail(moves) == everyone - waiting_mail
