@@ -45,7 +45,7 @@ _NOTIFICATIONS = rawsql.Select(
     _NOTIFICATION_FIELDS + _TRANSITION_FIELDS,
 )
 _RECEIPTS = (
-    f"SELECT notification_id, subscriber FROM {NotificationReceipt._meta.db_table}"  # noqa: S608
+    f'SELECT notification_id, subscriber FROM "{NotificationReceipt._meta.db_table}"'  # noqa: S608
     " WHERE notification_id = ANY(%s::bigint[])"
 )
 
@@ -317,21 +317,16 @@ def notification_deliver(*, notification_pk: int, subscriber_name: str, now: boo
     if subscriber is None:
         logger.warning("No subscriber %r for notification pk=%s", subscriber_name, notification_pk)
         return False
-    notification = Notification.objects.select_related("transition").filter(pk=notification_pk).first()
+    notification = notifications_with_transitions([notification_pk]).get(notification_pk)
     if notification is None:
         return False  # purged after its retention
     waits = now and subscriber.now is not None
     # A receipt of the handler that only handed the work on does not stop the caller that waits for it.
-    if (
-        not waits
-        and NotificationReceipt.objects.filter(
-            notification_id=notification_pk, subscriber=subscriber_name
-        ).exists()
-    ):
+    if not waits and subscriber_name in receipts_of([notification_pk]).get(notification_pk, ()):
         return False
     (subscriber.now if waits else subscriber.handler)(notification)
     # Two concurrent deliveries may both finish: the unique receipt keeps one row, neither fails.
-    NotificationReceipt.objects.bulk_create(
+    rawsql.insert_many(
         [NotificationReceipt(notification_id=notification_pk, subscriber=subscriber_name)],
         ignore_conflicts=True,
     )
