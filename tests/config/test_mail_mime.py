@@ -90,6 +90,7 @@ def _same_bytes(built, django) -> None:
         expected_bytes = django.as_bytes(linesep=linesep)
         expected_text = django.as_string(linesep=linesep)
         built.policy = ONE_LINE_HEADERS
+        assert built._written(linesep) is not None  # joined directly, not by the generator
         assert built.as_bytes(linesep=linesep) == expected_bytes
         assert built.as_string(linesep=linesep) == expected_text
 
@@ -109,6 +110,26 @@ def test_every_subject_recipient_and_header_is_set_as_django_sets_it(subject):
         )
         _same_tree(built, django)
         _same_bytes(built, django)
+
+
+def test_a_tree_changed_after_it_was_built_is_written_by_the_generator():
+    built, django = _pair(subject="Order ord_1 confirmed", body=BODIES[0], to=["ana@example.com"])
+    built.set_boundary("another-boundary")
+    django.set_boundary("another-boundary")
+    assert built._written("\n") is None
+    _same_bytes_by_the_generator(built, django)
+    built, django = _pair(subject="Order ord_1 confirmed", body=BODIES[0], to=["ana@example.com"])
+    for message in (built, django):
+        message.preamble = "This is a multi-part message."
+    assert built._written("\n") is None
+    _same_bytes_by_the_generator(built, django)
+
+
+def _same_bytes_by_the_generator(built, django) -> None:
+    for linesep in ("\n", "\r\n"):
+        django.policy = policy.compat32
+        built.policy = ONE_LINE_HEADERS
+        assert built.as_bytes(linesep=linesep) == django.as_bytes(linesep=linesep)
 
 
 def test_a_short_printable_subject_is_what_header_gives_back():
