@@ -86,14 +86,38 @@ def dates_shown(value: date | None, form: str) -> str:
     return _formatted(value, form, translation.get_language())
 
 
+@functools.lru_cache(maxsize=1024)
+def _number(value: int, language: str | None) -> str:
+    return formats.localize(value)
+
+
+def number_shown(value: int) -> str:
+    """``value`` as ``{{ value }}`` shows it, formatted once per value and language (Django's number formatting
+    looks up the separators' settings and translations for every variable it writes)."""
+    return _number(value, translation.get_language())
+
+
 def _context(order: Order) -> dict:
+    """What the seller's e-mails show, as plain values: the order, its event and its venue as dictionaries of
+    the fields the templates read (a template looks a key up in a dictionary at once, where on a model it first
+    fails an item lookup), and the quantity also as the text it is shown as (``quantity_shown``)."""
     event = order.event
     venue = event.venue
     local_starts_at = event.local_starts_at
     return {
-        "order": order,
-        "event": event,
-        "venue": venue,
+        "order": {
+            "order_id": order.order_id,
+            "livemode": order.livemode,
+            "quantity": order.quantity,  # for its filters (``pluralize``)
+            "quantity_shown": number_shown(order.quantity),
+            "section_name_display": order.section_name_display,
+            "row_name_display": order.row_name_display,
+            "general_admission": order.general_admission,
+            "in_hand_date": order.in_hand_date,
+            "transfer_address": order.transfer_address,
+        },
+        "event": {"name": event.name},
+        "venue": {"name": venue.name},
         "venue_place": ", ".join(part for part in (venue.city, venue.state, venue.country) if part),
         "starts_on": dates_shown(local_starts_at, LONG_DATE),
         "starts_at_time": dates_shown(local_starts_at, TIME_OF_DAY),

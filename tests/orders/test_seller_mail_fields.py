@@ -36,3 +36,41 @@ def test_the_fields_a_batch_loads_give_the_same_e_mail_and_no_query(livemode):
         narrowed = _sent(narrow)
     assert queries.captured_queries == []  # no deferred field read one by one
     assert narrowed == _sent(full)
+
+
+def test_every_field_the_e_mails_read_is_in_their_context():
+    """The context holds the order, its event and its venue as dictionaries: a field a template reads that is
+    not in them would be shown as nothing, so each one the templates name is there."""
+    import re
+    from pathlib import Path
+
+    from django.conf import settings
+
+    (order,) = make_orders(1)
+    context = seller_mail._context(order)
+    emails = Path(settings.BASE_DIR) / "templates" / "emails"
+    named = {
+        match
+        for path in emails.iterdir()
+        for match in re.findall(r"\b(order|event|venue)\.(\w+)", path.read_text())
+    }
+    assert ("order", "quantity") in named  # the search finds them
+    assert sorted(f"{obj}.{name}" for obj, name in named if name not in context[obj]) == []
+
+
+@pytest.mark.parametrize("quantity", [1, 2, 1234])
+def test_a_quantity_is_shown_as_the_template_shows_a_number(quantity, settings):
+    from django.template import Context, Template
+
+    settings.USE_THOUSAND_SEPARATOR = quantity == 1234
+    seller_mail._number.cache_clear()
+    try:
+        shown = seller_mail.number_shown(quantity)
+        shown_template = Template("{{ shown }} ticket{{ n|pluralize }}")
+        assert shown_template.render(Context({"shown": shown, "n": quantity})) == Template(
+            "{{ n }} ticket{{ n|pluralize }}"
+        ).render(Context({"n": quantity}))
+        if quantity == 1234:
+            assert shown == "1,234"
+    finally:
+        seller_mail._number.cache_clear()
