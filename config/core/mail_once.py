@@ -187,10 +187,11 @@ def _upsert(
     params: list,
     claimed_at: datetime | None,
     sent_at: datetime | None,
+    returning: list[str] | None = None,
 ) -> int:
     """One ``INSERT … ON CONFLICT`` over every key: a missing row is inserted as given; an existing one is
     updated by ``set_sql`` where ``where_sql`` holds (or left alone, without ``set_sql``). Returns the rows
-    written."""
+    written; ``returning``: a list given their keys."""
     table = connection.ops.quote_name(MailOnce._meta.db_table)
     conflict = (
         f"DO UPDATE SET {set_sql} WHERE {where_sql.format(t=table)}" if set_sql is not None else "DO NOTHING"
@@ -198,11 +199,13 @@ def _upsert(
     sql = (
         f"INSERT INTO {table} (purpose, key, recipient, claimed_at, handed_over_at, sent_at, unconfirmed) "  # noqa: S608
         "SELECT %s, t.k, t.r, %s, NULL, %s, false FROM unnest(%s::text[], %s::text[]) AS t(k, r) "
-        f"ON CONFLICT (purpose, key) {conflict}"
+        f"ON CONFLICT (purpose, key) {conflict}" + (" RETURNING key" if returning is not None else "")
     )
     keys = list(recipients)
     with connection.cursor() as cursor:
         cursor.execute(sql, [purpose, claimed_at, sent_at, keys, [recipients[k] for k in keys], *params])
+        if returning is not None:
+            returning[:] = [key for (key,) in cursor.fetchall()]
         return cursor.rowcount
 
 
@@ -215,27 +218,31 @@ def claim(*, purpose: str, recipients: Mapping[object, str], lease: timedelta, n
         return []
     # A message that left already is no one's to claim, whatever its claim's time.
     mine = rows(purpose, recipients).filter(claimed_at=now, sent_at__isnull=True, handed_over_at__isnull=True)
-    # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over message
-    # goes on; its claim's timestamp is its token.
-    with_db_retry(
-        lambda: (
-            _upsert(
-                purpose=purpose,
-                recipients=recipients,
-                set_sql="claimed_at = EXCLUDED.claimed_at, recipient = EXCLUDED.recipient",
-                where_sql=(
-                    "{t}.sent_at IS NULL AND {t}.handed_over_at IS NULL "
-                    "AND ({t}.claimed_at IS NULL OR {t}.claimed_at < %s)"
-                ),
-                params=[now - lease],
-                claimed_at=now,
-                sent_at=None,
-            )
-            >= 0
-        ),
-        done=mine.exists,
-    )
-    return sorted(mine.values_list("key", flat=True))
+    found: list[list[str]] = []
+
+    def upsert() -> bool:
+        # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over
+        # message goes on; its claim's timestamp is its token. The keys it claimed are the rows it wrote.
+        claimed: list[str] = []
+        _upsert(
+            purpose=purpose,
+            recipients=recipients,
+            set_sql="claimed_at = EXCLUDED.claimed_at, recipient = EXCLUDED.recipient",
+            where_sql=(
+                "{t}.sent_at IS NULL AND {t}.handed_over_at IS NULL "
+                "AND ({t}.claimed_at IS NULL OR {t}.claimed_at < %s)"
+            ),
+            params=[now - lease],
+            claimed_at=now,
+            sent_at=None,
+            returning=claimed,
+        )
+        found.append(claimed)
+        return True
+
+    with_db_retry(upsert, done=mine.exists)
+    # (After a lost reply whose claim had taken effect, the rows tell what it claimed.)
+    return sorted(found[0] if found else mine.values_list("key", flat=True))
 
 
 def release(*, purpose: str, keys: Iterable[object], token: datetime) -> None:
@@ -271,6 +278,20 @@ def record_sent(
     )
 
 
+def _handed_over(purpose: str, keys: list[str], *, token: datetime, at: datetime) -> list[str]:
+    """Record the hand-over (``at``) of the messages about ``keys`` claimed by ``token`` and not handed over;
+    returns their keys. The keys go as one array: one statement text, which the connection prepares once."""
+    table = connection.ops.quote_name(MailOnce._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET handed_over_at = %s "  # noqa: S608  (the model's own table)
+            "WHERE purpose = %s AND key = ANY(%s::text[]) AND claimed_at = %s AND handed_over_at IS NULL "
+            "RETURNING key",
+            [at, purpose, keys, token],
+        )
+        return [key for (key,) in cursor.fetchall()]
+
+
 @dataclass
 class Sending:
     """What ``send_once`` did: the keys whose message this call sent, and those still owed, each with the error
@@ -289,17 +310,20 @@ def send_once(
     claim_lease: timedelta,
     handover_lease: timedelta,
     now: datetime | None = None,
+    settled: bool = False,
 ) -> Sending:
     """Send each message of ``recipients`` (key → address) at most once (see the module docstring), over one mail
     connection: ``send(key, recipient, connection)`` sends one. A message another sender holds, or that left
     already, is skipped; a message handed over when the connection broke is never sent again automatically.
-    Outside a transaction."""
+    ``settled``: the caller has just settled these keys' stale hand-overs (:func:`settle_unconfirmed`, at
+    ``now``), which are then not settled a second time. Outside a transaction."""
     outcome = Sending()
     recipients = {str(key): to for key, to in recipients.items()}
     if not recipients:
         return outcome
     now = now or timezone.now()
-    settle_unconfirmed(purpose=purpose, keys=recipients, handover_lease=handover_lease, now=now)
+    if not settled:
+        settle_unconfirmed(purpose=purpose, keys=recipients, handover_lease=handover_lease, now=now)
     claimed = claim(purpose=purpose, recipients=recipients, lease=claim_lease, now=now)
     if not claimed:
         return outcome
@@ -309,13 +333,16 @@ def send_once(
         mail_connection.open()  # a refused or broken mail server fails here, before anything is handed over
         handed_at = timezone.now()
         ours = mine.filter(handed_over_at=handed_at)
-        with_db_retry(
-            lambda: mine.filter(handed_over_at__isnull=True).update(handed_over_at=handed_at) >= 0,
-            done=ours.exists,
-            seconds=RECORD_RETRY_SECONDS,
-        )
+        marked: list[list[str]] = []
+
+        def hand_over() -> bool:
+            marked.append(_handed_over(purpose, claimed, token=now, at=handed_at))
+            return True
+
+        with_db_retry(hand_over, done=ours.exists, seconds=RECORD_RETRY_SECONDS)
         # A claim that ran out meanwhile was taken over by another sender: its message is not ours to send.
-        handed_over = sorted(ours.values_list("key", flat=True))
+        # (After a lost reply whose hand-over had taken effect, the rows tell which.)
+        handed_over = sorted(marked[0] if marked else ours.values_list("key", flat=True))
         for position, key in enumerate(handed_over):
             try:
                 send(key, recipients[key], mail_connection)

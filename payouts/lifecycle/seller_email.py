@@ -64,4 +64,5 @@ def confirmation_emails_send(*, order_pks: list[int]) -> mail_once.Sending:
         claim_lease=EMAIL_CLAIM_LEASE,
         handover_lease=EMAIL_HANDOVER_LEASE,
         now=now,
+        settled=True,
     )

@@ -84,3 +84,63 @@ def test_each_e_mail_in_staffs_list_links_to_the_record_it_is_about(admin_client
     assert '<td class="field-about">424242</td>' in listing
     # The link opens the record's page.
     assert admin_client.get(f"/admin/orders/order/{order.pk}/change/").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_and_a_hand_over_whose_replies_were_lost_send_each_message_once(monkeypatch):
+    """The claim and the hand-over name the messages they took in their own reply; when that reply is lost
+    after the statement took effect, the retry finds it done and reads them from the rows instead."""
+    from django.db import OperationalError
+
+    monkeypatch.setattr(mail_once.time, "sleep", lambda seconds: None)
+    real_upsert, real_hand_over = mail_once._upsert, mail_once._handed_over
+    lost = {"claim": 1, "hand-over": 1}
+
+    def reply_lost(step: str) -> None:
+        if lost[step]:
+            lost[step] -= 1
+            raise OperationalError("server closed the connection unexpectedly")
+
+    def upsert(**kwargs):
+        written = real_upsert(**kwargs)
+        reply_lost("claim")
+        return written
+
+    def hand_over(*args, **kwargs):
+        keys = real_hand_over(*args, **kwargs)
+        reply_lost("hand-over")
+        return keys
+
+    monkeypatch.setattr(mail_once, "_upsert", upsert)
+    monkeypatch.setattr(mail_once, "_handed_over", hand_over)
+    MailOnce.objects.create(purpose="notice", key="3", recipient="c@example.com", sent_at=timezone.now())
+    sent = []
+    outcome = mail_once.send_once(
+        purpose="notice",
+        recipients={1: "a@example.com", 2: "b@example.com", 3: "c@example.com"},
+        send=lambda key, to, connection: sent.append((key, to)),
+        claim_lease=timedelta(seconds=90),
+        handover_lease=timedelta(minutes=4),
+    )
+    assert lost == {"claim": 0, "hand-over": 0}  # both replies were lost
+    assert sorted(sent) == [("1", "a@example.com"), ("2", "b@example.com")]
+    assert sorted(outcome.sent) == ["1", "2"] and outcome.owed == {}
+    rows = {row.key: row for row in MailOnce.objects.filter(purpose="notice")}
+    assert all(rows[key].handed_over_at and rows[key].sent_at for key in ("1", "2"))
+    assert rows["3"].handed_over_at is None  # sent before: neither claimed nor handed over again
+
+
+def test_the_claim_and_the_hand_over_name_what_they_took_in_their_reply(django_assert_num_queries):
+    """Without a lost reply, the claim and the hand-over read nothing back: five statements for a batch (the
+    stale hand-overs settled, the claim, the hand-over, the sending recorded), whatever its size."""
+    for size in (1, 5):
+        purpose = f"notice-{size}"
+        with django_assert_num_queries(4):
+            outcome = mail_once.send_once(
+                purpose=purpose,
+                recipients={key: f"{key}@example.com" for key in range(size)},
+                send=lambda key, to, connection: None,
+                claim_lease=timedelta(seconds=90),
+                handover_lease=timedelta(minutes=4),
+            )
+        assert len(outcome.sent) == size
