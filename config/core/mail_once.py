@@ -14,7 +14,8 @@ message left:
    message sent. A message that was handed over is never sent again automatically.
 3. *sent*: ``sent_at``. A hand-over with no ``sent_at`` after the caller's ``handover_lease`` (the recording
    failed, or the sender died during the transfer) is settled as sent-unconfirmed (``unconfirmed``) and logged
-   for staff: the recipient probably got it, and a second copy is worse than asking.
+   for staff: the recipient probably got it, and a second copy is worse than asking. The caller settles them
+   (``settle_unconfirmed``) over every key it considers, before it leaves out those that left already.
 
 ``claim`` / ``release`` / ``record_sent`` — the same claim without a hand-over, for a message whose failed send
 may be retried (the question to a seller): one sender wins the claim, a failure releases it, a message recorded
@@ -37,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.core.mail import get_connection
 from django.db import connection
@@ -48,6 +50,7 @@ from .models import MailOnce
 from .retrying import DB_ERRORS
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Refusals after which the mail server certainly did not accept the message: the hand-over is undone.
 NOT_DELIVERED = (smtplib.SMTPRecipientsRefused, smtplib.SMTPSenderRefused, smtplib.SMTPDataError)
@@ -62,17 +65,17 @@ RECORD_RETRY_SECONDS = 180.0
 
 
 def with_db_retry(
-    statement: Callable[[], bool], *, done: Callable[[], bool], seconds: float = DB_RETRY_SECONDS
-) -> bool:
-    """Run ``statement``; after a lost connection, reconnect, ask ``done`` whether it took effect (the reply
-    may have been lost after the commit), and run it again if not — for ``seconds`` at most. Outside a
-    transaction only."""
+    statement: Callable[[], T], *, done: Callable[[], bool], seconds: float = DB_RETRY_SECONDS
+) -> T | None:
+    """Run ``statement`` and return what it returns; after a lost connection, reconnect, ask ``done`` whether it
+    took effect (the reply may have been lost after the commit), and run it again if not — for ``seconds`` at
+    most. None when it had taken effect: its reply is lost. Outside a transaction only."""
     deadline = time.monotonic() + seconds
     attempt = 0
     while True:
         try:
             if attempt and done():
-                return True
+                return None
             return statement()
         except DB_ERRORS:
             if connection.in_atomic_block or time.monotonic() >= deadline:
@@ -187,11 +190,10 @@ def _upsert(
     params: list,
     claimed_at: datetime | None,
     sent_at: datetime | None,
-    returning: list[str] | None = None,
-) -> int:
+) -> list[str]:
     """One ``INSERT … ON CONFLICT`` over every key: a missing row is inserted as given; an existing one is
-    updated by ``set_sql`` where ``where_sql`` holds (or left alone, without ``set_sql``). Returns the rows
-    written; ``returning``: a list given their keys."""
+    updated by ``set_sql`` where ``where_sql`` holds (or left alone, without ``set_sql``). Returns the keys of
+    the rows written."""
     table = connection.ops.quote_name(MailOnce._meta.db_table)
     conflict = (
         f"DO UPDATE SET {set_sql} WHERE {where_sql.format(t=table)}" if set_sql is not None else "DO NOTHING"
@@ -199,14 +201,12 @@ def _upsert(
     sql = (
         f"INSERT INTO {table} (purpose, key, recipient, claimed_at, handed_over_at, sent_at, unconfirmed) "  # noqa: S608
         "SELECT %s, t.k, t.r, %s, NULL, %s, false FROM unnest(%s::text[], %s::text[]) AS t(k, r) "
-        f"ON CONFLICT (purpose, key) {conflict}" + (" RETURNING key" if returning is not None else "")
+        f"ON CONFLICT (purpose, key) {conflict} RETURNING key"
     )
     keys = list(recipients)
     with connection.cursor() as cursor:
         cursor.execute(sql, [purpose, claimed_at, sent_at, keys, [recipients[k] for k in keys], *params])
-        if returning is not None:
-            returning[:] = [key for (key,) in cursor.fetchall()]
-        return cursor.rowcount
+        return [key for (key,) in cursor.fetchall()]
 
 
 def claim(*, purpose: str, recipients: Mapping[object, str], lease: timedelta, now: datetime) -> list[str]:
@@ -218,13 +218,10 @@ def claim(*, purpose: str, recipients: Mapping[object, str], lease: timedelta, n
         return []
     # A message that left already is no one's to claim, whatever its claim's time.
     mine = rows(purpose, recipients).filter(claimed_at=now, sent_at__isnull=True, handed_over_at__isnull=True)
-    found: list[list[str]] = []
-
-    def upsert() -> bool:
-        # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over
-        # message goes on; its claim's timestamp is its token. The keys it claimed are the rows it wrote.
-        claimed: list[str] = []
-        _upsert(
+    # Race: two senders of one message — only the one whose upsert claims the unsent, not handed over message
+    # goes on; its claim's timestamp is its token. The keys it claimed are the rows it wrote.
+    claimed = with_db_retry(
+        lambda: _upsert(
             purpose=purpose,
             recipients=recipients,
             set_sql="claimed_at = EXCLUDED.claimed_at, recipient = EXCLUDED.recipient",
@@ -235,14 +232,11 @@ def claim(*, purpose: str, recipients: Mapping[object, str], lease: timedelta, n
             params=[now - lease],
             claimed_at=now,
             sent_at=None,
-            returning=claimed,
-        )
-        found.append(claimed)
-        return True
-
-    with_db_retry(upsert, done=mine.exists)
-    # (After a lost reply whose claim had taken effect, the rows tell what it claimed.)
-    return sorted(found[0] if found else mine.values_list("key", flat=True))
+        ),
+        done=mine.exists,
+    )
+    # After a lost reply whose claim had taken effect, the rows tell what it claimed.
+    return sorted(claimed if claimed is not None else mine.values_list("key", flat=True))
 
 
 def release(*, purpose: str, keys: Iterable[object], token: datetime) -> None:
@@ -308,22 +302,17 @@ def send_once(
     recipients: Mapping[object, str],
     send: Callable[[str, str, object], None],
     claim_lease: timedelta,
-    handover_lease: timedelta,
     now: datetime | None = None,
-    settled: bool = False,
 ) -> Sending:
     """Send each message of ``recipients`` (key → address) at most once (see the module docstring), over one mail
     connection: ``send(key, recipient, connection)`` sends one. A message another sender holds, or that left
-    already, is skipped; a message handed over when the connection broke is never sent again automatically.
-    ``settled``: the caller has just settled these keys' stale hand-overs (:func:`settle_unconfirmed`, at
-    ``now``), which are then not settled a second time. Outside a transaction."""
+    already, is skipped; a message handed over when the connection broke is never sent again automatically
+    (the caller settles stale hand-overs, see the module docstring). Outside a transaction."""
     outcome = Sending()
     recipients = {str(key): to for key, to in recipients.items()}
     if not recipients:
         return outcome
     now = now or timezone.now()
-    if not settled:
-        settle_unconfirmed(purpose=purpose, keys=recipients, handover_lease=handover_lease, now=now)
     claimed = claim(purpose=purpose, recipients=recipients, lease=claim_lease, now=now)
     if not claimed:
         return outcome
@@ -333,16 +322,14 @@ def send_once(
         mail_connection.open()  # a refused or broken mail server fails here, before anything is handed over
         handed_at = timezone.now()
         ours = mine.filter(handed_over_at=handed_at)
-        marked: list[list[str]] = []
-
-        def hand_over() -> bool:
-            marked.append(_handed_over(purpose, claimed, token=now, at=handed_at))
-            return True
-
-        with_db_retry(hand_over, done=ours.exists, seconds=RECORD_RETRY_SECONDS)
+        marked = with_db_retry(
+            lambda: _handed_over(purpose, claimed, token=now, at=handed_at),
+            done=ours.exists,
+            seconds=RECORD_RETRY_SECONDS,
+        )
         # A claim that ran out meanwhile was taken over by another sender: its message is not ours to send.
         # (After a lost reply whose hand-over had taken effect, the rows tell which.)
-        handed_over = sorted(marked[0] if marked else ours.values_list("key", flat=True))
+        handed_over = sorted(marked if marked is not None else ours.values_list("key", flat=True))
         for position, key in enumerate(handed_over):
             try:
                 send(key, recipients[key], mail_connection)

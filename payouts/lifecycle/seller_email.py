@@ -62,7 +62,5 @@ def confirmation_emails_send(*, order_pks: list[int]) -> mail_once.Sending:
             order=orders[key], to=to, connection=connection
         ),
         claim_lease=EMAIL_CLAIM_LEASE,
-        handover_lease=EMAIL_HANDOVER_LEASE,
         now=now,
-        settled=True,
     )

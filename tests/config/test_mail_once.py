@@ -120,7 +120,6 @@ def test_a_claim_and_a_hand_over_whose_replies_were_lost_send_each_message_once(
         recipients={1: "a@example.com", 2: "b@example.com", 3: "c@example.com"},
         send=lambda key, to, connection: sent.append((key, to)),
         claim_lease=timedelta(seconds=90),
-        handover_lease=timedelta(minutes=4),
     )
     assert lost == {"claim": 0, "hand-over": 0}  # both replies were lost
     assert sorted(sent) == [("1", "a@example.com"), ("2", "b@example.com")]
@@ -135,12 +134,11 @@ def test_the_claim_and_the_hand_over_name_what_they_took_in_their_reply(django_a
     stale hand-overs settled, the claim, the hand-over, the sending recorded), whatever its size."""
     for size in (1, 5):
         purpose = f"notice-{size}"
-        with django_assert_num_queries(4):
+        with django_assert_num_queries(3):
             outcome = mail_once.send_once(
                 purpose=purpose,
                 recipients={key: f"{key}@example.com" for key in range(size)},
                 send=lambda key, to, connection: None,
                 claim_lease=timedelta(seconds=90),
-                handover_lease=timedelta(minutes=4),
             )
         assert len(outcome.sent) == size
